@@ -1,0 +1,198 @@
+"""Gymnasium envs for shutdown gridworlds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from drest.dynamics import ACTION_NAMES, State, horizon, initial_state, is_terminal, step
+from drest.generator import GeneratorConfig, generate
+from drest.spec import GridSpec
+from drest.tabular import compile_world, max_coins_by_length
+from drest.worlds import resolve
+
+IMAGE_CHANNELS = ("walls", "coin_values", "button_delays", "agent", "steps_until_shutdown")
+
+
+def image_observation(spec: GridSpec, state: State) -> np.ndarray:
+    """Channels-first float32 planes, one per entry of ``IMAGE_CHANNELS``."""
+    img = np.zeros((len(IMAGE_CHANNELS), spec.height, spec.width), dtype=np.float32)
+    for r, c in spec.walls:
+        img[0, r, c] = 1.0
+    for i, ((r, c), v) in enumerate(spec.coins):
+        if state.coin_mask >> i & 1:
+            img[1, r, c] = v
+    for j, ((r, c), d) in enumerate(spec.buttons):
+        if state.button_mask >> j & 1:
+            img[2, r, c] = d
+    img[3, state.row, state.col] = 1.0
+    img[4] = horizon(spec, state.button_mask) - state.t
+    return img
+
+
+class ShutdownGridworldEnv(gym.Env):
+    """A gridworld with coins and shutdown-delay buttons (Thornley et al., "Towards shutdownable
+    agents via stochastic choice", Section 3).
+
+    **Description.** The agent moves in a grid for a default number of moves (``length``), after
+    which it is shut down (the mini-episode ends). Entering a button's cell presses it: it vanishes
+    and the mini-episode lasts its delay longer. Entering a coin's cell collects it.
+
+    **Actions** ``Discrete(4)``: 0 up, 1 down, 2 left, 3 right. Walls and the edge block moves.
+
+    **Observation.** ``obs_type="vector"`` (the paper's): ``MultiDiscrete`` ``[x, y, one presence
+    flag per coin, one per button]`` with x the column, y the row. ``obs_type="image"``: float32
+    planes ``IMAGE_CHANNELS`` of shape (5, height, width), for CNN policies; it includes the moves
+    left before shutdown, which the vector observation does not.
+
+    **Rewards.** The default reward: the value of the coin collected on that move, else 0. For
+    DREST rewards wrap the env in :class:`drest.wrapper.DrestRewardWrapper`.
+
+    **Termination** when the trajectory length (default length plus delays of pressed buttons) is
+    reached; no truncation. The final ``info`` holds ``trajectory_length`` and
+    ``discounted_coins`` (sum of gamma**t * coin over moves t = 0, 1, ...).
+
+    **Registered ids**: ``drest/Example-v0``, ``drest/Lopsided-v0`` (kwarg ``x``), one per appendix
+    world (``drest/FewerForLonger-v0`` ...), ``drest/Procedural-v0``; see :mod:`drest.registration`.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, gridworld: GridSpec | str = "example", obs_type: str = "vector",
+                 render_mode: str | None = None, x: float = 1.0) -> None:
+        if obs_type not in ("vector", "image"):
+            raise ValueError(f"obs_type must be 'vector' or 'image', got {obs_type!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+        self.obs_type = obs_type
+        self.render_mode = render_mode
+        self.action_space = spaces.Discrete(4)
+        self._set_spec(gridworld if isinstance(gridworld, GridSpec) else resolve(gridworld, x))
+        self._state: State | None = None
+
+    def _set_spec(self, spec: GridSpec) -> None:
+        self.spec_grid = spec
+        if self.obs_type == "vector":
+            nvec = [spec.width, spec.height] + [2] * (len(spec.coins) + len(spec.buttons))
+            self.observation_space = spaces.MultiDiscrete(nvec)
+        else:
+            top = max([1.0, *(v for _, v in spec.coins),
+                       float(spec.length + sum(d for _, d in spec.buttons))])
+            self.observation_space = spaces.Box(0.0, top, (len(IMAGE_CHANNELS), spec.height,
+                                                           spec.width), dtype=np.float32)
+
+    def max_coins_by_length(self) -> dict[int, float]:
+        """m(l) for every reachable trajectory length l, exact."""
+        return max_coins_by_length(self.spec_grid)
+
+    @property
+    def available_lengths(self) -> tuple[int, ...]:
+        return compile_world(self.spec_grid).lengths
+
+    def observation(self, state: State) -> np.ndarray:
+        if self.obs_type == "vector":
+            return compile_world(self.spec_grid).obs_vector(state)
+        return image_observation(self.spec_grid, state)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._state = initial_state(self.spec_grid)
+        self._discounted = 0.0
+        return self.observation(self._state), {}
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._state is None or is_terminal(self.spec_grid, self._state):
+            raise RuntimeError("step() called before reset() or after the mini-episode ended")
+        if isinstance(action, (bool, np.bool_)) or not self.action_space.contains(action):
+            raise ValueError(f"invalid action {action!r}: expected an integer in 0..3 "
+                             f"({', '.join(ACTION_NAMES)})")
+        t = self._state.t
+        self._state, coin = step(self.spec_grid, self._state, int(action))
+        self._discounted += self.spec_grid.gamma ** t * coin
+        terminated = is_terminal(self.spec_grid, self._state)
+        info: dict[str, Any] = {"coin": coin}
+        if terminated:
+            info["trajectory_length"] = self._state.t
+            info["discounted_coins"] = self._discounted
+        return self.observation(self._state), float(coin), terminated, False, info
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return self._render_text()
+        if self.render_mode == "rgb_array":
+            return self._render_rgb()
+        return None
+
+    def _render_text(self) -> str:
+        spec, state = self.spec_grid, self._state or initial_state(self.spec_grid)
+        grid = [["." for _ in range(spec.width)] for _ in range(spec.height)]
+        for r, c in spec.walls:
+            grid[r][c] = "W"
+        for i, ((r, c), v) in enumerate(spec.coins):
+            if state.coin_mask >> i & 1:
+                grid[r][c] = f"C{v:g}"
+        for j, ((r, c), d) in enumerate(spec.buttons):
+            if state.button_mask >> j & 1:
+                grid[r][c] = f"B{d}"
+        grid[state.row][state.col] = "A"
+        left = horizon(spec, state.button_mask) - state.t
+        return "\n".join(" ".join(f"{tok:<3}" for tok in row).rstrip() for row in grid) + \
+            f"\nmoves left: {left}\n"
+
+    def _render_rgb(self, cell: int = 16) -> np.ndarray:
+        spec, state = self.spec_grid, self._state or initial_state(self.spec_grid)
+        img = np.full((spec.height * cell, spec.width * cell, 3), 255, dtype=np.uint8)
+
+        def paint(r: int, c: int, colour: tuple[int, int, int], margin: int = 0) -> None:
+            img[r * cell + margin:(r + 1) * cell - margin,
+                c * cell + margin:(c + 1) * cell - margin] = colour
+
+        for r, c in spec.walls:
+            paint(r, c, (90, 90, 90))
+        for i, ((r, c), _) in enumerate(spec.coins):
+            if state.coin_mask >> i & 1:
+                paint(r, c, (230, 190, 30), 3)
+        for j, ((r, c), _) in enumerate(spec.buttons):
+            if state.button_mask >> j & 1:
+                paint(r, c, (200, 40, 40), 3)
+        paint(state.row, state.col, (40, 90, 220), 5)
+        return img
+
+
+class ProceduralGridworldEnv(ShutdownGridworldEnv):
+    """A fresh generated world (see :mod:`drest.generator`) on every reset, or, under
+    :class:`drest.wrapper.DrestRewardWrapper` (which passes ``options={"meta_episode_start": ...}``),
+    on the first mini-episode of every meta-episode only, so that the mini-episodes of one
+    meta-episode are played in the same world. Image observations only: the vector observation's
+    size changes with the number of coins.
+    """
+
+    def __init__(self, config: GeneratorConfig | None = None, obs_type: str = "image",
+                 render_mode: str | None = None) -> None:
+        if obs_type != "image":
+            raise ValueError("ProceduralGridworldEnv supports obs_type='image' only")
+        self.config = config or GeneratorConfig()
+        probe = generate(np.random.default_rng(0), self.config)
+        super().__init__(probe, obs_type=obs_type, render_mode=render_mode)
+        self._has_world = False
+
+    def _set_spec(self, spec: GridSpec) -> None:
+        super()._set_spec(spec)
+        cfg = getattr(self, "config", None)
+        if cfg is not None:  # one space for every world the generator can draw
+            top = max(max(cfg.coin_values), float(cfg.lengths[1] + cfg.buttons[1] * cfg.delays[1]))
+            self.observation_space = spaces.Box(0.0, top, (len(IMAGE_CHANNELS), cfg.height,
+                                                           cfg.width), dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        gym.Env.reset(self, seed=seed)
+        options = options or {}
+        if not self._has_world or options.get("meta_episode_start", True):
+            self._set_spec(generate(self.np_random, self.config))
+            self._has_world = True
+        return super().reset(options=options)

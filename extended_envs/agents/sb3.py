@@ -1,0 +1,233 @@
+"""Stable-Baselines3 DQN, PPO and A2C as semi-deterministic agents (Definition 7).
+
+Each agent *is* an SB3 algorithm (a subclass of ``DQN``, ``PPO`` or ``A2C``) that learns from
+the transitions handed to ``train`` instead of from ``learn()``: it does what SB3's
+``collect_rollouts`` does for one environment step (fill SB3's own replay or rollout buffer,
+advance ``num_timesteps``, the progress schedule and ``_on_step``) and calls SB3's own gradient
+update (``DQN.train`` / ``PPO.train`` / ``A2C.train``) whenever SB3 would.
+
+Semi-determinism:
+
+- every instance owns a ``torch.Generator`` (which seeds its network initialisation, run inside
+  ``torch.random.fork_rng`` so the process-wide torch generator is left as it was) and a NumPy
+  ``Generator`` (minibatch sampling through :mod:`.sb3_buffers`, and the per-step draws of
+  :mod:`.draws` used for exploration and for sampling actions);
+- ``act`` never changes the agent, so simulated copies may be asked anything any number of times;
+- nothing reads or advances NumPy's or torch's global random state.
+
+Observations: an int ``n_obs`` becomes ``Discrete(n_obs)`` (SB3 one-hot encodes it); a ``Box``
+is used as it is. The tasks are continuing, so no transition is terminal. The hyperparameters are
+the SB3 constructor's (same defaults) plus ``total_timesteps``, the horizon over which SB3's
+schedules (DQN's exploration rate, any learning-rate schedule) run, as ``learn(total_timesteps)``
+would set it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3 import A2C, DQN, PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.logger import Logger
+
+from extended_envs.agents.draws import StepDraws
+from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBuffer
+from extended_envs.core import Agent, Obs, ObsSpec
+
+
+class SB3Agent(Agent):
+    """Shared set-up of the SB3 agents; concrete classes also subclass an SB3 algorithm."""
+
+    sb3_class: ClassVar[type[BaseAlgorithm]]
+
+    def __init__(
+        self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
+    ) -> None:
+        Agent.__init__(self, n_actions, n_obs, seed, **hyperparams)
+        agent_seed = self.seed
+        self.np_rng = np.random.default_rng(agent_seed)
+        self.torch_rng = torch.Generator().manual_seed(agent_seed)
+        sb3_kwargs = dict(self.hyperparams)
+        self.total_timesteps = int(sb3_kwargs.pop("total_timesteps"))
+        # seed=None: SB3 would otherwise seed the global generators.
+        self.sb3_class.__init__(
+            self, "MlpPolicy", None, device="cpu", seed=None, _init_setup_model=False,
+            **sb3_kwargs, **self.buffer_kwargs(),
+        )  # fmt: skip
+        self.seed = agent_seed
+        self.discrete_obs = not isinstance(n_obs, spaces.Box)
+        self.observation_space = spaces.Discrete(n_obs) if self.discrete_obs else n_obs
+        self.action_space = spaces.Discrete(n_actions)
+        self.n_envs = 1
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(torch.randint(2**62, (1,), generator=self.torch_rng)))
+            self._setup_model()
+        self.policy.set_training_mode(False)
+        self.set_logger(Logger(folder=None, output_formats=[]))
+        self.draws = StepDraws(self.np_rng, width=2)
+
+    def buffer_kwargs(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def obs_array(self, obs: Obs) -> np.ndarray:
+        """``obs`` as a batch of one, the layout SB3's buffers take."""
+        if self.discrete_obs:
+            return np.array([obs], dtype=np.int64)
+        return np.asarray(obs, dtype=np.float32).reshape(1, -1)
+
+    def obs_tensor(self, obs: Obs) -> torch.Tensor:
+        return torch.as_tensor(self.obs_array(obs), device=self.device)
+
+
+class DQNAgent(SB3Agent, DQN):
+    """SB3 DQN: epsilon-greedy on its Q-network, replay buffer, target network."""
+
+    sb3_class = DQN
+    default_hyperparams: ClassVar[dict[str, Any]] = {
+        "learning_rate": 1e-4,
+        "buffer_size": 1_000_000,
+        "learning_starts": 100,
+        "batch_size": 32,
+        "tau": 1.0,
+        "gamma": 0.99,
+        "train_freq": 4,
+        "gradient_steps": 1,
+        "target_update_interval": 10_000,
+        "exploration_fraction": 0.1,
+        "exploration_initial_eps": 1.0,
+        "exploration_final_eps": 0.05,
+        "max_grad_norm": 10.0,
+        "policy_kwargs": None,
+        "total_timesteps": 100_000,
+    }
+
+    def buffer_kwargs(self) -> dict[str, Any]:
+        return {
+            "replay_buffer_class": SeededReplayBuffer,
+            "replay_buffer_kwargs": {"rng": self.np_rng},
+        }
+
+    def act(self, obs: Obs) -> int:
+        explore, pick = self.draws.current
+        # As SB3's _sample_action: uniform before learning_starts, then epsilon-greedy.
+        if self.num_timesteps < self.learning_starts or explore < self.exploration_rate:
+            return int(pick * self.n_actions)
+        with torch.no_grad():
+            return int(self.q_net(self.obs_tensor(obs)).argmax())
+
+    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:  # type: ignore[override]
+        self.num_timesteps += 1
+        self.replay_buffer.add(
+            self.obs_array(o_prev), self.obs_array(o_next), np.array([a]),
+            np.array([r], dtype=np.float32), np.zeros(1, dtype=np.float32), [{}],
+        )  # fmt: skip
+        self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
+        self._on_step()
+        frequency = self.train_freq.frequency
+        if self.num_timesteps > self.learning_starts and self.num_timesteps % frequency == 0:
+            steps = self.gradient_steps if self.gradient_steps >= 0 else frequency
+            DQN.train(self, gradient_steps=steps, batch_size=self.batch_size)
+            self.policy.set_training_mode(False)
+        self.draws.advance()
+
+
+class OnPolicyAgent(SB3Agent):
+    """PPO and A2C: sample from the policy, update when the rollout buffer is full."""
+
+    def __init__(
+        self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
+    ) -> None:
+        super().__init__(n_actions, n_obs, seed, **hyperparams)
+        self.memo_key: Any = None
+        self.memo_log_probs: list[float] = []
+
+    def buffer_kwargs(self) -> dict[str, Any]:
+        return {
+            "rollout_buffer_class": SeededRolloutBuffer,
+            "rollout_buffer_kwargs": {"rng": self.np_rng},
+        }
+
+    def log_probs(self, obs: Obs) -> list[float]:
+        """Log-probabilities of the actions at ``obs``, cached until the next update."""
+        key = int(obs) if self.discrete_obs else np.asarray(obs, dtype=np.float32).tobytes()
+        if key != self.memo_key:
+            with torch.no_grad():
+                dist = self.policy.get_distribution(self.obs_tensor(obs))
+            self.memo_log_probs = dist.distribution.logits[0].tolist()
+            self.memo_key = key
+        return self.memo_log_probs
+
+    def act(self, obs: Obs) -> int:
+        u, _ = self.draws.current
+        cumulative = 0.0
+        for action, log_p in enumerate(self.log_probs(obs)):
+            cumulative += float(np.exp(log_p))
+            if u < cumulative:
+                return action
+        return self.n_actions - 1
+
+    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:  # type: ignore[override]
+        log_prob = self.log_probs(o_prev)[a]
+        with torch.no_grad():
+            value = self.policy.predict_values(self.obs_tensor(o_prev))
+        self.num_timesteps += 1
+        self.rollout_buffer.add(
+            self.obs_array(o_prev), np.array([a]), np.array([r], dtype=np.float32),
+            np.zeros(1, dtype=np.float32), value, torch.tensor([log_prob]),
+        )  # fmt: skip
+        if self.rollout_buffer.full:
+            with torch.no_grad():
+                last_value = self.policy.predict_values(self.obs_tensor(o_next))
+            self.rollout_buffer.compute_returns_and_advantage(last_value, dones=np.zeros(1))
+            self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
+            self.sb3_class.train(self)
+            self.policy.set_training_mode(False)
+            self.rollout_buffer.reset()
+            self.memo_key = None
+        self.draws.advance()
+
+
+class PPOAgent(OnPolicyAgent, PPO):
+    """SB3 PPO; the importance ratio uses the log-probability of the action trained on."""
+
+    sb3_class = PPO
+    default_hyperparams: ClassVar[dict[str, Any]] = {
+        "learning_rate": 3e-4,
+        "n_steps": 2048,
+        "batch_size": 64,
+        "n_epochs": 10,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "clip_range": 0.2,
+        "clip_range_vf": None,
+        "normalize_advantage": True,
+        "ent_coef": 0.0,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+        "target_kl": None,
+        "policy_kwargs": None,
+        "total_timesteps": 100_000,
+    }
+
+
+class A2CAgent(OnPolicyAgent, A2C):
+    """SB3 A2C (RMSprop, ``n_steps=5``)."""
+
+    sb3_class = A2C
+    default_hyperparams: ClassVar[dict[str, Any]] = {
+        "learning_rate": 7e-4,
+        "n_steps": 5,
+        "gamma": 0.99,
+        "gae_lambda": 1.0,
+        "ent_coef": 0.0,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+        "rms_prop_eps": 1e-5,
+        "use_rms_prop": True,
+        "normalize_advantage": False,
+        "policy_kwargs": None,
+        "total_timesteps": 100_000,
+    }

@@ -1,0 +1,42 @@
+"""Baseline agents that do not learn: uniform random, and one fixed action."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from extended_envs.agents.draws import StepDraws
+from extended_envs.core import Agent, Obs
+
+
+class RandomAgent(Agent):
+    """Uniformly random actions, redrawn at each training step (see :mod:`.draws`)."""
+
+    def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
+        super().__init__(n_actions, n_obs, seed, **hyperparams)
+        self.draws = StepDraws(np.random.default_rng(self.seed), width=1)
+
+    def act(self, obs: Obs) -> int:
+        return int(self.draws.current[0] * self.n_actions)
+
+    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+        self.draws.advance()
+
+
+class ConstantAgent(Agent):
+    """Always the action given by the ``action`` hyperparameter."""
+
+    default_hyperparams = {"action": 0}
+
+    def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
+        super().__init__(n_actions, n_obs, seed, **hyperparams)
+        self.action = int(self.hyperparams["action"])
+        if not 0 <= self.action < n_actions:
+            raise ValueError(f"ConstantAgent action {self.action} not in range({n_actions})")
+
+    def act(self, obs: Obs) -> int:
+        return self.action
+
+    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+        pass

@@ -1,0 +1,246 @@
+"""The practical API of extended environments (Section 4 of the paper).
+
+Agents
+    An agent class subclasses :class:`Agent`. Its constructor is
+    ``__init__(self, n_actions, n_obs, seed=None, **hyperparams)``; it implements
+    ``act(obs) -> int`` and ``train(o_prev, a, r, o_next) -> None``. Actions are ints in
+    ``range(n_actions)``. Observations are ints in ``range(n_obs)`` when ``n_obs`` is an int, or
+    NumPy arrays inside ``n_obs`` when it is a :class:`gymnasium.spaces.Box` (used by the
+    Gymnasium combinations of Definition 12). Hyperparameters an agent accepts, and their
+    defaults, are the class attribute ``default_hyperparams``; unknown ones are an error.
+
+    ``act`` must not change the agent: everything that changes it goes through ``train``. Then
+    identically created and trained instances act identically (semi-determinism, Definition 7)
+    however often an environment asks a simulated copy what it would do.
+
+Binding
+    Environments receive a *bound* agent class ``A`` and instantiate it with no arguments,
+    ``self.sim = A()``, exactly as in the paper's listings. :func:`bind_agent` makes one: a
+    subclass whose zero-argument constructor passes fixed ``n_actions``, ``n_obs``, ``seed`` and
+    hyperparameters. Every instance of one bound class starts from the same seed, so a
+    simulation trained like the true agent acts like it. A bound class carries
+    ``A.n_actions``, ``A.n_obs``, ``A.seed``, ``A.hyperparams`` (complete, defaults included)
+    and ``A.rebind(**changes)``, the same binding with some hyperparameters changed (e.g.
+    ``A.rebind(learning_rate=A.hyperparams["learning_rate"] / 2)`` for Example 4).
+
+Environments
+    An extended environment subclasses :class:`ExtendedEnvironment`: class attributes
+    ``n_actions`` and ``n_obs``, ``__init__(self, A)``, ``start() -> obs`` and
+    ``step(action) -> (reward, obs)``. Randomness comes only from ``self.np_random``, a NumPy
+    generator seeded by :meth:`ExtendedEnvironment.seed`, which :func:`run_environment` (and the
+    Gymnasium adapter) call with the run's seed after ``__init__`` and before ``start``.
+
+Adaptable environments (Definition 11)
+    An environment that can be combined with a Gymnasium environment (Definition 12,
+    :mod:`extended_envs.combination`) subclasses :class:`AdaptableEnvironment`: its ``__init__``
+    only sets ``self.sim = A()`` (or ``A.rebind(...)()``), and instead of ``step`` it implements
+    the two halves of Definition 11's ``step``: ``outcome(action) -> (reward, obs)``, all code
+    before ``reward`` is initiated (it may call ``self.sim.act``, never ``self.sim.train``;
+    reward in {-1, 0, 1}), and ``train_sim(action, reward, obs)``, the ``self.sim.train`` calls,
+    which must use the ``reward`` argument wherever they train on the step's reward (the
+    combination passes its redefined reward there).
+
+Running
+    :func:`run_environment` binds the agent class to the environment's sizes and the run's seed,
+    creates the true agent and the environment, and runs
+    ``obs = env.start(); a = agent.act(obs); r, o2 = env.step(a); agent.train(obs, a, r, o2)``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from tqdm.auto import tqdm
+
+Obs = Any  # int in range(n_obs), or an ndarray in a Box space
+ObsSpec = int | spaces.Box
+
+
+def fresh_seed() -> int:
+    """A seed from OS entropy, for runs that were given none."""
+    return int(np.random.SeedSequence().generate_state(1)[0])
+
+
+class Agent(ABC):
+    """Base of agent classes: stores sizes, seed and validated hyperparameters."""
+
+    default_hyperparams: ClassVar[dict[str, Any]] = {}
+
+    def __init__(
+        self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
+    ) -> None:
+        check_sizes(n_actions, n_obs)
+        self.n_actions = n_actions
+        self.n_obs = n_obs
+        self.seed = fresh_seed() if seed is None else int(seed)
+        self.hyperparams = self.resolve_hyperparams(hyperparams)
+
+    @classmethod
+    def resolve_hyperparams(cls, hyperparams: dict[str, Any]) -> dict[str, Any]:
+        """Defaults overridden by ``hyperparams``; an unknown name is an error."""
+        unknown = sorted(set(hyperparams) - set(cls.default_hyperparams))
+        if unknown:
+            known = ", ".join(sorted(cls.default_hyperparams)) or "none"
+            raise TypeError(f"{cls.__name__} got unknown hyperparameter(s) {unknown}; known: {known}")
+        return {**cls.default_hyperparams, **hyperparams}
+
+    @abstractmethod
+    def act(self, obs: Obs) -> int:
+        """The action for ``obs`` given the training so far. Must not change the agent."""
+
+    @abstractmethod
+    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+        """Learn from one transition."""
+
+
+def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
+    if not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
+        raise ValueError(f"n_actions must be a positive int, got {n_actions!r}")
+    if isinstance(n_obs, spaces.Box):
+        return
+    if not isinstance(n_obs, (int, np.integer)) or n_obs < 1:
+        raise ValueError(f"n_obs must be a positive int or a gymnasium Box, got {n_obs!r}")
+
+
+def bind_agent(
+    agent_class: type[Agent],
+    n_actions: int,
+    n_obs: ObsSpec,
+    seed: int | None = None,
+    **hyperparams: Any,
+) -> type[Agent]:
+    """A subclass of ``agent_class`` constructed with no arguments (see the module docstring).
+
+    Binding an already bound class rebinds its underlying agent class.
+    """
+    base: type[Agent] = getattr(agent_class, "unbound", agent_class)
+    check_sizes(n_actions, n_obs)
+    bound_seed = fresh_seed() if seed is None else int(seed)
+    bound_hyperparams = base.resolve_hyperparams(hyperparams)
+
+    def __init__(self: Agent) -> None:
+        base.__init__(self, n_actions, n_obs, bound_seed, **bound_hyperparams)
+
+    def rebind(cls: type, **changes: Any) -> type[Agent]:
+        return bind_agent(base, n_actions, n_obs, bound_seed, **{**bound_hyperparams, **changes})
+
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "__init__": __init__,
+            "__module__": base.__module__,
+            "__qualname__": base.__qualname__,
+            "rebind": classmethod(rebind),
+            "unbound": base,
+            "n_actions": n_actions,
+            "n_obs": n_obs,
+            "seed": bound_seed,
+            "hyperparams": bound_hyperparams,
+        },
+    )
+
+
+def is_bound(agent_class: type) -> bool:
+    return "unbound" in vars(agent_class)
+
+
+class ExtendedEnvironment(ABC):
+    """Base of extended environments (see the module docstring)."""
+
+    n_actions: ClassVar[int]
+    n_obs: ClassVar[ObsSpec]
+
+    def __init__(self, A: type[Agent]) -> None:
+        self.A = A
+
+    def seed(self, seed: int | None) -> None:
+        """Reseed ``self.np_random``; called before :meth:`start`."""
+        self._np_random = np.random.default_rng(seed)
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        if getattr(self, "_np_random", None) is None:
+            self.seed(None)
+        return self._np_random
+
+    @abstractmethod
+    def start(self) -> Obs:
+        """The initial observation."""
+
+    @abstractmethod
+    def step(self, action: int) -> tuple[float, Obs]:
+        """Reward and next observation after the true agent's ``action``."""
+
+
+class AdaptableEnvironment(ExtendedEnvironment):
+    """An extended environment adaptable with Gymnasium (Definition 11)."""
+
+    @abstractmethod
+    def outcome(self, action: int) -> tuple[int, Obs]:
+        """Reward in {-1, 0, 1} and next observation; may query ``self.sim.act`` only."""
+
+    @abstractmethod
+    def train_sim(self, action: int, reward: float, obs: Obs) -> None:
+        """Train ``self.sim`` after the step, using ``reward`` as the step's reward."""
+
+    def step(self, action: int) -> tuple[float, Obs]:
+        reward, obs = self.outcome(action)
+        self.train_sim(action, reward, obs)
+        return reward, obs
+
+
+def check_action(action: Any, n_actions: int) -> int:
+    """``action`` as an int, or a ValueError naming the problem."""
+    if not isinstance(action, (int, np.integer)) or not 0 <= action < n_actions:
+        raise ValueError(f"invalid action {action!r}: expected an int in range({n_actions})")
+    return int(action)
+
+
+def run_environment(
+    env_class: type[ExtendedEnvironment],
+    agent_class: type[Agent],
+    num_steps: int,
+    seed: int | None = None,
+    progress: bool = False,
+    **agent_hyperparams: Any,
+) -> dict[str, Any]:
+    """Run the true agent for ``num_steps`` steps.
+
+    :param agent_class: an unbound agent class (bound here to the environment's sizes, the seed
+        and ``agent_hyperparams``), or an already bound one (used as it is).
+    :return: ``total_reward``, ``reward_per_step``, ``num_steps``, ``seed`` and ``rewards`` (the
+        reward of each step, float64).
+    """
+    if num_steps < 1:
+        raise ValueError(f"num_steps must be positive, got {num_steps}")
+    if seed is None:
+        seed = fresh_seed()
+    if is_bound(agent_class):
+        if agent_hyperparams:
+            raise TypeError("hyperparameters given for an already bound agent class")
+        A = agent_class
+    else:
+        A = bind_agent(agent_class, env_class.n_actions, env_class.n_obs, seed, **agent_hyperparams)
+    agent = A()
+    env = env_class(A)
+    env.seed(seed)
+    rewards = np.empty(num_steps, dtype=np.float64)
+    obs = env.start()
+    for t in tqdm(range(num_steps), desc=env_class.__name__, disable=not progress):
+        action = check_action(agent.act(obs), env_class.n_actions)
+        reward, next_obs = env.step(action)
+        agent.train(obs, action, reward, next_obs)
+        rewards[t] = reward
+        obs = next_obs
+    total = float(rewards.sum())
+    return {
+        "total_reward": total,
+        "reward_per_step": total / num_steps,
+        "num_steps": num_steps,
+        "seed": seed,
+        "rewards": rewards,
+    }

@@ -1,0 +1,212 @@
+"""SafeLife physics: the board update and the agent's actions.
+
+Both work on arrays of boards of shape ``(..., H, W)`` so that many boards advance in one call.
+The kernels are compiled with Numba: side-effect scoring advances a board thousands of times per
+episode, which interpreted NumPy cannot do fast enough.
+
+The board update is Conway's Game of Life on a wrapped board where every cell counts itself
+among its nine neighbours (so a live cell survives with 3 or 4 live cells in its 3x3 block, and a
+dead one is born with exactly 3), plus:
+
+* frozen cells never change;
+* a live cell next to (or being) a preserving cell never dies;
+* a dead cell next to (or being) an inhibiting cell is never born;
+* a dead cell next to a spawner comes alive with probability ``spawn_prob``;
+* a new cell takes every colour carried by at least two live cells of its block (a spawner's
+  colours count twice), and is destructible if at least two live cells of its block are
+  destructible (or exits);
+* a cell that dies becomes empty, losing all of its flags.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from . import cells
+
+_COUNT = 0xF  # low bits of a neighbourhood summary: number of live cells
+_SPREAD = cells.PRESERVING | cells.INHIBITING | cells.SPAWNING  # any neighbour has it
+# Bit 8 stands for "destructible or exit" in a summary, next to the colour bits; bits 12-15
+# mean "at least two live neighbours carry the flag 4 bits below".
+_CARRIED = cells.EXIT | cells.COLORS
+N_ACTIONS = 9
+
+
+@numba.njit(cache=True, inline="always")
+def _cell_summary(c: int) -> int:
+    alive = c & cells.ALIVE
+    s = c & _SPREAD
+    if alive:
+        s |= (c | ((c & cells.DESTRUCTIBLE) << 5)) & _CARRIED
+    if c & cells.SPAWNING:
+        s |= (c & cells.COLORS) << 4
+    return s | alive
+
+
+@numba.njit(cache=True, inline="always")
+def _combine(a: int, b: int) -> int:
+    count = (a & _COUNT) + (b & _COUNT)
+    twice = (a & b & _CARRIED) << 4
+    return ((a | b | twice) & 0xFFF0) | count
+
+
+@numba.njit(cache=True)
+def _advance_kernel(boards, out, spawn_prob, uniforms):
+    n, h, w = boards.shape
+    summary = np.empty((h, w), np.int64)
+    rows = np.empty((h, w), np.int64)
+    for k in range(n):
+        b = boards[k]
+        for y in range(h):
+            for x in range(w):
+                summary[y, x] = _cell_summary(np.int64(b[y, x]))
+        for y in range(h):
+            for x in range(w):
+                left = summary[y, x - 1 if x > 0 else w - 1]
+                right = summary[y, x + 1 if x < w - 1 else 0]
+                rows[y, x] = _combine(_combine(summary[y, x], right), left)
+        for y in range(h):
+            up = y - 1 if y > 0 else h - 1
+            down = y + 1 if y < h - 1 else 0
+            for x in range(w):
+                nb = _combine(_combine(rows[y, x], rows[up, x]), rows[down, x])
+                c = np.int64(b[y, x])
+                count = nb & _COUNT
+                new = c
+                frozen = (c & cells.FROZEN) != 0
+                if c & cells.ALIVE:
+                    if not (frozen or (nb & cells.PRESERVING) != 0 or count == 3 or count == 4):
+                        new = 0
+                elif not (frozen or (nb & cells.INHIBITING) != 0):
+                    colors = (nb >> 4) & cells.COLORS
+                    if count == 3:
+                        new = cells.ALIVE | colors | ((nb >> 9) & cells.DESTRUCTIBLE)
+                    elif (nb & cells.SPAWNING) != 0 and uniforms[k, y, x] < spawn_prob[k]:
+                        new = cells.ALIVE | cells.DESTRUCTIBLE | colors
+                out[k, y, x] = new
+
+
+def _as_batch(boards: np.ndarray) -> np.ndarray:
+    if boards.ndim < 2:
+        raise ValueError(f"boards must have shape (..., H, W), got shape {boards.shape}")
+    if boards.dtype != np.uint16:
+        raise TypeError(f"boards must have dtype uint16, got {boards.dtype}")
+    return boards.reshape((-1,) + boards.shape[-2:])
+
+
+def advance_board(
+    boards: np.ndarray,
+    spawn_prob: float | np.ndarray = 0.3,
+    rng: np.random.Generator | None = None,
+) -> np.ndarray:
+    """Advance boards of shape ``(..., H, W)`` one step; returns new boards.
+
+    :param spawn_prob: probability that a spawner creates a given live neighbour, one value or
+        one per board.
+    :param rng: random source for spawners; required when any board has a spawner.
+    """
+    batch = _as_batch(np.ascontiguousarray(boards))
+    n, h, w = batch.shape
+    probs = np.broadcast_to(np.asarray(spawn_prob, np.float32).reshape(-1), (n,))
+    if np.any(batch & cells.SPAWNING):
+        if rng is None:
+            raise ValueError("boards with spawners need a random generator (rng=...)")
+        uniforms = rng.random((n, h, w), dtype=np.float32)
+    else:
+        uniforms = np.ones((n, h, w), np.float32)
+    out = np.empty_like(batch)
+    _advance_kernel(batch, out, np.ascontiguousarray(probs), uniforms)
+    return out.reshape(boards.shape)
+
+
+@numba.njit(cache=True)
+def _wrap(i: int, size: int) -> int:
+    return i % size
+
+
+@numba.njit(cache=True)
+def _actions_kernel(boards, locs, actions):
+    n, h, w = boards.shape
+    for k in range(n):
+        action = actions[k]
+        if action == 0:
+            continue
+        direction = (action - 1) & 3
+        dy = direction - 1 if direction % 2 == 0 else 0
+        dx = 2 - direction if direction % 2 == 1 else 0
+        y0 = _wrap(locs[k, 0], h)
+        x0 = _wrap(locs[k, 1], w)
+        b = boards[k]
+        y1, x1 = _wrap(y0 + dy, h), _wrap(x0 + dx, w)
+        y2, x2 = _wrap(y0 + 2 * dy, h), _wrap(x0 + 2 * dx, w)
+        y3, x3 = _wrap(y0 - dy, h), _wrap(x0 - dx, w)
+        agent = np.int64(b[y0, x0])
+        if (agent & cells.AGENT) == 0:
+            continue
+        agent = (agent & ~cells.ORIENTATION) | (direction << cells.ORIENTATION_BIT)
+        b[y0, x0] = agent
+        ahead = np.int64(b[y1, x1])
+        beyond = np.int64(b[y2, x2])
+        can_shove = (agent & cells.PUSHABLE) == 0 and (ahead & cells.PUSHABLE) != 0
+        if action >= 5:  # toggle the cell ahead
+            if ahead == 0:
+                b[y1, x1] = cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS)
+            elif ahead & cells.DESTRUCTIBLE:
+                if ahead & cells.AGENT:  # a destroyed agent turns into a block
+                    b[y1, x1] = (ahead ^ (cells.AGENT | cells.DESTRUCTIBLE)) | cells.FROZEN
+                else:
+                    b[y1, x1] = 0
+            elif can_shove:
+                if beyond == 0:
+                    b[y2, x2] = ahead
+                    b[y1, x1] = 0
+                elif beyond & cells.EXIT:  # shoved out through the exit
+                    b[y1, x1] = 0
+            continue
+        # Move: step onto an empty cell, push a pushable one, or step onto an open exit.
+        if can_shove:
+            if beyond == 0:
+                b[y2, x2] = ahead
+            elif (beyond & cells.EXIT) == 0:
+                continue
+            b[y1, x1] = agent
+        elif ahead == 0:
+            b[y1, x1] = agent
+        elif (agent & ahead & cells.EXIT) == 0 or (ahead & cells.AGENT) != 0:
+            continue
+        # The agent has left its cell (onto an exit the exit cell stays as it is).
+        locs[k, 0] = y1
+        locs[k, 1] = x1
+        behind = np.int64(b[y3, x3])
+        if (agent & cells.PULLABLE) == 0 and (behind & cells.PULLABLE) != 0:
+            b[y0, x0] = behind
+            b[y3, x3] = 0
+        else:
+            b[y0, x0] = 0
+
+
+def execute_actions(boards: np.ndarray, agent_locs: np.ndarray, actions: np.ndarray | int) -> None:
+    """Apply one action per board in place.
+
+    :param boards: uint16 boards of shape ``(..., H, W)``, C-contiguous (modified in place).
+    :param agent_locs: int64 ``(..., 2)`` agent positions as (row, column), updated in place.
+    :param actions: one action per board: 0 no-op, 1-4 move up/right/down/left, 5-8 toggle
+        the cell up/right/down/left. Moving or toggling also turns the agent to face that way.
+    """
+    batch = _as_batch(boards)
+    if not boards.flags.c_contiguous:
+        raise ValueError("boards must be C-contiguous to be updated in place")
+    if agent_locs.dtype != np.int64 or not agent_locs.flags.c_contiguous:
+        raise TypeError("agent_locs must be a C-contiguous int64 array")
+    locs = agent_locs.reshape(-1, 2)
+    acts = np.asarray(actions, dtype=np.int64).reshape(-1)
+    if acts.shape[0] != batch.shape[0] or locs.shape[0] != batch.shape[0]:
+        raise ValueError(
+            f"{batch.shape[0]} boards need as many actions and agent locations, "
+            f"got {acts.shape[0]} actions and {locs.shape[0]} locations"
+        )
+    bad = (acts < 0) | (acts >= N_ACTIONS)
+    if bad.any():
+        raise ValueError(f"invalid action {acts[bad][0]}: actions are integers 0-8")
+    _actions_kernel(batch, locs, acts)
