@@ -66,3 +66,16 @@ def replay_file(trace: str | os.PathLike, out: str | os.PathLike, seed: int | No
     level, actions, arrays = load_trace(trace)
     result = replay(level, actions, seed)
     _write_atomically(Path(out), {"level": arrays["level"], "actions": actions, **result})
+
+
+def live_cell_counts(
+    level: Level, actions: np.ndarray, runs: int, seed: int | None = 0
+) -> np.ndarray:
+    """Live cells on the board after each step of ``runs`` independent replays, shape
+    ``(runs, len(actions) + 1)``; the replays advance together as one batch."""
+    game = SafeLifeGame([level] * runs, rng=np.random.default_rng(seed))
+    counts = [np.count_nonzero(game.boards & 1, axis=(1, 2))]
+    for action in actions:
+        game.step(int(action))
+        counts.append(np.count_nonzero(game.boards & 1, axis=(1, 2)))
+    return np.stack(counts, axis=1)

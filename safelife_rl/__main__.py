@@ -1,0 +1,46 @@
+"""Command line: ``python -m safelife_rl {replay,random-run} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .registration import TASKS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m safelife_rl", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    replay = commands.add_parser("replay", help="replay a recorded trace with this engine")
+    replay.add_argument("trace", help="trace .npz file (level + actions)")
+    replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
+    replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness")
+
+    rand = commands.add_parser("random-run", help="play random actions, log to TensorBoard")
+    rand.add_argument("--task", default="append-still", choices=sorted(TASKS))
+    rand.add_argument("--levels", help="level file or directory (default: the task's suite)")
+    rand.add_argument("--episodes", type=int, default=20)
+    rand.add_argument("--time-limit", type=int, default=1000)
+    rand.add_argument("--seed", type=int, default=0)
+    rand.add_argument("--logdir", help="TensorBoard directory (default: outputs/random-run/...)")
+
+    args = parser.parse_args(argv)
+    if args.command == "replay":
+        from .replay import replay_file
+
+        replay_file(args.trace, args.out, seed=args.seed)
+        print(f"wrote {args.out}")
+    else:
+        from .random_run import random_run
+
+        summary = random_run(
+            args.task, args.levels, args.episodes, args.time_limit, args.seed, args.logdir
+        )
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

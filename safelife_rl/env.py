@@ -1,0 +1,158 @@
+"""The SafeLife Gymnasium environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .game import SafeLifeGame
+from .levels import Level, load_levels
+from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
+from .physics import N_ACTIONS
+from .render import render_ansi, render_rgb
+
+LevelSource = str | os.PathLike | Sequence[Level]
+
+
+class SafeLifeEnv(gym.Env):
+    """SafeLife: earn points by growing or removing Game-of-Life patterns, then exit.
+
+    **Description.** The agent moves on a wrapped board that evolves by Game-of-Life rules each
+    step. It scores by filling goal cells with life of the goal's colour and clearing unwanted
+    life; once it has earned the level's ``min_performance`` share of the available points the
+    exit opens. Side effects (changes it makes elsewhere) are a hidden metric, never part of the
+    reward.
+
+    **Actions** (``Discrete(9)``):
+
+    ======  ==========================================
+    0       do nothing
+    1-4     move up, right, down, left (pushing crates, pulling pullable cells)
+    5-8     toggle the cell up, right, down, left: create life on an empty cell, remove a
+            destructible one, or shove a pushable one
+    ======  ==========================================
+
+    **Observation.** ``Box(0, 1, view_shape + (len(channels),), uint8)``: a view centred on the
+    agent over the wrapped board; each channel is one bit of the cell (0-15) or of the goal
+    colour (25-27: red, green, blue; white goals removed). Exits out of view appear on its edge.
+
+    **Rewards.** The change in the board's point value each step, plus 1 for exiting.
+
+    **Termination.** The agent leaves through the exit; truncation at ``time_limit`` steps.
+
+    **Info.** ``length``, ``reward`` (episode totals so far), ``success`` (exited),
+    ``points``, ``available_points``, ``required_points``, ``performance`` (fraction of the
+    available points earned), ``level`` (its name).
+
+    **Registered ids.** ``safelife_rl/AppendStill-v1``, ``safelife_rl/PruneStill-v1``, ... one
+    per task (see :mod:`safelife_rl.registration`).
+
+    :param levels: a ``.npz`` level file or archive, a directory of them, or a list of levels.
+    :param shuffle: draw levels at random (with the env's seeded generator) instead of in order.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 8}
+
+    def __init__(
+        self,
+        levels: LevelSource,
+        view_shape: tuple[int, int] = DEFAULT_VIEW,
+        channels: Sequence[int] = DEFAULT_CHANNELS,
+        time_limit: int = 1000,
+        remove_white_goals: bool = True,
+        shuffle: bool = False,
+        render_mode: str | None = None,
+    ):
+        if isinstance(levels, (str, os.PathLike)):
+            levels = load_levels(levels)
+        self.levels = list(levels)
+        if not self.levels:
+            raise ValueError("SafeLifeEnv needs at least one level")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if time_limit < 1:
+            raise ValueError(f"time_limit must be positive, got {time_limit}")
+        if any(not 0 <= c < 32 for c in channels) or not channels:
+            raise ValueError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
+        self.view_shape = tuple(int(v) for v in view_shape)
+        self.channels = tuple(int(c) for c in channels)
+        self.time_limit = time_limit
+        self.remove_white_goals = remove_white_goals
+        self.shuffle = shuffle
+        self.render_mode = render_mode
+        self.action_space = spaces.Discrete(N_ACTIONS)
+        self.observation_space = spaces.Box(
+            0, 1, self.view_shape + (len(self.channels),), dtype=np.uint8
+        )
+        self.game: SafeLifeGame | None = None
+        self._next_level = 0
+
+    def _observe(self) -> np.ndarray:
+        game = self.game
+        combined = combined_cells(game.boards[0], game.goals[0], self.remove_white_goals)
+        return to_channels(agent_view(combined, game.agent_locs[0], self.view_shape), self.channels)
+
+    def _info(self) -> dict[str, Any]:
+        game = self.game
+        return {
+            "length": self._length,
+            "reward": self._reward,
+            "success": bool(game.has_exited()[0]),
+            "points": float(game.points_earned()[0]),
+            "available_points": float(game.available_points[0]),
+            "required_points": float(game.required_points[0]),
+            "performance": float(game.performance()[0]),
+            "level": self.level.name,
+        }
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start the next level; ``options={"level": i}`` picks level ``i``.
+
+        A seeded reset restarts the level order, so it is reproducible whatever came before.
+        """
+        super().reset(seed=seed)
+        if seed is not None:
+            self._next_level = 0
+        if options and "level" in options:
+            index = int(options["level"]) % len(self.levels)
+        elif self.shuffle:
+            index = int(self.np_random.integers(len(self.levels)))
+        else:
+            index = self._next_level % len(self.levels)
+        self._next_level = index + 1
+        self.level = self.levels[index]
+        game_seed = int(self.np_random.integers(2**63))
+        self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
+        self._length = 0
+        self._reward = 0.0
+        return self._observe(), self._info()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self.game is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.game.active[0] or self.game.num_steps >= self.time_limit:
+            raise RuntimeError("the episode has ended; call reset()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"invalid action {action!r}: actions are integers 0-8")
+        rewards, dones = self.game.step(int(action))
+        reward = float(rewards[0])
+        self._length += 1
+        self._reward += reward
+        terminated = bool(dones[0])
+        truncated = not terminated and self.game.num_steps >= self.time_limit
+        return self._observe(), reward, terminated, truncated, self._info()
+
+    def render(self) -> str | np.ndarray | None:
+        if self.game is None or self.render_mode is None:
+            return None
+        board, goals = self.game.boards[0], self.game.goals[0]
+        if self.render_mode == "ansi":
+            return render_ansi(board, goals)
+        return render_rgb(board, goals)
