@@ -28,7 +28,7 @@ STOCHASTIC = [t for t in TRACES if np.load(t)["stochastic"]]
 
 
 def test_reference_data_present():
-    assert len(DETERMINISTIC) >= 70 and len(STOCHASTIC) >= 20
+    assert len(DETERMINISTIC) >= 70 and len(STOCHASTIC) >= 30
 
 
 @pytest.mark.parametrize("trace", DETERMINISTIC, ids=lambda p: p.stem)
