@@ -80,10 +80,10 @@ def color_index(cells: np.ndarray | int) -> np.ndarray | int:
 
 
 def kind_name(cell: int) -> str:
-    """Name of a cell's kind, e.g. ``"crate"``; flags no kind has give ``"custom"``."""
+    """Name of a cell's kind, e.g. ``"crate"``; flags no kind has give ``"unknown"``."""
     flags = int(cell) & _KIND_MASK
     for name, value in KINDS.items():
         # The agent carries the exit flag while the exit is open to it.
         if flags == value or (name == "player" and flags & ~EXIT == value):
             return name
-    return "custom"
+    return "unknown"

@@ -15,6 +15,7 @@ from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
 from .physics import N_ACTIONS
 from .render import render_ansi, render_rgb
+from .side_effects import side_effect_score
 
 LevelSource = str | os.PathLike | Sequence[Level]
 
@@ -47,13 +48,16 @@ class SafeLifeEnv(gym.Env):
 
     **Info.** ``length``, ``reward`` (episode totals so far), ``success`` (exited),
     ``points``, ``available_points``, ``required_points``, ``performance`` (fraction of the
-    available points earned), ``level`` (its name).
+    available points earned), ``level`` (its name); at the end of an episode, if
+    ``side_effects`` is on, ``side_effects``: ``{cell name: [side effect, inaction total]}``
+    (see :mod:`safelife_rl.side_effects`; about 3 ms per episode on deterministic levels).
 
     **Registered ids.** ``safelife_rl/AppendStill-v1``, ``safelife_rl/PruneStill-v1``, ... one
     per task (see :mod:`safelife_rl.registration`).
 
     :param levels: a ``.npz`` level file or archive, a directory of them, or a list of levels.
     :param shuffle: draw levels at random (with the env's seeded generator) instead of in order.
+    :param side_effects: measure side effects at the end of each episode (``info``).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 8}
@@ -66,6 +70,7 @@ class SafeLifeEnv(gym.Env):
         time_limit: int = 1000,
         remove_white_goals: bool = True,
         shuffle: bool = False,
+        side_effects: bool = False,
         render_mode: str | None = None,
     ):
         if isinstance(levels, (str, os.PathLike)):
@@ -84,6 +89,7 @@ class SafeLifeEnv(gym.Env):
         self.time_limit = time_limit
         self.remove_white_goals = remove_white_goals
         self.shuffle = shuffle
+        self.side_effects = side_effects
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(N_ACTIONS)
         self.observation_space = spaces.Box(
@@ -147,7 +153,11 @@ class SafeLifeEnv(gym.Env):
         self._reward += reward
         terminated = bool(dones[0])
         truncated = not terminated and self.game.num_steps >= self.time_limit
-        return self._observe(), reward, terminated, truncated, self._info()
+        info = self._info()
+        if self.side_effects and (terminated or truncated):
+            rng = np.random.default_rng(int(self.np_random.integers(2**63)))
+            info["side_effects"] = side_effect_score(self.game, rng=rng)
+        return self._observe(), reward, terminated, truncated, info
 
     def render(self) -> str | np.ndarray | None:
         if self.game is None or self.render_mode is None:

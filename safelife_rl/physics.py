@@ -52,39 +52,87 @@ def _combine(a: int, b: int) -> int:
 
 
 @numba.njit(cache=True)
+def _advance_into(b, out, spawn_prob, uniforms, summary, rows):
+    """One generation of board ``b`` (H, W) into ``out``; scratch arrays are (H, W) int64."""
+    h, w = b.shape
+    for y in range(h):
+        for x in range(w):
+            summary[y, x] = _cell_summary(np.int64(b[y, x]))
+    for y in range(h):
+        for x in range(w):
+            left = summary[y, x - 1 if x > 0 else w - 1]
+            right = summary[y, x + 1 if x < w - 1 else 0]
+            rows[y, x] = _combine(_combine(summary[y, x], right), left)
+    for y in range(h):
+        up = y - 1 if y > 0 else h - 1
+        down = y + 1 if y < h - 1 else 0
+        for x in range(w):
+            nb = _combine(_combine(rows[y, x], rows[up, x]), rows[down, x])
+            c = np.int64(b[y, x])
+            count = nb & _COUNT
+            new = c
+            frozen = (c & cells.FROZEN) != 0
+            if c & cells.ALIVE:
+                if not (frozen or (nb & cells.PRESERVING) != 0 or count == 3 or count == 4):
+                    new = 0
+            elif not (frozen or (nb & cells.INHIBITING) != 0):
+                colors = (nb >> 4) & cells.COLORS
+                if count == 3:
+                    new = cells.ALIVE | colors | ((nb >> 9) & cells.DESTRUCTIBLE)
+                elif (nb & cells.SPAWNING) != 0 and uniforms[y, x] < spawn_prob:
+                    new = cells.ALIVE | cells.DESTRUCTIBLE | colors
+            out[y, x] = new
+
+
+@numba.njit(cache=True)
 def _advance_kernel(boards, out, spawn_prob, uniforms):
     n, h, w = boards.shape
     summary = np.empty((h, w), np.int64)
     rows = np.empty((h, w), np.int64)
     for k in range(n):
-        b = boards[k]
-        for y in range(h):
-            for x in range(w):
-                summary[y, x] = _cell_summary(np.int64(b[y, x]))
-        for y in range(h):
-            for x in range(w):
-                left = summary[y, x - 1 if x > 0 else w - 1]
-                right = summary[y, x + 1 if x < w - 1 else 0]
-                rows[y, x] = _combine(_combine(summary[y, x], right), left)
-        for y in range(h):
-            up = y - 1 if y > 0 else h - 1
-            down = y + 1 if y < h - 1 else 0
-            for x in range(w):
-                nb = _combine(_combine(rows[y, x], rows[up, x]), rows[down, x])
-                c = np.int64(b[y, x])
-                count = nb & _COUNT
-                new = c
-                frozen = (c & cells.FROZEN) != 0
-                if c & cells.ALIVE:
-                    if not (frozen or (nb & cells.PRESERVING) != 0 or count == 3 or count == 4):
-                        new = 0
-                elif not (frozen or (nb & cells.INHIBITING) != 0):
-                    colors = (nb >> 4) & cells.COLORS
-                    if count == 3:
-                        new = cells.ALIVE | colors | ((nb >> 9) & cells.DESTRUCTIBLE)
-                    elif (nb & cells.SPAWNING) != 0 and uniforms[k, y, x] < spawn_prob[k]:
-                        new = cells.ALIVE | cells.DESTRUCTIBLE | colors
-                out[k, y, x] = new
+        _advance_into(boards[k], out[k], spawn_prob[k], uniforms[k], summary, rows)
+
+
+@numba.njit(cache=True)
+def _add_life(board, counts, weight):
+    skip = cells.AGENT | cells.EXIT | cells.FROZEN
+    h, w = board.shape
+    for y in range(h):
+        for x in range(w):
+            c = board[y, x]
+            if (c & cells.ALIVE) != 0 and (c & skip) == 0:
+                counts[y, x, (c & cells.COLORS) >> cells.COLOR_BIT] += weight
+
+
+@numba.njit(cache=True)
+def _occupancy_kernel(board, spawn_prob, uniforms, counts, deterministic):
+    """Advance ``board`` once per row of ``uniforms``, in place; if ``counts`` (H, W, 8) is
+    non-empty, count after each step the live cells of each colour that the agent could
+    affect (neither agent, exit nor frozen).
+
+    A deterministic board that repeats itself within two steps stays periodic, so the rest of
+    the run is then counted without simulating it.
+    """
+    h, w = board.shape
+    summary = np.empty((h, w), np.int64)
+    rows = np.empty((h, w), np.int64)
+    older = board.copy()  # the state two steps back
+    previous = board.copy()
+    steps = uniforms.shape[0]
+    for t in range(steps):
+        older[:, :] = previous
+        previous[:, :] = board
+        _advance_into(previous, board, spawn_prob, uniforms[t], summary, rows)
+        if counts.shape[0]:
+            _add_life(board, counts, 1)
+        if deterministic and t >= 1 and np.array_equal(board, older):
+            left = steps - t - 1  # states alternate: previous, board, previous, ...
+            if counts.shape[0]:
+                _add_life(previous, counts, (left + 1) // 2)
+                _add_life(board, counts, left // 2)
+            if left % 2:
+                board[:, :] = previous
+            return
 
 
 def _as_batch(boards: np.ndarray) -> np.ndarray:
@@ -93,6 +141,15 @@ def _as_batch(boards: np.ndarray) -> np.ndarray:
     if boards.dtype != np.uint16:
         raise TypeError(f"boards must have dtype uint16, got {boards.dtype}")
     return boards.reshape((-1,) + boards.shape[-2:])
+
+
+def _uniforms(boards: np.ndarray, shape: tuple[int, ...], rng: np.random.Generator | None):
+    """Random numbers for the spawners (ones, which never spawn, where there are none)."""
+    if not np.any(boards & cells.SPAWNING):
+        return np.ones(shape, np.float32)
+    if rng is None:
+        raise ValueError("boards with spawners need a random generator (rng=...)")
+    return rng.random(shape, dtype=np.float32)
 
 
 def advance_board(
@@ -109,15 +166,38 @@ def advance_board(
     batch = _as_batch(np.ascontiguousarray(boards))
     n, h, w = batch.shape
     probs = np.broadcast_to(np.asarray(spawn_prob, np.float32).reshape(-1), (n,))
-    if np.any(batch & cells.SPAWNING):
-        if rng is None:
-            raise ValueError("boards with spawners need a random generator (rng=...)")
-        uniforms = rng.random((n, h, w), dtype=np.float32)
-    else:
-        uniforms = np.ones((n, h, w), np.float32)
+    uniforms = _uniforms(batch, (n, h, w), rng)
     out = np.empty_like(batch)
     _advance_kernel(batch, out, np.ascontiguousarray(probs), uniforms)
     return out.reshape(boards.shape)
+
+
+def advance_steps(
+    board: np.ndarray,
+    steps: int,
+    spawn_prob: float = 0.3,
+    rng: np.random.Generator | None = None,
+    count_life: bool = False,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Advance one ``(H, W)`` board ``steps`` generations in a single compiled loop.
+
+    :param count_life: also return how often each cell held live cells of each colour
+        (shape ``(H, W, 8)``, colour index last), counting live cells that are neither
+        frozen, agent nor exit, after every step.
+    :returns: the final board and the counts (``None`` unless ``count_life``).
+    """
+    if board.ndim != 2:
+        raise ValueError(f"advance_steps takes one (H, W) board, got shape {board.shape}")
+    board = _as_batch(board)[0].copy()
+    h, w = board.shape
+    deterministic = not np.any(board & cells.SPAWNING)
+    if deterministic:  # one row of "never spawn" serves every step
+        uniforms = np.broadcast_to(np.ones((1, h, w), np.float32), (steps, h, w))
+    else:
+        uniforms = _uniforms(board, (steps, h, w), rng)
+    counts = np.zeros((h, w, 8) if count_life else (0, 0, 8), np.int32)
+    _occupancy_kernel(board, np.float32(spawn_prob), uniforms, counts, deterministic)
+    return board, counts if count_life else None
 
 
 @numba.njit(cache=True)

@@ -26,7 +26,7 @@ GLYPHS = {
     "fountain": "+",
     "ice cube": "=",
     "exit": "X",
-    "custom": "?",
+    "unknown": "?",
 }
 AGENT_GLYPHS = "^>v<"
 GLYPHS.update({arrow: arrow for arrow in AGENT_GLYPHS})
@@ -94,7 +94,7 @@ def _sprites(size: int) -> dict[str, np.ndarray]:
         "fountain": ((np.abs(x) < 0.1) | (np.abs(y) < 0.1)) & square,
         "ice cube": border | (np.abs(x + y) < 0.08) & square,
         "exit": border | ((np.abs(x) < 0.15) & (np.abs(y) < 0.15)),
-        "custom": (r > 0.3) & (r < 0.42),
+        "unknown": (r > 0.3) & (r < 0.42),
     }
     for turn, name in enumerate(AGENT_GLYPHS):
         sprites[name] = np.rot90(up, k=-turn)

@@ -5,6 +5,7 @@ The output has the trace's fields, so the two files can be compared array by arr
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 from .game import SafeLifeGame
 from .levels import Level, LevelFormatError, _write_atomically, level_from_record
 from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
+from .side_effects import side_effect_score
 
 
 def load_trace(path: str | os.PathLike) -> tuple[Level, np.ndarray, dict[str, np.ndarray]]:
@@ -37,7 +39,10 @@ def observe(game: SafeLifeGame, index: int = 0) -> np.ndarray:
 
 
 def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str, np.ndarray]:
-    """Play ``actions`` on ``level``; returns arrays named as in the trace files."""
+    """Play ``actions`` on ``level``; returns arrays named as in the trace files.
+
+    As in the traces, ``side_effects`` (JSON text) is given for deterministic levels only.
+    """
     game = SafeLifeGame([level], rng=np.random.default_rng(seed))
     boards, goals = [game.boards[0].copy()], [game.goals[0].copy()]
     rewards, dones = [], []
@@ -48,7 +53,7 @@ def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str,
         goals.append(game.goals[0].copy())
         rewards.append(reward[0])
         dones.append(done[0])
-    return {
+    result = {
         "boards": np.stack(boards),
         "goals": np.stack(goals),
         "rewards": np.array(rewards, np.float32),
@@ -59,6 +64,9 @@ def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str,
         "required_points": game.required_points.astype(np.int64),
         "stochastic": np.array(level.is_stochastic),
     }
+    if not level.is_stochastic:
+        result["side_effects"] = np.array(json.dumps(side_effect_score(game)))
+    return result
 
 
 def replay_file(trace: str | os.PathLike, out: str | os.PathLike, seed: int | None = 0) -> None:

@@ -1,0 +1,52 @@
+"""The training app: ``python -m safelife_rl.train [group=option ...] [key=value ...]``.
+
+Configs live in ``conf/`` (``train.yaml`` and the groups ``env``, ``algo``, ``policy``,
+``wrappers``, ``callbacks``); ``-m`` sweeps through Hydra's launchers. ``resume=RUN_DIR``
+continues a killed run from its newest checkpoint with the config it saved (only
+``total_timesteps`` may be changed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from .training.run import format_summary, load_run_config, train
+
+#: Overrides a resumed run accepts; everything else comes from the run's saved config.
+RESUME_OVERRIDES = ("resume", "total_timesteps")
+
+
+def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The saved config of the run at ``cfg.resume``, with ``total_timesteps`` updated if it was
+    given on the command line; any other override is an error."""
+    given = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
+    unexpected = sorted(given - set(RESUME_OVERRIDES))
+    if unexpected:
+        raise ValueError(
+            f"resume={cfg.resume} continues that run with its saved config; only "
+            f"total_timesteps may be changed, not {', '.join(unexpected)}"
+        )
+    saved = load_run_config(cfg.resume)
+    if "total_timesteps" in given:
+        saved.total_timesteps = cfg.total_timesteps
+    return saved
+
+
+@hydra.main(version_base=None, config_path="../conf", config_name="train")
+def main(cfg: DictConfig) -> dict[str, Any]:
+    if cfg.resume is not None:
+        run_dir = Path(cfg.resume)
+        summary = train(resume_config(cfg, list(HydraConfig.get().overrides.task)), run_dir, True)
+    else:
+        summary = train(cfg, HydraConfig.get().runtime.output_dir)
+    print(format_summary(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

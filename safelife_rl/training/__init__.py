@@ -1,0 +1,49 @@
+"""Training SafeLife agents with Stable-Baselines3: the SafeLife CNN, the training wrappers of
+the original code, TensorBoard callbacks and the run logic behind ``python -m
+safelife_rl.train``."""
+
+from omegaconf import OmegaConf
+
+from .callbacks import AtomicCheckpoint, EpisodeLogger, PeriodicEvaluation, TrainingClock
+from .features import SafeLifeCNN
+from .schedules import LinearRamp
+from .wrappers import (
+    ContinuingEnv,
+    ExitBonus,
+    ExitCurriculum,
+    MovementBonus,
+    ScheduledWrapper,
+    SideEffectPenalty,
+    sync_training_steps,
+)
+
+
+def _minibatch_size(n_envs: int, n_steps: int, n_minibatches: int) -> int:
+    """Config resolver: a rollout of ``n_envs * n_steps`` split into ``n_minibatches``."""
+    rollout = int(n_envs) * int(n_steps)
+    if rollout % int(n_minibatches):
+        raise ValueError(
+            f"a rollout of {n_envs} envs x {n_steps} steps does not split into "
+            f"{n_minibatches} minibatches"
+        )
+    return rollout // int(n_minibatches)
+
+
+if not OmegaConf.has_resolver("minibatch_size"):
+    OmegaConf.register_new_resolver("minibatch_size", _minibatch_size)
+
+__all__ = [
+    "AtomicCheckpoint",
+    "ContinuingEnv",
+    "EpisodeLogger",
+    "ExitBonus",
+    "ExitCurriculum",
+    "LinearRamp",
+    "MovementBonus",
+    "PeriodicEvaluation",
+    "SafeLifeCNN",
+    "ScheduledWrapper",
+    "SideEffectPenalty",
+    "TrainingClock",
+    "sync_training_steps",
+]

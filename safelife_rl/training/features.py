@@ -1,0 +1,59 @@
+"""The SafeLife CNN as a Stable-Baselines3 features extractor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import gymnasium as gym
+import torch
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+
+class SafeLifeCNN(BaseFeaturesExtractor):
+    """Three convolutions (kernels 5, 3, 3; strides 2, 2, 1) and a dense layer, as in SafeLife.
+
+    Takes the channel-last binary observation ``(height, width, channels)`` of
+    :class:`~safelife_rl.SafeLifeEnv`; with ``net_arch=[]`` the policy and value heads (or the
+    Q-values) are single linear layers on these features, as in the original networks.
+
+    :param observation_space: a ``Box`` of shape ``(height, width, channels)``.
+    :param features_dim: width of the dense layer (512 in the original).
+    :param conv_channels: output channels of the three convolutions (32, 64, 64 in the original).
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.spaces.Box,
+        features_dim: int = 512,
+        conv_channels: Sequence[int] = (32, 64, 64),
+    ):
+        super().__init__(observation_space, features_dim)
+        if len(observation_space.shape) != 3:
+            raise ValueError(
+                f"SafeLifeCNN needs (height, width, channels) observations, got shape "
+                f"{observation_space.shape}"
+            )
+        if len(conv_channels) != 3:
+            raise ValueError(f"conv_channels needs three sizes, got {tuple(conv_channels)}")
+        height, width, n_channels = observation_space.shape
+        if min(height, width) < 17:
+            raise ValueError(
+                f"SafeLifeCNN needs a view of at least 17x17 cells, got {height}x{width}"
+            )
+        c1, c2, c3 = (int(c) for c in conv_channels)
+        self.cnn = nn.Sequential(
+            nn.Conv2d(n_channels, c1, kernel_size=5, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(c1, c2, kernel_size=3, stride=2),
+            nn.ReLU(),
+            nn.Conv2d(c2, c3, kernel_size=3, stride=1),
+            nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            n_flat = self.cnn(torch.zeros(1, n_channels, height, width)).shape[1]
+        self.dense = nn.Sequential(nn.Linear(n_flat, features_dim), nn.ReLU())
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.dense(self.cnn(observations.permute(0, 3, 1, 2)))
