@@ -1,4 +1,4 @@
-"""Command line: ``python -m safelife_rl {replay,random-run} ...``."""
+"""Command line: ``python -m safelife_rl {play,replay,random-run} ...``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("trace", help="trace .npz file (level + actions)")
     replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
     replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness")
+    replay.add_argument("--gif", help="also render the replayed boards to this GIF")
+
+    play = commands.add_parser("play", help="play in the terminal (arrow keys, space, q)")
+    play.add_argument("source", nargs="?", default="append-still", help="task name or level path")
+    play.add_argument("--gif", help="save the session as a GIF")
+    play.add_argument("--time-limit", type=int, default=1000)
 
     rand = commands.add_parser("random-run", help="play random actions, log to TensorBoard")
     rand.add_argument("--task", default="append-still", choices=sorted(TASKS))
@@ -30,8 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "replay":
         from .replay import replay_file
 
-        replay_file(args.trace, args.out, seed=args.seed)
-        print(f"wrote {args.out}")
+        replay_file(args.trace, args.out, seed=args.seed, gif=args.gif)
+        print(f"wrote {args.out}" + (f" and {args.gif}" if args.gif else ""))
+    elif args.command == "play":
+        from .play import main as play_main
+
+        result = play_main(args.source, args.gif, args.time_limit)
+        print(f"levels completed: {result['levels_completed']}")
     else:
         from .random_run import random_run
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .env import SafeLifeEnv
+from .files import atomic_path
 from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS
 from . import registration
@@ -171,19 +171,16 @@ def plot_histograms(rows: list[dict], path: Path, title: str) -> None:
         ax.set_ylabel("episodes")
     fig.suptitle(title)
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as handle:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
@@ -218,7 +215,8 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
          **{f"{c}_{s}": v for c, (m, d) in summary.items() for s, v in (("mean", m), ("std", d))}}
     ])
     table = markdown_table(path.stem, policy_name, summary)
-    (out / "summary.md").write_text(table)
+    with atomic_path(out / "summary.md") as tmp:
+        Path(tmp).write_text(table)
     plot_histograms(rows, out / "histograms.png", f"{path.stem}: {policy_name}")
     print(table)
     print(f"wrote {out}")

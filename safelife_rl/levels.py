@@ -12,7 +12,6 @@ Two formats are read, both written by the original SafeLife:
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import cells
+from .files import atomic_path
 from .scoring import DEFAULT_POINTS_TABLE
 
 GAME_CLASS = "safelife.safelife_game.SafeLifeGame"
@@ -183,15 +183,9 @@ def _record(level: Level) -> dict[str, np.ndarray]:
 
 
 def _write_atomically(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as handle:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
             np.savez_compressed(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def save_level(level: Level, path: str | os.PathLike) -> None:

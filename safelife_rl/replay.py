@@ -69,11 +69,21 @@ def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str,
     return result
 
 
-def replay_file(trace: str | os.PathLike, out: str | os.PathLike, seed: int | None = 0) -> None:
-    """Replay a trace file and write the result (with the trace's level and actions)."""
+def replay_file(
+    trace: str | os.PathLike,
+    out: str | os.PathLike,
+    seed: int | None = 0,
+    gif: str | os.PathLike | None = None,
+) -> None:
+    """Replay a trace file and write the result (with the trace's level and actions), and
+    optionally an animation of the replayed boards."""
     level, actions, arrays = load_trace(trace)
     result = replay(level, actions, seed)
     _write_atomically(Path(out), {"level": arrays["level"], "actions": actions, **result})
+    if gif is not None:
+        from .video import board_frames, write_gif
+
+        write_gif(board_frames(result["boards"], result["goals"]), gif)
 
 
 def live_cell_counts(

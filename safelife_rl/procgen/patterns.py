@@ -126,14 +126,19 @@ def _cell_status(layers, counts, mask, i):
     """(oscillation bits, violations) of cell ``i``."""
     depth = layers.shape[0]
     first = layers[0, i]
-    if first & _FROZEN:
-        osc, viol = 0, 0
-    else:
-        osc = 0
+    osc = 0
+    viol = 0
+    if not first & _FROZEN:
+        seen_alive = False
+        seen_dead = False
         for d in range(depth):
-            osc |= (layers[d, i] & _ALIVE) + 1
-        last = layers[depth - 1, i]
-        viol = 1 if _violates(last, first, counts[depth - 1, i]) else 0
+            if layers[d, i] & _ALIVE:
+                seen_alive = True
+            else:
+                seen_dead = True
+        osc = (2 if seen_alive else 0) | (1 if seen_dead else 0)
+        if _violates(layers[depth - 1, i], first, counts[depth - 1, i]):
+            viol = 1
     if osc == _OSCILLATING and not mask[i] & CAN_OSCILLATE:
         viol += 1
     return osc, viol
@@ -143,22 +148,33 @@ def _cell_status(layers, counts, mask, i):
 def _change(layers, counts, osc, viol, mask, h, w, i, new, bad, bad_where, bad_size, track):
     """Set cell ``i`` of the board to ``new`` and update all layers and per-cell statistics.
 
+    Only the cells a change can reach are revisited: the changed cell alone while no alive bit
+    flips, one cell further for each layer in which one does.
+
     :returns: the change in total violations and in the number of oscillating cells.
     """
-    if _set_layer_cell(layers, counts, 0, i, h, w, new) == 0:
+    changed = _set_layer_cell(layers, counts, 0, i, h, w, new)
+    if changed == 0:
         return 0, 0
-    depth = layers.shape[0]
     r0, c0 = i // w, i % w
-    for d in range(1, depth):  # a change reaches d cells further each step
-        for r in range(r0 - d, r0 + d + 1):
-            for c in range(c0 - d, c0 + d + 1):
+    reach = 1 if changed == 2 else 0  # radius of the cells whose inputs changed
+    status_reach = reach
+    for d in range(1, layers.shape[0]):
+        most = 0  # the largest change in this layer (see _set_layer_cell)
+        for r in range(r0 - reach, r0 + reach + 1):
+            for c in range(c0 - reach, c0 + reach + 1):
                 j = (r % h) * w + c % w
-                _set_layer_cell(
+                most = max(most, _set_layer_cell(
                     layers, counts, d, j, h, w, _next_cell(layers[d - 1, j], counts[d - 1, j])
-                )
+                ))
+        if most == 0:
+            break
+        if most == 2:
+            reach += 1
+        status_reach = reach
     d_viol, d_osc = 0, 0
-    for r in range(r0 - depth, r0 + depth + 1):
-        for c in range(c0 - depth, c0 + depth + 1):
+    for r in range(r0 - status_reach, r0 + status_reach + 1):
+        for c in range(c0 - status_reach, c0 + status_reach + 1):
             j = (r % h) * w + c % w
             o, v = _cell_status(layers, counts, mask, j)
             d_viol += v - viol[j]

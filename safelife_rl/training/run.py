@@ -26,12 +26,12 @@ from .wrappers import sync_training_steps
 CONFIG_FILE = "config.yaml"
 
 
-def _plain(node: Any) -> Any:
+def plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if node is not None else None
 
 
 def _eval_env_factory(cfg: DictConfig) -> partial:
-    kwargs = {**_plain(cfg.env.kwargs), **(_plain(cfg.env.get("eval_kwargs")) or {})}
+    kwargs = {**plain(cfg.env.kwargs), **(plain(cfg.env.get("eval_kwargs")) or {})}
     return partial(make_env, cfg.env.id, kwargs, None)
 
 
@@ -49,7 +49,7 @@ def _callbacks(cfg: DictConfig, run_dir: Path) -> list[BaseCallback]:
     return built
 
 
-def _build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
+def build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
     return instantiate(
         cfg.algo,
         policy=cfg.policy.name,
@@ -77,7 +77,7 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.torch_threads)
     env = make_vec_env(
-        cfg.env.id, _plain(cfg.env.kwargs), _plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
+        cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
     )
     try:
         if resume:
@@ -87,7 +87,7 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
             model = get_class(cfg.algo._target_).load(found[-1], env=env, device=cfg.device)
         else:
             write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
-            model = _build_model(cfg, env)
+            model = build_model(cfg, env)
         model.set_logger(configure(str(run_dir / "tensorboard"), ["tensorboard", "csv"]))
         sync_training_steps(env, model.num_timesteps)
         callbacks = _callbacks(cfg, run_dir)

@@ -1,0 +1,49 @@
+"""Animated GIFs of SafeLife boards (imageio and Pillow: no ffmpeg needed)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import imageio.v3 as iio
+import numpy as np
+
+from .env import SafeLifeEnv
+from .files import atomic_path
+from .render import render_rgb
+
+
+def write_gif(frames: Sequence[np.ndarray], path: str | os.PathLike, fps: float = 8) -> None:
+    """Write RGB frames as a looping GIF (to a temporary file first, then renamed)."""
+    if len(frames) == 0:
+        raise ValueError("no frames to write")
+    with atomic_path(path) as tmp:
+        iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
+
+
+def board_frames(boards: np.ndarray, goals: np.ndarray, cell_px: int = 12) -> list[np.ndarray]:
+    """One RGB frame per board of a ``(T, H, W)`` history."""
+    return [render_rgb(b, g, cell_px) for b, g in zip(boards, goals)]
+
+
+def record_episode(
+    env: SafeLifeEnv,
+    policy: Callable[[np.ndarray], int],
+    path: str | os.PathLike,
+    seed: int | None = None,
+    fps: float = 8,
+) -> dict:
+    """Play one episode with ``policy`` (observation -> action) and save it as a GIF.
+
+    :returns: the final step's ``info``.
+    """
+    obs, info = env.reset(seed=seed)
+    game = env.game
+    frames = [render_rgb(game.boards[0], game.goals[0])]
+    done = False
+    while not done:
+        obs, _, terminated, truncated, info = env.step(int(policy(obs)))
+        frames.append(render_rgb(game.boards[0], game.goals[0]))
+        done = terminated or truncated
+    write_gif(frames, path, fps)
+    return info
