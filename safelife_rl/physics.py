@@ -52,8 +52,12 @@ def _combine(a: int, b: int) -> int:
 
 
 @numba.njit(cache=True)
-def _advance_into(b, out, spawn_prob, uniforms, summary, rows):
-    """One generation of board ``b`` (H, W) into ``out``; scratch arrays are (H, W) int64."""
+def _advance_into(b, out, spawn_prob, uniforms, index, summary, rows):
+    """One generation of board ``b`` (H, W) into ``out``.
+
+    A cell next to a spawner draws its random number from ``uniforms[index[y, x]]``;
+    scratch arrays are (H, W) int64.
+    """
     h, w = b.shape
     for y in range(h):
         for x in range(w):
@@ -79,7 +83,7 @@ def _advance_into(b, out, spawn_prob, uniforms, summary, rows):
                 colors = (nb >> 4) & cells.COLORS
                 if count == 3:
                     new = cells.ALIVE | colors | ((nb >> 9) & cells.DESTRUCTIBLE)
-                elif (nb & cells.SPAWNING) != 0 and uniforms[y, x] < spawn_prob:
+                elif (nb & cells.SPAWNING) != 0 and uniforms[index[y, x]] < spawn_prob:
                     new = cells.ALIVE | cells.DESTRUCTIBLE | colors
             out[y, x] = new
 
@@ -89,8 +93,9 @@ def _advance_kernel(boards, out, spawn_prob, uniforms):
     n, h, w = boards.shape
     summary = np.empty((h, w), np.int64)
     rows = np.empty((h, w), np.int64)
+    index = np.arange(h * w).reshape(h, w)
     for k in range(n):
-        _advance_into(boards[k], out[k], spawn_prob[k], uniforms[k], summary, rows)
+        _advance_into(boards[k], out[k], spawn_prob[k], uniforms[k], index, summary, rows)
 
 
 @numba.njit(cache=True)
@@ -105,7 +110,7 @@ def _add_life(board, counts, weight):
 
 
 @numba.njit(cache=True)
-def _occupancy_kernel(board, spawn_prob, uniforms, counts, deterministic):
+def _occupancy_kernel(board, spawn_prob, uniforms, index, counts, deterministic):
     """Advance ``board`` once per row of ``uniforms``, in place; if ``counts`` (H, W, 8) is
     non-empty, count after each step the live cells of each colour that the agent could
     affect (neither agent, exit nor frozen).
@@ -122,7 +127,7 @@ def _occupancy_kernel(board, spawn_prob, uniforms, counts, deterministic):
     for t in range(steps):
         older[:, :] = previous
         previous[:, :] = board
-        _advance_into(previous, board, spawn_prob, uniforms[t], summary, rows)
+        _advance_into(previous, board, spawn_prob, uniforms[t], index, summary, rows)
         if counts.shape[0]:
             _add_life(board, counts, 1)
         if deterministic and t >= 1 and np.array_equal(board, older):
@@ -166,10 +171,20 @@ def advance_board(
     batch = _as_batch(np.ascontiguousarray(boards))
     n, h, w = batch.shape
     probs = np.broadcast_to(np.asarray(spawn_prob, np.float32).reshape(-1), (n,))
-    uniforms = _uniforms(batch, (n, h, w), rng)
+    uniforms = _uniforms(batch, (n, h * w), rng)
     out = np.empty_like(batch)
     _advance_kernel(batch, out, np.ascontiguousarray(probs), uniforms)
     return out.reshape(boards.shape)
+
+
+def _spawn_zone(board: np.ndarray) -> np.ndarray:
+    """Cells of a (H, W) board with a spawner in their 3x3 block (wrapped)."""
+    spawners = (board & cells.SPAWNING) > 0
+    zone = np.zeros_like(spawners)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            zone |= np.roll(spawners, (dy, dx), axis=(0, 1))
+    return zone
 
 
 def advance_steps(
@@ -190,13 +205,14 @@ def advance_steps(
         raise ValueError(f"advance_steps takes one (H, W) board, got shape {board.shape}")
     board = _as_batch(board)[0].copy()
     h, w = board.shape
-    deterministic = not np.any(board & cells.SPAWNING)
-    if deterministic:  # one row of "never spawn" serves every step
-        uniforms = np.broadcast_to(np.ones((1, h, w), np.float32), (steps, h, w))
-    else:
-        uniforms = _uniforms(board, (steps, h, w), rng)
+    # Spawners neither move nor appear without the agent, so only the cells next to them at
+    # the start ever need random numbers.
+    zone = _spawn_zone(board)
+    index = np.full((h, w), -1, np.int64)
+    index[zone] = np.arange(np.count_nonzero(zone))
+    uniforms = _uniforms(board, (steps, max(1, np.count_nonzero(zone))), rng)
     counts = np.zeros((h, w, 8) if count_life else (0, 0, 8), np.int32)
-    _occupancy_kernel(board, np.float32(spawn_prob), uniforms, counts, deterministic)
+    _occupancy_kernel(board, np.float32(spawn_prob), uniforms, index, counts, not zone.any())
     return board, counts if count_life else None
 
 
