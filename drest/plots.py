@@ -1,0 +1,129 @@
+"""Figures: trained policies drawn as arrows (the paper's Figures 5 and 9-16), metric curves
+(Figure 3) and NEUTRALITY against the lopsided coin value (Figure 6). All written as PNGs with
+matplotlib's Agg backend, via a temp file then rename."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from drest.dynamics import MOVES  # noqa: E402
+from drest.metrics import state_occupancy  # noqa: E402
+from drest.tabular import TabularWorld  # noqa: E402
+
+
+def save_figure(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.png")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def _draw_grid(ax, world: TabularWorld, button_present: bool) -> None:
+    spec = world.spec
+    ax.set_xlim(-0.5, spec.width - 0.5)
+    ax.set_ylim(spec.height - 0.5, -0.5)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_aspect("equal")
+    for r in range(spec.height + 1):
+        ax.axhline(r - 0.5, color="0.8", lw=0.5)
+    for c in range(spec.width + 1):
+        ax.axvline(c - 0.5, color="0.8", lw=0.5)
+    for r, c in spec.walls:
+        ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, color="0.35"))
+    for (r, c), v in spec.coins:
+        ax.text(c, r, f"C{v:g}", ha="center", va="center", fontsize=9, color="darkgoldenrod")
+    if button_present:
+        for (r, c), d in spec.buttons:
+            ax.text(c, r, f"B{d}", ha="center", va="center", fontsize=9, color="tab:blue")
+    ax.text(spec.agent[1], spec.agent[0] + 0.32, "A", ha="center", va="center", fontsize=7)
+
+
+def policy_figure(world: TabularWorld, state_policy: np.ndarray, path: str | Path,
+                  title: str = "") -> Path:
+    """Two panels, before and after a button is pressed. In each visited cell, red arrows whose
+    opacity is the action probability, averaged over the states in that cell (coin flags, time)
+    weighted by how often the policy visits them."""
+    occupancy, _ = state_occupancy(world, state_policy)
+    all_buttons = (1 << len(world.spec.buttons)) - 1
+    fig, axes = plt.subplots(1, 2, figsize=(2.2 * world.spec.width + 1, 1.1 * world.spec.height))
+    for ax, pressed in zip(axes, (False, True)):
+        _draw_grid(ax, world, button_present=not pressed)
+        ax.set_title("after button pressed" if pressed else "initial state", fontsize=10)
+        weights: dict[tuple[int, int], np.ndarray] = {}
+        for s, state in enumerate(world.states):
+            if world.terminal[s] or occupancy[s] <= 0 or (state.button_mask != all_buttons) != pressed:
+                continue
+            cell = (state.row, state.col)
+            weights[cell] = weights.get(cell, np.zeros(4)) + occupancy[s] * state_policy[s]
+        for (r, c), w in weights.items():
+            probs = w / w.sum()
+            for a, (dr, dc) in enumerate(MOVES):
+                if probs[a] > 0.02:
+                    ax.arrow(c + 0.12 * dc, r + 0.12 * dr, 0.22 * dc, 0.22 * dr, width=0.04,
+                             head_width=0.13, head_length=0.1, color="red",
+                             alpha=float(probs[a]), length_includes_head=True)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return save_figure(fig, path)
+
+
+def curves_figure(curves: Mapping[str, Sequence[dict]], path: str | Path, title: str = "",
+                  reference: Mapping[str, Mapping[str, float]] | None = None) -> Path:
+    """USEFULNESS and NEUTRALITY against mini-episodes: one line (mean, shaded +-1 std over seeds)
+    per label. ``curves[label]`` is a list of per-seed histories; ``reference[label]`` optional
+    final values reported in the paper, drawn as dashed lines."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    colours = {"default": "tab:orange", "drest": "tab:blue", "drest_lopsided": "tab:green"}
+    for label, histories in curves.items():
+        x = np.array([h["mini_episodes"] for h in histories[0]])
+        for ax, key in zip(axes, ("usefulness", "neutrality")):
+            ys = np.array([[h[key] for h in hist] for hist in histories])
+            mean, std = ys.mean(axis=0), ys.std(axis=0)
+            colour = colours.get(label)
+            ax.plot(x, mean, label=f"{label} (ours)", color=colour)
+            ax.fill_between(x, mean - std, mean + std, alpha=0.2, color=colour)
+            if reference and label in reference and key in reference[label]:
+                ax.axhline(reference[label][key], ls="--", color=colour,
+                           label=f"{label} (paper, final)")
+    for ax, key in zip(axes, ("USEFULNESS", "NEUTRALITY (bits)")):
+        ax.set_xlabel("mini-episodes")
+        ax.set_ylabel(key)
+        ax.set_ylim(-0.02, 1.05)
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def lopsided_figure(xs: Sequence[float], ours: Mapping[str, Sequence[Sequence[float]]],
+                    paper: Mapping[float, float], path: str | Path) -> Path:
+    """NEUTRALITY against the coin value x (log scale): ours per reward (mean +- std over seeds)
+    beside the paper's DREST values."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for label, per_x in ours.items():
+        arr = [np.asarray(v) for v in per_x]
+        mean = np.array([a.mean() for a in arr])
+        std = np.array([a.std() for a in arr])
+        ax.errorbar(xs, mean, yerr=std, marker="o", ms=3, capsize=2, label=f"{label} (ours)")
+    px = sorted(paper)
+    ax.plot(px, [paper[x] for x in px], "k--", marker="x", label="DREST (paper)")
+    ax.set_xscale("log")
+    ax.set_xlabel("value x of coin Cx")
+    ax.set_ylabel("NEUTRALITY (bits)")
+    ax.set_ylim(-0.02, 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)

@@ -1,0 +1,139 @@
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.vector import SyncVectorEnv
+
+import drest  # noqa: F401  (registers the ids)
+from drest.dynamics import DOWN, LEFT, RIGHT, UP
+from drest.env import ProceduralGridworldEnv, ShutdownGridworldEnv
+from drest.generator import GeneratorConfig, generate
+from drest.registration import ENV_IDS, PROCEDURAL_ID
+from drest.tabular import max_coins_by_length
+from drest.worlds import builtin
+
+ALL_IDS = list(ENV_IDS.values()) + [PROCEDURAL_ID]
+
+
+def play(env, actions):
+    env.reset(seed=0)
+    total, info = 0.0, {}
+    for i, a in enumerate(actions):
+        _, r, terminated, truncated, info = env.step(a)
+        total += r
+        assert terminated == (i == len(actions) - 1)
+        assert not truncated
+    return total, info
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_registered_envs_pass_check_env(env_id):
+    for obs_type in (("image",) if env_id == PROCEDURAL_ID else ("vector", "image")):
+        env = gym.make(env_id, obs_type=obs_type)
+        check_env(env.unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_same_seed_same_rollout_and_renders(env_id):
+    def rollout():
+        env = gym.make(env_id, render_mode="rgb_array")
+        env.action_space.seed(3)
+        obs, _ = env.reset(seed=5)
+        seq = [obs]
+        done = False
+        while not done:
+            obs, r, term, trunc, _ = env.step(env.action_space.sample())
+            seq += [obs, r]
+            done = term or trunc
+        frame = env.render()
+        assert frame.dtype == np.uint8 and frame.ndim == 3
+        return seq
+    a, b = rollout(), rollout()
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_example_scripted_trajectories():
+    env = ShutdownGridworldEnv("example")
+    # short: left, left, up, up collects C2 on move 4, then shutdown
+    total, info = play(env, [LEFT, LEFT, UP, UP])
+    assert total == 2.0 and info["trajectory_length"] == 4
+    assert info["discounted_coins"] == pytest.approx(2 * 0.95 ** 3)
+    # long: up, right, right, down presses B4 on the last default move; then up x4 gets C3
+    total, info = play(env, [UP, RIGHT, RIGHT, DOWN, UP, UP, UP, UP])
+    assert total == 3.0 and info["trajectory_length"] == 8
+    assert info["discounted_coins"] == pytest.approx(3 * 0.95 ** 7)
+    # walls and edges block: right into the wall, down off the edge
+    env.reset()
+    obs, *_ = env.step(RIGHT)
+    obs, *_ = env.step(DOWN)
+    assert obs.tolist() == [2, 4, 1, 1, 1, 1]
+
+
+def test_vector_observation_tracks_coins_and_button():
+    env = ShutdownGridworldEnv("example")
+    obs, _ = env.reset()
+    assert obs.tolist() == [2, 4, 1, 1, 1, 1]  # x, y, C3, C2, C1 flags, button flag
+    for a in (UP, RIGHT, RIGHT, DOWN):
+        obs, *_ = env.step(a)
+    assert obs.tolist() == [4, 4, 1, 1, 1, 0]
+
+
+def test_image_observation_channels():
+    env = ShutdownGridworldEnv("example", obs_type="image")
+    obs, _ = env.reset()
+    assert obs.shape == (5, 5, 5)
+    assert obs[1, 0, 4] == 3 and obs[2, 4, 4] == 4 and obs[3, 4, 2] == 1
+    assert np.all(obs[4] == 4)
+
+
+def test_invalid_action_and_step_after_end():
+    env = ShutdownGridworldEnv("lopsided")
+    env.reset()
+    for bad in (4, -1, 1.5, "up"):
+        with pytest.raises(ValueError, match="invalid action"):
+            env.step(bad)
+    env.step(UP)
+    env.step(UP)
+    with pytest.raises(RuntimeError):
+        env.step(UP)
+
+
+def test_pickle_and_sync_vector_env():
+    env = gym.make("drest/Example-v0")
+    env.reset(seed=0)
+    clone = pickle.loads(pickle.dumps(env))
+    assert np.array_equal(clone.step(UP)[0], env.step(UP)[0])
+    venv = SyncVectorEnv([lambda: gym.make("drest/Lopsided-v0", x=0.5) for _ in range(2)])
+    obs, _ = venv.reset(seed=0)
+    assert obs.shape == (2, 5)  # x, y, Cx, C1, B2
+    venv.close()
+
+
+def test_generator_guarantees():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        spec = generate(rng)
+        m = max_coins_by_length(spec)
+        assert len(m) >= 2 and min(m.values()) > 0
+
+
+def test_procedural_env_new_world_only_at_meta_episode_start():
+    env = ProceduralGridworldEnv(GeneratorConfig())
+    env.reset(seed=1)
+    first = env.spec_grid
+    env.reset(options={"meta_episode_start": False})
+    assert env.spec_grid == first
+    worlds = set()
+    for _ in range(5):
+        env.reset(options={"meta_episode_start": True})
+        worlds.add(env.spec_grid)
+    assert len(worlds) > 1
+
+
+def test_button_on_last_default_move_extends_episode():
+    env = ShutdownGridworldEnv(builtin("lopsided"))
+    # B2 is at (1, 1); agent at (2, 2): left then up presses it on move 2 = default length
+    total, info = play(env, [LEFT, UP, LEFT, UP])
+    assert info["trajectory_length"] == 4 and total == 1.0  # Cx (x=1) at (0, 0) on move 4
