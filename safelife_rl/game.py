@@ -15,7 +15,7 @@ import numpy as np
 from . import cells
 from .levels import Level
 from .physics import advance_board, execute_actions
-from .scoring import alive_counts, available_points, update_exits
+from .scoring import EXIT_POINTS, alive_counts, available_points, update_exits
 
 
 class SafeLifeGame:
@@ -87,7 +87,7 @@ class SafeLifeGame:
 
     def performance(self) -> np.ndarray:
         """Fraction of the available points earned (exit bonus excluded)."""
-        earned = self.points_earned() - self.has_exited() * 1.0
+        earned = self.points_earned() - self.has_exited() * EXIT_POINTS
         return earned / np.maximum(self.available_points, 1)
 
     def step(self, actions: np.ndarray | Sequence[int] | int) -> tuple[np.ndarray, np.ndarray]:

@@ -182,7 +182,8 @@ def _record(level: Level) -> dict[str, np.ndarray]:
     }
 
 
-def _write_atomically(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write arrays to a compressed ``.npz`` file via a temporary file."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
             np.savez_compressed(handle, **arrays)
@@ -190,7 +191,7 @@ def _write_atomically(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def save_level(level: Level, path: str | os.PathLike) -> None:
     """Save one level as an original-style single-level ``.npz`` file."""
-    _write_atomically(Path(path), _record(level))
+    write_npz(Path(path), _record(level))
 
 
 def save_levels(levels: Sequence[Level] | Iterable[Level], path: str | os.PathLike) -> None:
@@ -227,4 +228,4 @@ def save_levels(levels: Sequence[Level] | Iterable[Level], path: str | os.PathLi
         record["goals"] = level.goals
         record["name"] = level.name
         record["points_table"] = level.points_table
-    _write_atomically(Path(path), {"levels": records})
+    write_npz(Path(path), {"levels": records})

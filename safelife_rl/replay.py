@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .game import SafeLifeGame
-from .levels import Level, LevelFormatError, _write_atomically, level_from_record
+from .levels import Level, LevelFormatError, write_npz, level_from_record
 from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
 from .side_effects import side_effect_score
 
@@ -79,7 +79,7 @@ def replay_file(
     optionally an animation of the replayed boards."""
     level, actions, arrays = load_trace(trace)
     result = replay(level, actions, seed)
-    _write_atomically(Path(out), {"level": arrays["level"], "actions": actions, **result})
+    write_npz(Path(out), {"level": arrays["level"], "actions": actions, **result})
     if gif is not None:
         from .video import board_frames, write_gif
 
