@@ -11,11 +11,13 @@ from extended_envs.core import Agent, ExtendedEnvironment
 
 
 class IgnoreObservations(ExtendedEnvironment):
-    """Act as you would if every past observation had been 0.
+    """Act as you would if every observation, the current one included, had been 0.
 
-    Observations: 5, uniformly random each turn. The copy acts on the current observation
-    after a history whose observations are all 0; +1 when the agent's action matches, -1
-    otherwise.
+    Observations: 5, uniformly random each turn. The copy is trained on the true history with
+    every observation replaced by 0 and asked to act on 0; +1 when the agent's action matches,
+    -1 otherwise. (The reference library means to let the copy act on the current observation
+    but never updates it, so its copy acts on the first observation forever; with a first
+    observation of 0 that is this rule, which is also Example 1's applied to observations.)
     """
 
     n_actions = 2
@@ -24,15 +26,16 @@ class IgnoreObservations(ExtendedEnvironment):
     def __init__(self, A: type[Agent]) -> None:
         self.sim = A()
 
+    def observe(self) -> int:
+        return int(self.np_random.integers(self.n_obs))
+
     def start(self) -> int:
-        self.obs = int(self.np_random.integers(self.n_obs))
-        return self.obs
+        return self.observe()
 
     def step(self, action: int) -> tuple[int, int]:
-        reward = 1 if action == self.sim.act(self.obs) else -1
-        self.obs = int(self.np_random.integers(self.n_obs))
+        reward = 1 if action == self.sim.act(0) else -1
         self.sim.train(0, action, reward, 0)
-        return reward, self.obs
+        return reward, self.observe()
 
 
 class AfterImages(ExtendedEnvironment):

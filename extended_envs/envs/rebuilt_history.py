@@ -8,6 +8,7 @@ actions; +1 when the agent's action equals the fresh copy's, -1 otherwise.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections import OrderedDict
 from typing import ClassVar
 
@@ -55,12 +56,11 @@ class LimitedMemory(ExtendedEnvironment):
         return reward, OBS
 
 
-class ReverseHistory(ExtendedEnvironment):
-    """Example 3: act as you would if everything so far had happened in reverse order.
+class WholeHistoryReplay(ExtendedEnvironment):
+    """Each turn, a new copy trained on :meth:`hypothetical_history`; the first turn gives 0.
 
-    The copy is trained on the turns from last to first (each turn's observations swapped).
-    The first turn, with nothing to reverse, gives reward 0. Quadratic in the number of turns:
-    slow, excluded from the battery unless asked for.
+    Quadratic in the number of turns: these environments are slow and excluded from the
+    battery unless asked for.
     """
 
     n_actions = 2
@@ -74,34 +74,41 @@ class ReverseHistory(ExtendedEnvironment):
     def start(self) -> int:
         return OBS
 
-    def hypothetical_history(self) -> list[Transition]:
-        return [(o_next, a, r, o_prev) for o_prev, a, r, o_next in reversed(self.history)]
+    @abstractmethod
+    def hypothetical_history(self, action: int) -> list[Transition]:
+        """What the copy is trained on before being asked to act (``self.history`` non-empty)."""
 
     def step(self, action: int) -> tuple[int, int]:
         if not self.history:
             reward = 0
         else:
             sim = self.A()
-            for transition in self.hypothetical_history():
+            for transition in self.hypothetical_history(action):
                 sim.train(*transition)
             reward = 1 if action == sim.act(OBS) else -1
         self.history.append((OBS, action, reward, OBS))
         return reward, OBS
 
 
-class DejaVu(ReverseHistory):
+class ReverseHistory(WholeHistoryReplay):
+    """Example 3: act as you would if everything so far had happened in reverse order.
+
+    The copy is trained on the turns from last to first, each turn's two observations swapped.
+    With nothing to reverse, the first turn gives reward 0.
+    """
+
+    def hypothetical_history(self, action: int) -> list[Transition]:
+        return [(o_next, a, r, o_prev) for o_prev, a, r, o_next in reversed(self.history)]
+
+
+class DejaVu(WholeHistoryReplay):
     """Act as you would if everything so far had already happened once before.
 
     With true history h and the agent's action X, the copy is trained on h, then on X taking
     it back to the start with reward 0, then on h again; +1 when it would then take X. The
-    first turn gives reward 0. Quadratic in the number of turns: slow, excluded from the
-    battery unless asked for.
+    first turn gives reward 0.
     """
 
-    def step(self, action: int) -> tuple[int, int]:
-        self.action = action
-        return super().step(action)
-
-    def hypothetical_history(self) -> list[Transition]:
+    def hypothetical_history(self, action: int) -> list[Transition]:
         first_obs, last_obs = self.history[0][0], self.history[-1][-1]
-        return [*self.history, (last_obs, self.action, 0, first_obs), *self.history]
+        return [*self.history, (last_obs, action, 0, first_obs), *self.history]

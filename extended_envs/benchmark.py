@@ -1,0 +1,231 @@
+"""The self-reflection benchmark: an agent's average reward per step over the battery.
+
+The battery (:func:`extended_envs.envs.battery`) is every environment of the library and its
+``minus_rewards`` negation, so an agent that ignores rewards scores exactly 0 and a score above 0
+means the agent does better than indifference across the battery (the paper's practical stand-in
+for the self-reflection measure of Definition 3).
+
+Run it with Hydra::
+
+    python -m extended_envs.benchmark agent=QLearner steps=1000 seeds=[0,1,2] reality_check=true
+
+It writes ``results.csv`` (one row per agent, environment and seed: ``agent,env,seed,nsteps,reward``
+with the total reward, as in the reference library's result table), ``results.md`` (reward per
+step of each environment and of its negation, and the measure) and ``results.png`` into the run
+directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from extended_envs import reality_check
+from extended_envs.core import Agent, ExtendedEnvironment, run_environment
+from extended_envs.envs import BY_NAME, battery, minus_rewards
+
+FIELDS = ["agent", "env", "seed", "nsteps", "reward"]
+ALIASES = {
+    "random": "RandomAgent",
+    "constant": "ConstantAgent",
+    "q": "QLearner",
+    "dqn": "DQNAgent",
+    "ppo": "PPOAgent",
+    "a2c": "A2CAgent",
+}
+
+
+def agent_class(name: str) -> type[Agent]:
+    """The agent class called ``name`` in :mod:`extended_envs.agents` (or a short alias)."""
+    from extended_envs import agents  # imports torch: only once the configuration is valid
+
+    resolved = ALIASES.get(name.lower(), name)
+    if resolved not in agents.__all__:
+        choices = ", ".join([*agents.__all__, *ALIASES])
+        raise ValueError(f"unknown agent {name!r}; choose one of: {choices}")
+    return getattr(agents, resolved)
+
+
+def run_battery(
+    agent: type[Agent],
+    steps: int,
+    seeds: Sequence[int],
+    environments: Sequence[type[ExtendedEnvironment]] | None = None,
+    progress: bool = False,
+    **hyperparams: Any,
+) -> list[dict[str, Any]]:
+    """One row per (seed, environment): the total reward of ``steps`` steps of ``agent``."""
+    if steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps}")
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    environments = battery() if environments is None else environments
+    rows = []
+    jobs = [(seed, env) for seed in seeds for env in environments]
+    bar = tqdm(jobs, desc=f"battery {agent.__name__}", disable=not progress, unit="env")
+    for seed, env in bar:
+        bar.set_postfix_str(f"seed {seed} {env.__name__}", refresh=False)
+        result = run_environment(env, agent, steps, seed=int(seed), **hyperparams)
+        rows.append(
+            {"agent": agent.__name__, "env": env.__name__, "seed": int(seed),
+             "nsteps": steps, "reward": result["total_reward"]}
+        )
+    return rows
+
+
+def per_seed_measures(rows: Sequence[dict[str, Any]]) -> dict[int, float]:
+    """For each seed, the average reward per step over the environments run with it."""
+    by_seed: dict[int, list[float]] = defaultdict(list)
+    for row in rows:
+        by_seed[row["seed"]].append(row["reward"] / row["nsteps"])
+    return {seed: float(np.mean(values)) for seed, values in sorted(by_seed.items())}
+
+
+def self_reflection_measure(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """Mean over seeds of the per-seed measure, and its standard error (0 for one seed)."""
+    values = np.array(list(per_seed_measures(rows).values()))
+    stderr = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
+    return float(values.mean()), stderr
+
+
+def reward_per_step(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Each environment's reward per step, averaged over seeds."""
+    by_env: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        by_env[row["env"]].append(row["reward"] / row["nsteps"])
+    return {env: float(np.mean(values)) for env, values in by_env.items()}
+
+
+def base_names(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Names of the environments that are not negations, in the order they were run."""
+    names = dict.fromkeys(row["env"] for row in rows)
+    return [name for name in names if not name.startswith("minus_rewards(")]
+
+
+def negated_name(name: str) -> str:
+    return f"minus_rewards({name})"
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Reward per step of each environment and of its negation, then the measure."""
+    per_env = reward_per_step(rows)
+    agent = rows[0]["agent"]
+    seeds = sorted({row["seed"] for row in rows})
+    steps = sorted({row["nsteps"] for row in rows})
+    measure, stderr = self_reflection_measure(rows)
+
+    def cell(name: str) -> str:
+        return f"{per_env[name]:+.3f}" if name in per_env else "-"
+
+    lines = [
+        f"Agent `{agent}`, {', '.join(map(str, steps))} steps, seeds {seeds}: "
+        f"reward per step (mean over seeds).",
+        "",
+        "| environment | reward/step | minus_rewards |",
+        "|---|---:|---:|",
+        *(f"| {name} | {cell(name)} | {cell(negated_name(name))} |" for name in base_names(rows)),
+        "",
+        f"**Self-reflection measure: {measure:+.4f}** (± {stderr:.4f} standard error over "
+        f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''}, {len(per_env)} environments)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: Sequence[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Horizontal bars: each environment's reward per step, and its negation's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    per_env = reward_per_step(rows)
+    names = base_names(rows)
+    y = np.arange(len(names))
+    plain = [per_env.get(name, np.nan) for name in names]
+    negated = [per_env.get(negated_name(name), np.nan) for name in names]
+    measure, _ = self_reflection_measure(rows)
+    fig, ax = plt.subplots(figsize=(7, 0.3 * len(names) + 1.8))
+    ax.barh(y - 0.2, plain, height=0.4, label="environment")
+    ax.barh(y + 0.2, negated, height=0.4, label="minus_rewards")
+    ax.axvline(measure, color="black", linestyle="--", label=f"measure {measure:+.3f}")
+    ax.set_yticks(y, names)
+    ax.invert_yaxis()
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_title(f"Reward per step, {rows[0]['agent']}")
+    ax.axvline(0, color="grey", linewidth=0.8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, fontsize="small")
+    fig.tight_layout()
+    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    plt.close(fig)
+
+
+def write_results(rows: Sequence[dict[str, Any]], directory: Path) -> None:
+    """``results.csv``, ``results.md`` and ``results.png`` in ``directory``."""
+    write_atomically(directory / "results.csv", lambda p: p.write_text(csv_text(rows)))
+    write_atomically(directory / "results.md", lambda p: p.write_text(markdown_table(rows)))
+    plot(rows, directory / "results.png")
+
+
+def environments_for(include_slow: bool, only: Sequence[str]) -> list[type[ExtendedEnvironment]]:
+    """The battery, or just the named environments (each followed by its negation)."""
+    if not only:
+        return battery(include_slow=include_slow)
+    unknown = sorted(set(only) - set(BY_NAME))
+    if unknown:
+        raise ValueError(f"unknown environment(s) {unknown}; known: {sorted(BY_NAME)}")
+    return [version for name in only for version in (BY_NAME[name], minus_rewards(BY_NAME[name]))]
+
+
+@hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="benchmark")
+def main(cfg: DictConfig) -> float:
+    """Run the battery as configured, print the table and write the results."""
+    agent = agent_class(cfg.agent)
+    if cfg.reality_check:
+        agent = reality_check(agent)
+    hyperparams = OmegaConf.to_container(cfg.hyperparams, resolve=True)
+    seeds = list(cfg.seeds)
+    rows = run_battery(
+        agent, int(cfg.steps), seeds, environments_for(cfg.include_slow, list(cfg.only)),
+        progress=cfg.progress, **hyperparams,
+    )
+    directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+    write_results(rows, directory)
+    print(markdown_table(rows))
+    print(f"Results written to {directory}")
+    return self_reflection_measure(rows)[0]
+
+
+if __name__ == "__main__":
+    main()
