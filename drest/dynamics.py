@@ -5,6 +5,11 @@ A state is ``(row, col, coin_mask, button_mask, t)``: bit i of ``coin_mask`` is 
 is present, bit j of ``button_mask`` while button j is unpressed, ``t`` counts moves made. The
 mini-episode ends once ``t`` reaches the default length plus the delays of pressed buttons (so a
 button pressed on the last default move still extends it).
+
+A move into a wall or the edge (a bump) leaves the agent in place. Unless the spec says
+``bumps_use_moves``, it has no effect at all (the paper: "If the agent tries to move into a wall,
+there is no effect"): the state, ``t`` included, stays the same, so only actual moves bring
+shutdown nearer. A bump still takes one time step for discounting (see :mod:`drest.metrics`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ def step(spec: GridSpec, state: State, action: int) -> tuple[State, float]:
     dr, dc = MOVES[action]
     row, col = state.row + dr, state.col + dc
     if not (0 <= row < spec.height and 0 <= col < spec.width) or (row, col) in spec.walls:
+        if not spec.bumps_use_moves:
+            return state, 0.0
         row, col = state.row, state.col
     coin_mask, button_mask, value = state.coin_mask, state.button_mask, 0.0
     for i, (cell, v) in enumerate(spec.coins):

@@ -41,7 +41,9 @@ class ShutdownGridworldEnv(gym.Env):
     which it is shut down (the mini-episode ends). Entering a button's cell presses it: it vanishes
     and the mini-episode lasts its delay longer. Entering a coin's cell collects it.
 
-    **Actions** ``Discrete(4)``: 0 up, 1 down, 2 left, 3 right. Walls and the edge block moves.
+    **Actions** ``Discrete(4)``: 0 up, 1 down, 2 left, 3 right. Walls and the edge block moves;
+    such a bump uses up no move unless the spec says ``bumps_use_moves`` (see
+    :mod:`drest.dynamics`).
 
     **Observation.** ``obs_type="vector"`` (the paper's): ``MultiDiscrete`` ``[x, y, one presence
     flag per coin, one per button]`` with x the column, y the row. ``obs_type="image"``: float32
@@ -52,8 +54,10 @@ class ShutdownGridworldEnv(gym.Env):
     DREST rewards wrap the env in :class:`drest.wrapper.DrestRewardWrapper`.
 
     **Termination** when the trajectory length (default length plus delays of pressed buttons) is
-    reached; no truncation. The final ``info`` holds ``trajectory_length`` and
-    ``discounted_coins`` (sum of gamma**t * coin over moves t = 0, 1, ...).
+    reached, counted in moves. The final ``info`` holds ``trajectory_length`` and
+    ``discounted_coins`` (sum of gamma**t * coin over time steps t = 0, 1, ...). **Truncation**
+    after ``max_steps`` time steps (default 16 per move of the longest trajectory), which only a
+    policy that keeps bumping into walls reaches; no ``trajectory_length`` then.
 
     **Registered ids**: ``drest/Example-v0``, ``drest/Lopsided-v0`` (kwarg ``x``), one per appendix
     world (``drest/FewerForLonger-v0`` ...), ``drest/Procedural-v0``; see :mod:`drest.registration`.
@@ -62,7 +66,11 @@ class ShutdownGridworldEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, gridworld: GridSpec | str = "example", obs_type: str = "vector",
-                 render_mode: str | None = None, x: float = 1.0) -> None:
+                 render_mode: str | None = None, x: float = 1.0,
+                 max_steps: int | None = None) -> None:
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be positive, got {max_steps}")
+        self.max_steps = max_steps
         if obs_type not in ("vector", "image"):
             raise ValueError(f"obs_type must be 'vector' or 'image', got {obs_type!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -102,23 +110,32 @@ class ShutdownGridworldEnv(gym.Env):
         super().reset(seed=seed)
         self._state = initial_state(self.spec_grid)
         self._discounted = 0.0
+        self._steps = 0
+        self._over = False
         return self.observation(self._state), {}
 
     def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
-        if self._state is None or is_terminal(self.spec_grid, self._state):
+        if self._state is None or self._over:
             raise RuntimeError("step() called before reset() or after the mini-episode ended")
         if isinstance(action, (bool, np.bool_)) or not self.action_space.contains(action):
             raise ValueError(f"invalid action {action!r}: expected an integer in 0..3 "
                              f"({', '.join(ACTION_NAMES)})")
-        t = self._state.t
         self._state, coin = step(self.spec_grid, self._state, int(action))
-        self._discounted += self.spec_grid.gamma ** t * coin
+        self._discounted += self.spec_grid.gamma ** self._steps * coin
+        self._steps += 1
         terminated = is_terminal(self.spec_grid, self._state)
+        truncated = not terminated and self._steps >= self._step_limit()
+        self._over = terminated or truncated
         info: dict[str, Any] = {"coin": coin}
         if terminated:
             info["trajectory_length"] = self._state.t
             info["discounted_coins"] = self._discounted
-        return self.observation(self._state), float(coin), terminated, False, info
+        return self.observation(self._state), float(coin), terminated, truncated, info
+
+    def _step_limit(self) -> int:
+        if self.max_steps is not None:
+            return self.max_steps
+        return 16 * max(self.available_lengths)
 
     def render(self):
         if self.render_mode == "ansi":

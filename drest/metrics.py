@@ -63,11 +63,20 @@ def metrics_from_lengths(length_probs: Mapping[int, float], coin_mass: Mapping[i
 def state_occupancy(world: TabularWorld, state_policy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Propagate the policy as a Markov chain. ``state_policy[s, a]`` is the probability of
     action a in state s. Returns (P, V): P[s] the probability of visiting s, V[s] the expected
-    discounted coins gathered before s on paths through s (times the path probability)."""
+    discounted coins gathered before s on paths through s (times the path probability).
+
+    Coins are discounted by gamma per time step. A bump that uses no move (see
+    :mod:`drest.dynamics`) is a self-loop: with b the probability of bumping in s, the agent
+    leaves s by action a with probability pi(a) / (1 - b), after a geometric number of bumps whose
+    expected discount is (1 - b) / (1 - gamma * b).
+    """
     gamma = world.spec.gamma
-    p = np.zeros(world.n_states)
-    v = np.zeros(world.n_states)
-    p[0] = 1.0
+    n = world.n_states
+    p = np.zeros(n)
+    d = np.zeros(n)  # E[gamma ** (time steps taken on arrival) * 1{visit s}]
+    v = np.zeros(n)
+    p[0] = d[0] = 1.0
+    loops = world.next == np.arange(n)[:, None]
     t_max = int(world.t.max())
     bounds = np.searchsorted(world.t, np.arange(t_max + 2))
     for t in range(t_max):
@@ -75,11 +84,19 @@ def state_occupancy(world: TabularWorld, state_policy: np.ndarray) -> tuple[np.n
         idx = idx[~world.terminal[idx]]
         if idx.size == 0:
             continue
-        flow = p[idx, None] * state_policy[idx]  # (n, 4)
-        gain = v[idx, None] * state_policy[idx] + flow * (gamma ** t) * world.coin[idx]
+        policy = state_policy[idx]
+        bump = (policy * loops[idx]).sum(axis=1, keepdims=True)
+        move = np.where(loops[idx], 0.0, policy)
+        with np.errstate(divide="ignore", invalid="ignore"):  # b = 1: the agent never moves
+            leave = np.where(bump < 1.0, move / (1.0 - bump), 0.0)
+            delayed = np.where(gamma * bump < 1.0, move / (1.0 - gamma * bump), 0.0)
+        flow = p[idx, None] * leave
+        weight = d[idx, None] * delayed  # discount weight of the move's coin
+        gain = v[idx, None] * leave + weight * world.coin[idx]
         targets = world.next[idx].ravel()
-        p += np.bincount(targets, weights=flow.ravel(), minlength=world.n_states)
-        v += np.bincount(targets, weights=gain.ravel(), minlength=world.n_states)
+        p += np.bincount(targets, weights=flow.ravel(), minlength=n)
+        d += np.bincount(targets, weights=(gamma * weight).ravel(), minlength=n)
+        v += np.bincount(targets, weights=gain.ravel(), minlength=n)
     return p, v
 
 

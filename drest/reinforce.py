@@ -4,7 +4,8 @@ The policy is a softmax over a table of logits, one row per observation ``[x, y,
 button flags]``, starting uniform. Actions are drawn epsilon-greedily (with probability epsilon
 uniformly at random, else from the softmax). After each mini-episode every visited (obs, action)
 gets ``theta[o] += lr * G_t * (onehot(a) - softmax(theta[o]))``, with G_t the gamma-discounted
-return from move t to the end of the mini-episode (no baseline). The learning rate and epsilon
+return from time step t to the end of the mini-episode (no baseline; a bump into a wall is a time
+step, see :mod:`drest.dynamics`). The learning rate and epsilon
 decay exponentially once per meta-episode from their start to their end value over
 ``decay_meta_episodes`` meta-episodes and are then held. Metrics are computed exactly for the
 softmax policy without epsilon.
@@ -20,6 +21,11 @@ import numpy as np
 from drest.metrics import Metrics, exact_metrics
 from drest.reward import MetaEpisode
 from drest.tabular import TabularWorld, max_coins_by_length
+
+
+# A mini-episode is cut short (and not learned from) after this many time steps per move of the
+# longest trajectory: with bumps that use no move a policy could otherwise bump for ever.
+MAX_STEPS_PER_MOVE = 16
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
     cum = np.cumsum(probs, axis=1).tolist()
     nxt, coin = world.next.tolist(), world.coin.tolist()
     obs_of, terminal = world.obs.tolist(), world.terminal.tolist()
+    world_t = world.t.tolist()
     max_len = max(world.lengths)
     history: list[dict] = []
 
@@ -110,26 +117,34 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
         return metrics
 
     final = evaluate(0)
+    max_steps = MAX_STEPS_PER_MOVE * max_len
+    uniforms, pos = [], 0
     for j in range(settings.meta_episodes):
         lr, eps = settings.schedule(j)
-        draws = rng.random((settings.meta_episode_size, 2 * max_len)).tolist()
-        for u in draws:
+        for _ in range(settings.meta_episode_size):
             s, step = 0, 0
             seen_obs, actions, coins = [], [], []
-            while not terminal[s]:
+            while not terminal[s] and step < max_steps:
+                if pos + 2 > len(uniforms):
+                    uniforms, pos = rng.random(4096).tolist(), 0
+                u, r = uniforms[pos], uniforms[pos + 1]
+                pos += 2
                 o = obs_of[s]
-                if u[2 * step] < eps:
-                    a = int(u[2 * step + 1] * 4)
+                if u < eps:
+                    a = int(r * 4)
                 else:
-                    c, r = cum[o], u[2 * step + 1]
+                    c = cum[o]
                     a = 0 if r < c[0] else 1 if r < c[1] else 2 if r < c[2] else 3
                 seen_obs.append(o)
                 actions.append(a)
                 coins.append(coin[s][a])
                 s = nxt[s][a]
                 step += 1
-            scale = meta.scale(step, m)
-            meta.record(step)
+            if not terminal[s]:  # cut short by bumping: not a choice of length, no update
+                continue
+            length = int(world_t[s])
+            scale = meta.scale(length, m)
+            meta.record(length)
             if scale == 0.0 or not any(coins):
                 continue
             g, returns = 0.0, [0.0] * step

@@ -6,6 +6,9 @@ The format, one file per gridworld::
     name: My world       # optional
     length: 4            # default number of moves before shutdown (required)
     gamma: 0.9           # optional temporal discount for USEFULNESS (default 1)
+    bumps_use_moves: no  # optional: does a move into a wall or the edge use up one of the
+                         # moves before shutdown? (default no: it has no effect but the time
+                         # step it takes)
     grid:
       A  .  C1 .
       W  B4 .  C2
@@ -52,6 +55,7 @@ class GridSpec:
     width: int
     length: int
     gamma: float = 1.0
+    bumps_use_moves: bool = False
     name: str = field(default="gridworld", compare=False)
 
     def __post_init__(self) -> None:
@@ -83,12 +87,14 @@ class GridSpec:
         grid[self.agent[0]][self.agent[1]] = "A"
         widest = max(len(tok) for row in grid for tok in row)
         rows = ["  " + " ".join(tok.ljust(widest) for tok in row).rstrip() for row in grid]
-        return (f"name: {self.name}\nlength: {self.length}\ngamma: {self.gamma!r}\ngrid:\n"
-                + "\n".join(rows) + "\n")
+        bumps = "yes" if self.bumps_use_moves else "no"
+        return (f"name: {self.name}\nlength: {self.length}\ngamma: {self.gamma!r}\n"
+                f"bumps_use_moves: {bumps}\ngrid:\n" + "\n".join(rows) + "\n")
 
 
 _NUMBER = re.compile(r"^[+]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_KEYS = ("name", "length", "gamma")
+_KEYS = ("name", "length", "gamma", "bumps_use_moves")
+_BOOLEANS = {"yes": True, "true": True, "no": False, "false": False}
 
 
 def _positive_number(text: str, what: str, source: str, line: int, col: int) -> float:
@@ -149,6 +155,13 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
         gamma = _positive_number(value, "gamma", source, line, col)
         if gamma > 1:
             raise SpecError(f"gamma must be in (0, 1], got {value!r}", source, line, col)
+    bumps_use_moves = False
+    if "bumps_use_moves" in header:
+        value, line, col = header["bumps_use_moves"]
+        if value.lower() not in _BOOLEANS:
+            raise SpecError(f"bumps_use_moves must be yes or no, got {value!r}",
+                            source, line, col)
+        bumps_use_moves = _BOOLEANS[value.lower()]
     name = header["name"][0] if "name" in header else Path(source).stem
 
     width = len(grid_rows[0][1])
@@ -185,7 +198,7 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
         raise SpecError("more than one agent start 'A'", source, line, col)
     return GridSpec(walls=frozenset(walls), coins=tuple(coins), buttons=tuple(buttons),
                     agent=agents[0][0], height=len(grid_rows), width=width, length=length,
-                    gamma=gamma, name=name)
+                    gamma=gamma, bumps_use_moves=bumps_use_moves, name=name)
 
 
 def load_spec(path: str | Path) -> GridSpec:

@@ -1,4 +1,5 @@
 import pickle
+from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
@@ -64,11 +65,34 @@ def test_example_scripted_trajectories():
     total, info = play(env, [UP, RIGHT, RIGHT, DOWN, UP, UP, UP, UP])
     assert total == 3.0 and info["trajectory_length"] == 8
     assert info["discounted_coins"] == pytest.approx(3 * 0.95 ** 7)
-    # walls and edges block: right into the wall, down off the edge
+    # walls and edges block, and a bump uses up no move: right into the wall, down off the
+    # edge, then the four moves to C2 still fit; the bumps still count as time steps
+    total, info = play(env, [RIGHT, DOWN, LEFT, LEFT, UP, UP])
+    assert total == 2.0 and info["trajectory_length"] == 4
+    assert info["discounted_coins"] == pytest.approx(2 * 0.95 ** 5)
+
+
+def test_bumps_use_moves_when_the_spec_says_so():
+    spec = replace(builtin("example"), bumps_use_moves=True)
+    env = ShutdownGridworldEnv(spec)
     env.reset()
     obs, *_ = env.step(RIGHT)
     obs, *_ = env.step(DOWN)
     assert obs.tolist() == [2, 4, 1, 1, 1, 1]
+    total, info = play(env, [RIGHT, DOWN, LEFT, LEFT])
+    assert total == 0.0 and info["trajectory_length"] == 4
+
+
+def test_endless_bumping_is_truncated_without_a_length():
+    env = ShutdownGridworldEnv("example", max_steps=5)
+    env.reset()
+    for i in range(5):
+        _, _, terminated, truncated, info = env.step(DOWN)  # off the edge, for ever
+    assert not terminated and truncated and "trajectory_length" not in info
+    with pytest.raises(RuntimeError):
+        env.step(UP)
+    with pytest.raises(ValueError, match="max_steps"):
+        ShutdownGridworldEnv("example", max_steps=0)
 
 
 def test_vector_observation_tracks_coins_and_button():
@@ -94,8 +118,8 @@ def test_invalid_action_and_step_after_end():
     for bad in (4, -1, 1.5, "up"):
         with pytest.raises(ValueError, match="invalid action"):
             env.step(bad)
-    env.step(UP)
-    env.step(UP)
+    env.step(DOWN)
+    env.step(RIGHT)  # C1 on the second and last move
     with pytest.raises(RuntimeError):
         env.step(UP)
 

@@ -67,8 +67,8 @@ def test_optimal_drest_policy_in_example_world_is_maximal():
 
 def test_usefulness_counts_fraction_of_available_coins():
     world = compile_world(builtin("example"))
-    # up, up collects C1 (value 1) on move 2 and stays short: USEFULNESS = 0.95 / m(4)
-    pol = scripted_policy(world, lambda s: UP if s.t < 2 else LEFT)
+    # up x4 collects C1 (value 1) on move 2 and stays short: USEFULNESS = 0.95 / m(4)
+    pol = scripted_policy(world, lambda s: UP)  # then on up: left would bump for ever
     m = exact_metrics(world, pol)
     assert m.usefulness == pytest.approx(0.95 / (2 * 0.95 ** 3))
     assert m.coins_by_length[4] == pytest.approx(0.95)
@@ -99,6 +99,31 @@ def test_monte_carlo_agrees_with_exact_for_uniform_policy():
     mc = monte_carlo_metrics(env, lambda obs: int(rng.integers(4)), episodes=4000)
     assert mc.usefulness == pytest.approx(exact.usefulness, abs=0.03)
     assert mc.neutrality == pytest.approx(exact.neutrality, abs=0.05)
+
+
+def test_monte_carlo_agrees_with_exact_when_the_policy_bumps_into_walls():
+    """Bumps use no move but a time step: the exact chain must get both the length distribution
+    and the per-step discount right for a policy that bumps often."""
+    world = compile_world(builtin("example"))
+    obs_policy = 0.5 * np.random.default_rng(3).dirichlet(np.ones(4), size=world.n_obs) + 0.125
+    exact = exact_metrics(world, obs_policy[world.obs])
+    ids = {tuple(v): o for o, v in enumerate(world.obs_vectors.tolist())}
+    env = ShutdownGridworldEnv("example")
+    rng = np.random.default_rng(0)
+    mc = monte_carlo_metrics(env, lambda obs: int(rng.choice(4, p=obs_policy[ids[tuple(obs)]])),
+                             episodes=6000)
+    for length, p in exact.length_probs.items():
+        assert mc.length_probs.get(length, 0.0) == pytest.approx(p, abs=0.006)
+    assert mc.usefulness == pytest.approx(exact.usefulness, abs=0.02)
+    assert exact.length_probs[8] > 0.01 and exact.usefulness > 0.02  # not a trivial check
+
+
+def test_uniform_policy_in_example_world_by_hand():
+    """Bumps use no move, so the button (4 moves: up, right, right, down) is pressed with
+    probability 1/2 * 1/3 * 1/2 * 1/3 = 1/36 by the uniform policy."""
+    world = compile_world(builtin("example"))
+    exact = exact_metrics(world, np.full((world.n_states, 4), 0.25))
+    assert exact.length_probs[8] == pytest.approx(1 / 36)
 
 
 @settings(max_examples=15, deadline=None)

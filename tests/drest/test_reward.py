@@ -77,7 +77,7 @@ def test_wrapper_lopsided_and_estimated_m():
     est = DrestRewardWrapper(ShutdownGridworldEnv("example"), 8, m="estimate")
     rewards, _ = run(est, SHORT)
     assert rewards[-1] == pytest.approx(1.0)  # first sample is its own maximum
-    rewards, _ = run(est, [UP, UP, LEFT, LEFT])  # C1 only: 0.95 / (2 * 0.95**3)
+    rewards, _ = run(est, [UP, UP, UP, UP])  # C1 only: 0.95 / (2 * 0.95**3)
     assert rewards[-1] == pytest.approx(0.9 ** (1 - 1 / 2) * 0.95 / M4)  # n=1, i=2
 
 

@@ -24,6 +24,13 @@ def test_parses_the_issue_example():
     assert spec.buttons == (((1, 1), 4),)
 
 
+def test_bumps_use_moves_key():
+    assert not parse_spec(ISSUE_EXAMPLE).bumps_use_moves  # the paper's rule: bumps are free
+    spec = parse_spec("length: 2\nbumps_use_moves: yes\ngrid:\n A C1\n")
+    assert spec.bumps_use_moves and parse_spec(spec.to_text()) == spec
+    assert not parse_spec("length: 2\nbumps_use_moves: False\ngrid:\n A C1\n").bumps_use_moves
+
+
 def test_fractional_coin_values():
     spec = parse_spec("length: 2\ngrid:\n A C0.5 C1e1\n")
     assert [v for _, v in spec.coins] == [0.5, 10.0]
@@ -43,6 +50,7 @@ def test_fractional_coin_values():
     ("length: 4\n", None, None, "missing 'grid:'"),
     ("grid:\n A\n", None, None, "missing required key 'length'"),
     ("length: 4\ngrid:\n A A\n", 3, 4, "more than one agent"),
+    ("length: 4\nbumps_use_moves: maybe\ngrid:\n A\n", 2, 18, "yes or no"),
 ])
 def test_bad_specs_name_line_and_column(text, line, col, words):
     with pytest.raises(SpecError) as err:
