@@ -84,7 +84,9 @@ class Agent(ABC):
         unknown = sorted(set(hyperparams) - set(cls.default_hyperparams))
         if unknown:
             known = ", ".join(sorted(cls.default_hyperparams)) or "none"
-            raise TypeError(f"{cls.__name__} got unknown hyperparameter(s) {unknown}; known: {known}")
+            raise TypeError(
+                f"{cls.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
+            )
         return {**cls.default_hyperparams, **hyperparams}
 
     @abstractmethod
@@ -167,6 +169,10 @@ class ExtendedEnvironment(ABC):
             self.seed(None)
         return self._np_random
 
+    def summary(self) -> dict[str, Any]:
+        """Environment-side statistics of the run so far (empty unless a subclass adds some)."""
+        return {}
+
     @abstractmethod
     def start(self) -> Obs:
         """The initial observation."""
@@ -193,8 +199,17 @@ class AdaptableEnvironment(ExtendedEnvironment):
         return reward, obs
 
 
+def obs_key(obs: Obs) -> Any:
+    """A hashable stand-in for an observation (for caches keyed by observation)."""
+    if isinstance(obs, np.ndarray):
+        return (obs.dtype.str, obs.shape, obs.tobytes())
+    return obs
+
+
 def check_action(action: Any, n_actions: int) -> int:
     """``action`` as an int, or a ValueError naming the problem."""
+    if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
+        action = action.item()
     if not isinstance(action, (int, np.integer)) or not 0 <= action < n_actions:
         raise ValueError(f"invalid action {action!r}: expected an int in range({n_actions})")
     return int(action)
@@ -212,8 +227,8 @@ def run_environment(
 
     :param agent_class: an unbound agent class (bound here to the environment's sizes, the seed
         and ``agent_hyperparams``), or an already bound one (used as it is).
-    :return: ``total_reward``, ``reward_per_step``, ``num_steps``, ``seed`` and ``rewards`` (the
-        reward of each step, float64).
+    :return: ``total_reward``, ``reward_per_step``, ``num_steps``, ``seed``, ``rewards`` (the
+        reward of each step, float64) and ``env_summary`` (the environment's ``summary()``).
     """
     if num_steps < 1:
         raise ValueError(f"num_steps must be positive, got {num_steps}")
@@ -243,4 +258,5 @@ def run_environment(
         "num_steps": num_steps,
         "seed": seed,
         "rewards": rewards,
+        "env_summary": env.summary(),
     }

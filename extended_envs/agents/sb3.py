@@ -24,6 +24,7 @@ would set it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,7 +36,7 @@ from stable_baselines3.common.logger import Logger
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBuffer
-from extended_envs.core import Agent, Obs, ObsSpec
+from extended_envs.core import Agent, Obs, ObsSpec, obs_key
 
 
 class SB3Agent(Agent):
@@ -57,7 +58,6 @@ class SB3Agent(Agent):
             self, "MlpPolicy", None, device="cpu", seed=None, _init_setup_model=False,
             **sb3_kwargs, **self.buffer_kwargs(),
         )  # fmt: skip
-        self.seed = agent_seed
         self.discrete_obs = not isinstance(n_obs, spaces.Box)
         self.observation_space = spaces.Discrete(n_obs) if self.discrete_obs else n_obs
         self.action_space = spaces.Discrete(n_actions)
@@ -65,9 +65,20 @@ class SB3Agent(Agent):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=self.torch_rng)))
             self._setup_model()
+        # Set only now: _setup_model seeds the global generators with self.seed unless None.
+        self.seed = agent_seed
         self.policy.set_training_mode(False)
         self.set_logger(Logger(folder=None, output_formats=[]))
         self.draws = StepDraws(self.np_rng, width=2)
+        self.cache: dict[Any, Any] = {}  # network outputs per observation, until the next update
+
+    def cached(self, name: str, obs: Obs, compute: Callable[[torch.Tensor], Any]) -> Any:
+        """``compute(obs as a tensor)``, remembered until the networks next change."""
+        key = (name, obs_key(obs))
+        if key not in self.cache:
+            with torch.no_grad():
+                self.cache[key] = compute(self.obs_tensor(obs))
+        return self.cache[key]
 
     def buffer_kwargs(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -115,8 +126,7 @@ class DQNAgent(SB3Agent, DQN):
         # As SB3's _sample_action: uniform before learning_starts, then epsilon-greedy.
         if self.num_timesteps < self.learning_starts or explore < self.exploration_rate:
             return int(pick * self.n_actions)
-        with torch.no_grad():
-            return int(self.q_net(self.obs_tensor(obs)).argmax())
+        return self.cached("greedy", obs, lambda o: int(self.q_net(o).argmax()))
 
     def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:  # type: ignore[override]
         self.num_timesteps += 1
@@ -131,18 +141,12 @@ class DQNAgent(SB3Agent, DQN):
             steps = self.gradient_steps if self.gradient_steps >= 0 else frequency
             DQN.train(self, gradient_steps=steps, batch_size=self.batch_size)
             self.policy.set_training_mode(False)
+            self.cache.clear()
         self.draws.advance()
 
 
 class OnPolicyAgent(SB3Agent):
     """PPO and A2C: sample from the policy, update when the rollout buffer is full."""
-
-    def __init__(
-        self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
-    ) -> None:
-        super().__init__(n_actions, n_obs, seed, **hyperparams)
-        self.memo_key: Any = None
-        self.memo_log_probs: list[float] = []
 
     def buffer_kwargs(self) -> dict[str, Any]:
         return {
@@ -151,14 +155,14 @@ class OnPolicyAgent(SB3Agent):
         }
 
     def log_probs(self, obs: Obs) -> list[float]:
-        """Log-probabilities of the actions at ``obs``, cached until the next update."""
-        key = int(obs) if self.discrete_obs else np.asarray(obs, dtype=np.float32).tobytes()
-        if key != self.memo_key:
-            with torch.no_grad():
-                dist = self.policy.get_distribution(self.obs_tensor(obs))
-            self.memo_log_probs = dist.distribution.logits[0].tolist()
-            self.memo_key = key
-        return self.memo_log_probs
+        """Log-probabilities of the actions at ``obs``."""
+        def compute(o: torch.Tensor) -> list[float]:
+            return self.policy.get_distribution(o).distribution.logits[0].tolist()
+
+        return self.cached("log_probs", obs, compute)
+
+    def value(self, obs: Obs) -> torch.Tensor:
+        return self.cached("value", obs, self.policy.predict_values)
 
     def act(self, obs: Obs) -> int:
         u, _ = self.draws.current
@@ -171,22 +175,20 @@ class OnPolicyAgent(SB3Agent):
 
     def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:  # type: ignore[override]
         log_prob = self.log_probs(o_prev)[a]
-        with torch.no_grad():
-            value = self.policy.predict_values(self.obs_tensor(o_prev))
+        value = self.value(o_prev)
         self.num_timesteps += 1
         self.rollout_buffer.add(
             self.obs_array(o_prev), np.array([a]), np.array([r], dtype=np.float32),
             np.zeros(1, dtype=np.float32), value, torch.tensor([log_prob]),
         )  # fmt: skip
         if self.rollout_buffer.full:
-            with torch.no_grad():
-                last_value = self.policy.predict_values(self.obs_tensor(o_next))
+            last_value = self.value(o_next)
             self.rollout_buffer.compute_returns_and_advantage(last_value, dones=np.zeros(1))
             self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
             self.sb3_class.train(self)
             self.policy.set_training_mode(False)
             self.rollout_buffer.reset()
-            self.memo_key = None
+            self.cache.clear()
         self.draws.advance()
 
 

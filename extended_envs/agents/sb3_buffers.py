@@ -21,7 +21,7 @@ class SeededReplayBuffer(ReplayBuffer):
     def __init__(self, *args: Any, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.optimize_memory_usage or self.n_envs != 1:
-            raise ValueError("SeededReplayBuffer supports one environment without memory optimisation")
+            raise ValueError("SeededReplayBuffer supports one env and no memory optimisation")
         self.rng = rng
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:

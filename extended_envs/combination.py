@@ -1,0 +1,247 @@
+"""The combination G*E of a Gymnasium environment and an extended environment (Definition 12).
+
+``combine(gym_id, E)`` is an extended environment class for any Gymnasium environment with
+discrete actions and any :class:`~extended_envs.core.AdaptableEnvironment` ``E``
+(Definition 11):
+
+- actions: ``Discrete(n_G * n_E)``; action ``a`` is the pair ``(a_G, a_E) = (a % n_G, a // n_G)``
+  (joystick ``a_E``, button ``a_G`` in the paper's picture);
+- observations: a ``Box``, the G-observation (flattened, or one-hot when discrete) followed by
+  the one-hot E-observation;
+- a step sends ``a_G`` to G (resetting G when its episode ends) and runs ``E.outcome(a_E)``,
+  where E's ``self.sim.act(o)`` becomes the agent's act on ``(prev_obs, o)`` reduced to its
+  E-component; the reward is ``min(r_G - 1, -1)`` when E's reward is -1 and ``r_G`` otherwise;
+  then ``E.train_sim(a_E, reward, o_E)`` runs with that reward, E's
+  ``self.sim.train(o1, a, r, o2)`` becoming the agent's ``train((prev_obs, o1), (a_G, a), r,
+  (o_G, o2))``.
+
+G's episodes are invisible to the agent (the interaction is continuing, as in the paper); the
+combination records each one's return and length (``summary()``), which Figures 1-2 plot.
+
+``register_envs()`` (run on importing :mod:`extended_envs`) registers the Gymnasium ids
+``ExtendedEnvs/CartPole-IgnoreRewards-v0`` and ``ExtendedEnvs/CartPole-IncentivizeLearningRate-v0``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from extended_envs.core import AdaptableEnvironment, Agent, ExtendedEnvironment, Obs
+from extended_envs.gym_adapter import ExtendedEnvGym
+
+GYM_NAMESPACE = "ExtendedEnvs"
+# The paper's Listing 2 uses CartPole-v0: CartPole-v1's dynamics with 200-step episodes.
+CARTPOLE_ID, CARTPOLE_KWARGS = "CartPole-v1", {"max_episode_steps": 200}
+
+
+class Combination(ExtendedEnvironment):
+    """Base of the classes made by :func:`combine` (see the module docstring)."""
+
+    gym_id: ClassVar[str]
+    gym_kwargs: ClassVar[dict[str, Any]]
+    E: ClassVar[type[AdaptableEnvironment]]
+    n_G_actions: ClassVar[int]
+    G_obs_size: ClassVar[int]
+    G_obs_discrete: ClassVar[bool]
+
+    def __init__(self, A: type[Agent]) -> None:
+        self.A = A
+        self.G_instance = gym.make(self.gym_id, **self.gym_kwargs)
+        self.prev_obs: np.ndarray | None = None  # G part of the last observation output
+        self.a_G = 0
+        self.o_G: np.ndarray | None = None
+        self.E_instance = self.E(projected_agent_class(A, self))
+        self.episode_returns: list[float] = []
+        self.episode_lengths: list[int] = []
+        self.episode_return = 0.0
+        self.episode_length = 0
+        self.G_terminated = self.G_truncated = False
+
+    def G_part(self, o_G: Any) -> np.ndarray:
+        if self.G_obs_discrete:
+            return np.eye(self.G_obs_size, dtype=np.float32)[int(o_G)]
+        return np.asarray(o_G, dtype=np.float32).reshape(-1)
+
+    def join_obs(self, G_part: np.ndarray, o_E: Obs) -> np.ndarray:
+        E_part = np.zeros(self.E.n_obs, dtype=np.float32)
+        E_part[o_E] = 1.0
+        return np.concatenate([G_part, E_part])
+
+    def join_action(self, a_G: int, a_E: int) -> int:
+        return a_E * self.n_G_actions + a_G
+
+    def split_action(self, action: int) -> tuple[int, int]:
+        a_E, a_G = divmod(int(action), self.n_G_actions)
+        return a_G, a_E
+
+    def start(self) -> np.ndarray:
+        self.E_instance.seed(int(self.np_random.integers(2**31)))
+        o_G, _ = self.G_instance.reset(seed=int(self.np_random.integers(2**31)))
+        self.prev_obs = self.G_part(o_G)
+        return self.join_obs(self.prev_obs, self.E_instance.start())
+
+    def step(self, action: int) -> tuple[float, np.ndarray]:
+        a_G, a_E = self.split_action(action)
+        o_G, r_G, terminated, truncated, _ = self.G_instance.step(a_G)
+        r_G = float(r_G)
+        self.G_terminated, self.G_truncated = bool(terminated), bool(truncated)
+        if terminated or truncated:
+            o_G, _ = self.G_instance.reset()
+        self.a_G, self.o_G = a_G, self.G_part(o_G)
+        E_reward, o_E = self.E_instance.outcome(a_E)
+        reward = min(r_G - 1, -1.0) if E_reward == -1 else r_G
+        self.E_instance.train_sim(a_E, reward, o_E)
+        self.prev_obs = self.o_G
+        self.record(reward, episode_over=terminated or truncated)
+        return reward, self.join_obs(self.o_G, o_E)
+
+    def record(self, reward: float, episode_over: bool) -> None:
+        self.episode_return += reward
+        self.episode_length += 1
+        if episode_over:
+            self.episode_returns.append(self.episode_return)
+            self.episode_lengths.append(self.episode_length)
+            self.episode_return, self.episode_length = 0.0, 0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "episode_returns": list(self.episode_returns),
+            "episode_lengths": list(self.episode_lengths),
+        }
+
+
+def projected_agent_class(A: type[Agent], combo: Combination) -> type:
+    """What E sees as its agent class inside G*E: acts and trains the real agent as in Def. 12."""
+
+    class ProjectedAgent:
+        hyperparams = A.hyperparams  # type: ignore[attr-defined]
+        seed = A.seed  # type: ignore[attr-defined]
+        n_actions = combo.E.n_actions
+        n_obs = combo.E.n_obs
+
+        def __init__(self) -> None:
+            self.agent = A()
+
+        def act(self, obs: Obs) -> int:
+            assert combo.prev_obs is not None
+            return combo.split_action(self.agent.act(combo.join_obs(combo.prev_obs, obs)))[1]
+
+        def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+            assert combo.prev_obs is not None and combo.o_G is not None
+            self.agent.train(
+                combo.join_obs(combo.prev_obs, o_prev),
+                combo.join_action(combo.a_G, a),
+                r,
+                combo.join_obs(combo.o_G, o_next),
+            )
+
+        @classmethod
+        def rebind(cls, **changes: Any) -> type:
+            return projected_agent_class(A.rebind(**changes), combo)  # type: ignore[attr-defined]
+
+    ProjectedAgent.__name__ = ProjectedAgent.__qualname__ = f"Projected[{A.__name__}]"
+    return ProjectedAgent
+
+
+def combine(
+    gym_id: str, E: type[AdaptableEnvironment], gym_kwargs: dict[str, Any] | None = None
+) -> type[Combination]:
+    """The extended environment class G*E for Gymnasium id ``gym_id`` and ``E``."""
+    if not issubclass(E, AdaptableEnvironment):
+        raise TypeError(f"{E.__name__} is not an AdaptableEnvironment (Definition 11)")
+    if not isinstance(E.n_obs, int):
+        raise TypeError(f"{E.__name__} must have discrete observations to be combined")
+    gym_kwargs = dict(gym_kwargs or {})
+    probe = gym.make(gym_id, **gym_kwargs)
+    action_space, observation_space = probe.action_space, probe.observation_space
+    probe.close()
+    if not isinstance(action_space, spaces.Discrete):
+        raise TypeError(f"{gym_id} must have discrete actions, has {action_space}")
+    if isinstance(observation_space, spaces.Discrete):
+        G_obs_discrete, G_obs_size = True, int(observation_space.n)
+        low, high = np.zeros(G_obs_size), np.ones(G_obs_size)
+    elif isinstance(observation_space, spaces.Box):
+        G_obs_discrete, G_obs_size = False, int(np.prod(observation_space.shape))
+        low, high = observation_space.low.reshape(-1), observation_space.high.reshape(-1)
+    else:
+        raise TypeError(f"{gym_id} must have a Box or Discrete observation space")
+    n_obs = spaces.Box(
+        low=np.concatenate([low, np.zeros(E.n_obs)]).astype(np.float32),
+        high=np.concatenate([high, np.ones(E.n_obs)]).astype(np.float32),
+        dtype=np.float32,
+    )
+    name = f"{gym_id.split('/')[-1].split('-')[0]}_{E.__name__}"
+    return type(
+        name,
+        (Combination,),
+        {
+            "__doc__": f"{gym_id} * {E.__name__} (Definition 12).",
+            "__module__": __name__,
+            "gym_id": gym_id,
+            "gym_kwargs": gym_kwargs,
+            "E": E,
+            "n_G_actions": int(action_space.n),
+            "G_obs_size": G_obs_size,
+            "G_obs_discrete": G_obs_discrete,
+            "n_actions": int(action_space.n) * E.n_actions,
+            "n_obs": n_obs,
+        },
+    )
+
+
+def cartpole_combination(env_name: str) -> type[Combination]:
+    """CartPole * ``extended_envs.envs.<env_name>`` (IgnoreRewards, IncentivizeLearningRate)."""
+    from extended_envs import envs  # deferred: the library imports the core package
+
+    E = getattr(envs, env_name, None)
+    if E is None:
+        raise ValueError(f"no extended environment named {env_name!r}")
+    return combine(CARTPOLE_ID, E, CARTPOLE_KWARGS)
+
+
+class CombinationGymEnv(ExtendedEnvGym):
+    """The Gymnasium view of G*E that also reports G's episode ends."""
+
+    def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        obs, reward, _, _, info = super().step(action)
+        assert isinstance(self.env, Combination)
+        return obs, reward, self.env.G_terminated, self.env.G_truncated, info
+
+
+def make_cartpole_gym_env(
+    env_name: str,
+    agent: str | type[Agent] = "DQNAgent",
+    use_reality_check: bool = False,
+    **agent_hyperparams: Any,
+) -> CombinationGymEnv:
+    """Entry point of the registered ids; ``agent`` names a class of :mod:`extended_envs.agents`."""
+    from extended_envs import agents
+
+    agent_class = getattr(agents, agent, None) if isinstance(agent, str) else agent
+    if agent_class is None:
+        raise ValueError(f"unknown agent {agent!r}; choose one of {agents.__all__}")
+    return CombinationGymEnv(
+        cartpole_combination(env_name), agent_class, use_reality_check, **agent_hyperparams
+    )
+
+
+CARTPOLE_COMBINATIONS = ("IgnoreRewards", "IncentivizeLearningRate")
+
+
+def gym_id(env_name: str) -> str:
+    return f"{GYM_NAMESPACE}/CartPole-{env_name}-v0"
+
+
+def register_envs() -> None:
+    """Register the CartPole combinations with Gymnasium (idempotent)."""
+    for env_name in CARTPOLE_COMBINATIONS:
+        if gym_id(env_name) not in gym.registry:
+            gym.register(
+                id=gym_id(env_name),
+                entry_point=make_cartpole_gym_env,
+                kwargs={"env_name": env_name},
+            )

@@ -1,0 +1,69 @@
+"""Any extended environment as a :class:`gymnasium.Env`, given the agent class it simulates.
+
+The environment's simulated copies are instances of ``agent_class`` (bound to the
+environment's sizes, the seed and ``agent_hyperparams``); whoever drives the Gymnasium env (an
+SB3 ``learn()``, a person) plays the true agent. An extended environment is one continuing
+interaction: ``reset(seed=...)`` (or the first reset) starts a new one, and a later ``reset()``
+without a seed continues the current one, so episode limits (``TimeLimit``) only cut it into
+windows. Actions are ``Discrete(n_actions)``; observations ``Discrete(n_obs)`` or the
+environment's ``Box``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+from gymnasium import spaces
+
+from extended_envs.core import Agent, ExtendedEnvironment, Obs, bind_agent, check_action
+from extended_envs.reality_check import reality_check
+
+
+class ExtendedEnvGym(gym.Env):
+    """Gymnasium view of ``env_class`` whose simulations are ``agent_class`` instances.
+
+    :param use_reality_check: simulate ``reality_check(agent_class)`` instead.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        env_class: type[ExtendedEnvironment],
+        agent_class: type[Agent],
+        use_reality_check: bool = False,
+        **agent_hyperparams: Any,
+    ) -> None:
+        self.env_class = env_class
+        self.agent_class = reality_check(agent_class) if use_reality_check else agent_class
+        self.agent_hyperparams = agent_hyperparams
+        n_obs = env_class.n_obs
+        self.observation_space = n_obs if isinstance(n_obs, spaces.Box) else spaces.Discrete(n_obs)
+        self.action_space = spaces.Discrete(env_class.n_actions)
+        self.env: ExtendedEnvironment | None = None
+        self.obs: Obs = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        super().reset(seed=seed)
+        if self.env is None or seed is not None:
+            run_seed = int(self.np_random.integers(2**31))
+            A = bind_agent(
+                self.agent_class,
+                self.env_class.n_actions,
+                self.env_class.n_obs,
+                run_seed,
+                **self.agent_hyperparams,
+            )
+            self.env = self.env_class(A)
+            self.env.seed(run_seed)
+            self.obs = self.env.start()
+        return self.obs, {}
+
+    def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
+        if self.env is None:
+            raise RuntimeError("call reset() before step()")
+        reward, self.obs = self.env.step(check_action(action, self.env_class.n_actions))
+        return self.obs, float(reward), False, False, {}
