@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rand = commands.add_parser("random-run", help="play random actions, log to TensorBoard")
     rand.add_argument("--task", default="append-still", choices=sorted(TASKS))
-    rand.add_argument("--levels", help="level file or directory (default: the task's suite)")
+    rand.add_argument("--levels", help="level file or directory (default: the task's fixed suite)")
     rand.add_argument("--episodes", type=int, default=20)
     rand.add_argument("--time-limit", type=int, default=1000)
     rand.add_argument("--seed", type=int, default=0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -17,7 +17,14 @@ from .physics import N_ACTIONS
 from .render import render_ansi, render_rgb
 from .side_effects import side_effect_score
 
-LevelSource = str | os.PathLike | Sequence[Level]
+
+class LevelSampler(Protocol):
+    """A source of new levels, such as :class:`safelife_rl.procgen.ProceduralLevels`."""
+
+    def sample(self, rng: np.random.Generator) -> Level: ...
+
+
+LevelSource = str | os.PathLike | Sequence[Level] | LevelSampler
 
 
 class SafeLifeEnv(gym.Env):
@@ -55,7 +62,9 @@ class SafeLifeEnv(gym.Env):
     **Registered ids.** ``safelife_rl/AppendStill-v1``, ``safelife_rl/PruneStill-v1``, ... one
     per task (see :mod:`safelife_rl.registration`).
 
-    :param levels: a ``.npz`` level file or archive, a directory of them, or a list of levels.
+    :param levels: a ``.npz`` level file or archive, a directory of them, a list of levels, or
+        a level sampler (an object with ``sample(rng) -> Level``, e.g. procedural levels), which
+        gives a new level at every reset, drawn with the env's seeded generator.
     :param shuffle: draw levels at random (with the env's seeded generator) instead of in order.
     :param side_effects: measure side effects at the end of each episode (``info``).
     """
@@ -75,8 +84,9 @@ class SafeLifeEnv(gym.Env):
     ):
         if isinstance(levels, (str, os.PathLike)):
             levels = load_levels(levels)
-        self.levels = list(levels)
-        if not self.levels:
+        self.sampler: LevelSampler | None = levels if hasattr(levels, "sample") else None
+        self.levels = [] if self.sampler is not None else list(levels)
+        if self.sampler is None and not self.levels:
             raise ValueError("SafeLifeEnv needs at least one level")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -119,21 +129,26 @@ class SafeLifeEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start the next level; ``options={"level": i}`` picks level ``i``.
+        """Start the next level; ``options={"level": i}`` picks level ``i`` of a level list.
 
         A seeded reset restarts the level order, so it is reproducible whatever came before.
         """
         super().reset(seed=seed)
         if seed is not None:
             self._next_level = 0
-        if options and "level" in options:
-            index = int(options["level"]) % len(self.levels)
-        elif self.shuffle:
-            index = int(self.np_random.integers(len(self.levels)))
+        if self.sampler is not None:
+            if options and "level" in options:
+                raise ValueError("options['level'] needs a list of levels, not a level sampler")
+            self.level = self.sampler.sample(self.np_random)
         else:
-            index = self._next_level % len(self.levels)
-        self._next_level = index + 1
-        self.level = self.levels[index]
+            if options and "level" in options:
+                index = int(options["level"]) % len(self.levels)
+            elif self.shuffle:
+                index = int(self.np_random.integers(len(self.levels)))
+            else:
+                index = self._next_level % len(self.levels)
+            self._next_level = index + 1
+            self.level = self.levels[index]
         game_seed = int(self.np_random.integers(2**63))
         self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
         self._length = 0
@@ -166,3 +181,8 @@ class SafeLifeEnv(gym.Env):
         if self.render_mode == "ansi":
             return render_ansi(board, goals)
         return render_rgb(board, goals)
+
+    def close(self) -> None:
+        if hasattr(self.sampler, "close"):
+            self.sampler.close()
+        super().close()

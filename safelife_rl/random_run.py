@@ -13,7 +13,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from .env import SafeLifeEnv
-from .registration import benchmark_file
+from .registration import suite_file
 
 
 def random_run(
@@ -29,7 +29,7 @@ def random_run(
     :returns: mean episode reward, length, performance and success rate (also written to
         ``summary.json`` in ``logdir``).
     """
-    env = SafeLifeEnv(levels or benchmark_file(task), time_limit=time_limit)
+    env = SafeLifeEnv(levels or suite_file(task), time_limit=time_limit)
     logdir = Path(logdir or Path("outputs") / "random-run" / time.strftime("%Y-%m-%d_%H-%M-%S"))
     rng = np.random.default_rng(seed)
     stats: dict[str, list[float]] = {"reward": [], "length": [], "performance": [], "success": []}

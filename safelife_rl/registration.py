@@ -1,8 +1,13 @@
-"""Gymnasium ids for the SafeLife tasks: ``safelife_rl/<Task>-v1``.
+"""Gymnasium ids for the SafeLife level types: ``safelife_rl/<Task>-v1``.
 
-Until procedural generation lands, a task's levels default to the original benchmark suite of
-that task, looked up in ``$SAFELIFE_LEVELS`` or in the reference data beside the project
-(``../shared/safelife/benchmarks/v1.0``); pass ``levels=PATH`` to use any other levels.
+Each id plays new procedurally generated levels of its type at every reset (see
+:mod:`safelife_rl.procgen`), made with the env's seeded generator so ``reset(seed=...)`` is
+reproducible; ``gym.make(id, levels=PATH)`` plays fixed levels instead and
+``gym.make(id, workers=2)`` generates levels ahead in two worker processes.
+
+Fixed evaluation sets: :func:`suite_file` gives this project's benchmark suite of a task (100
+levels from fixed seeds, shipped in ``safelife_rl/levels/benchmarks``); :func:`benchmark_file`
+gives the original SafeLife v1.0 suite of the eight tasks that have one.
 """
 
 from __future__ import annotations
@@ -13,24 +18,61 @@ from typing import Any
 
 import gymnasium as gym
 
-#: Task name (as in the level files) -> Gymnasium id.
+#: Level type (the name of its parameter file) -> Gymnasium id.
 TASKS = {
     "append-still": "safelife_rl/AppendStill-v1",
+    "append-still-easy": "safelife_rl/AppendStillEasy-v1",
     "append-dynamic": "safelife_rl/AppendDynamic-v1",
     "append-spawn": "safelife_rl/AppendSpawn-v1",
     "prune-still": "safelife_rl/PruneStill-v1",
+    "prune-still-easy": "safelife_rl/PruneStillEasy-v1",
     "prune-still-hard": "safelife_rl/PruneStillHard-v1",
     "prune-dynamic": "safelife_rl/PruneDynamic-v1",
     "prune-spawn": "safelife_rl/PruneSpawn-v1",
     "navigation": "safelife_rl/Navigation-v1",
+    "challenge": "safelife_rl/Challenge-v1",
 }
+#: Tasks with an original SafeLife v1.0 benchmark suite.
+ORIGINAL_SUITES = (
+    "append-still",
+    "append-dynamic",
+    "append-spawn",
+    "prune-still",
+    "prune-still-hard",
+    "prune-dynamic",
+    "prune-spawn",
+    "navigation",
+)
+SUITES_DIR = Path(__file__).resolve().parent / "levels" / "benchmarks"
 _SHARED = Path(__file__).resolve().parents[2] / "shared" / "safelife" / "benchmarks" / "v1.0"
 
 
-def benchmark_file(task: str) -> Path:
-    """The original benchmark suite of ``task``."""
+def _check_task(task: str) -> None:
     if task not in TASKS:
         raise ValueError(f"unknown SafeLife task {task!r}; known: {', '.join(TASKS)}")
+
+
+def suite_file(task: str) -> Path:
+    """This project's fixed benchmark suite of ``task``: 100 generated levels."""
+    _check_task(task)
+    path = SUITES_DIR / f"{task}.npz"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no benchmark suite for {task!r} at {path}; make it with "
+            "`python -m safelife_rl.procgen.make_suites`"
+        )
+    return path
+
+
+def benchmark_file(task: str) -> Path:
+    """The original SafeLife v1.0 benchmark suite of ``task``, looked up in
+    ``$SAFELIFE_LEVELS`` or in the reference data beside the project."""
+    _check_task(task)
+    if task not in ORIGINAL_SUITES:
+        raise ValueError(
+            f"the original SafeLife has no benchmark suite for {task!r} (it has: "
+            f"{', '.join(ORIGINAL_SUITES)}); use suite_file({task!r}) for ours"
+        )
     folder = Path(os.environ.get("SAFELIFE_LEVELS", _SHARED))
     path = folder / f"{task}.npz"
     if not path.exists():
@@ -41,11 +83,16 @@ def benchmark_file(task: str) -> Path:
     return path
 
 
-def make_task_env(task: str, levels: Any = None, **kwargs: Any) -> gym.Env:
-    """Entry point of the registered ids: the task's levels unless ``levels`` is given."""
+def make_task_env(task: str, levels: Any = None, workers: int = 0, **kwargs: Any) -> gym.Env:
+    """Entry point of the registered ids: procedural levels of ``task`` unless ``levels``."""
     from .env import SafeLifeEnv
+    from .procgen import ProceduralLevels
 
-    return SafeLifeEnv(levels if levels is not None else benchmark_file(task), **kwargs)
+    if levels is None:
+        levels = ProceduralLevels(task, workers=workers)
+    elif workers:
+        raise ValueError("workers= only applies to procedural levels, not to levels=...")
+    return SafeLifeEnv(levels, **kwargs)
 
 
 def register_envs() -> None:

@@ -21,7 +21,6 @@ transport problem, which pyemd's FastEMD (the solver the original used) then sol
 from __future__ import annotations
 
 import numpy as np
-import pyemd
 
 from . import cells
 from .game import SafeLifeGame
@@ -60,6 +59,8 @@ def earth_mover_distance(
     dx = np.abs(np.minimum(dx, a.shape[1] - dx))
     dy = np.abs(np.minimum(dy, a.shape[0] - dy))
     distance = np.tanh((dx + dy) / tanh_scale)
+    import pyemd  # imported on first use: it loads POT, which takes seconds
+
     return float(pyemd.emd(a[changed], b[changed], distance, extra_mass_penalty))
 
 

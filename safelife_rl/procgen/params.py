@@ -160,7 +160,7 @@ def _keys(value: Any, where: str, checks: dict[str, Check]) -> None:
 FRACTION = _number(0, 1)
 
 PATTERN_KEYS: dict[str, Check] = {
-    "period": _number(0, 8, integer=True),
+    "period": _number(0, 7, integer=True),
     "min_fill": FRACTION,
     "max_fill": _number(0),
     "temperature": _number(1e-3),

@@ -101,129 +101,153 @@ def _set_discard(members, where, size, v):
         where[other] = k
 
 
-# The kernels below share, as flat arrays over the N cells: layers (D, N) uint16, counts (D, N)
-# live cells in each 3x3 block, osc (N) alive bits seen over the period (1 dead, 2 alive),
-# viol (N) violations per cell, mask (N) generation bits.
+# The kernels share: layers (D, H, W) uint16; counts (D, H, W) live cells in each 3x3 block;
+# osc (H, W) alive states seen over the period (bit 1 dead, bit 2 alive); viol (H, W)
+# violations; mask (H, W) generation bits; wrap_r, wrap_c: row and column of a coordinate
+# shifted by PAD, wrapped onto the board (cheaper than a modulo).
+PAD = 8
+
+
 @numba.njit(cache=True)
-def _set_layer_cell(layers, counts, d, i, h, w, new):
+def _set_layer_cell(layers, counts, wrap_r, wrap_c, d, r, c, new):
     """Set one cell of layer ``d``; 0: unchanged, 1: changed, 2: its alive bit changed."""
-    old = layers[d, i]
+    old = layers[d, r, c]
     if old == new:
         return 0
-    layers[d, i] = new
+    layers[d, r, c] = new
     delta = np.int32(new & _ALIVE) - np.int32(old & _ALIVE)
     if delta == 0:
         return 1
-    r, c = i // w, i % w
-    for dr in range(-1, 2):
-        for dc in range(-1, 2):
-            counts[d, ((r + dr) % h) * w + (c + dc) % w] += delta
+    for dr in range(r + PAD - 1, r + PAD + 2):
+        rr = wrap_r[dr]
+        for dc in range(c + PAD - 1, c + PAD + 2):
+            counts[d, rr, wrap_c[dc]] += delta
     return 2
 
 
 @numba.njit(cache=True)
-def _cell_status(layers, counts, mask, i):
-    """(oscillation bits, violations) of cell ``i``."""
+def _cell_status(layers, counts, mask, r, c):
+    """(oscillation bits, violations) of cell (r, c)."""
     depth = layers.shape[0]
-    first = layers[0, i]
+    first = layers[0, r, c]
     osc = 0
     viol = 0
     if not first & _FROZEN:
         seen_alive = False
         seen_dead = False
         for d in range(depth):
-            if layers[d, i] & _ALIVE:
+            if layers[d, r, c] & _ALIVE:
                 seen_alive = True
             else:
                 seen_dead = True
         osc = (2 if seen_alive else 0) | (1 if seen_dead else 0)
-        if _violates(layers[depth - 1, i], first, counts[depth - 1, i]):
+        if _violates(layers[depth - 1, r, c], first, counts[depth - 1, r, c]):
             viol = 1
-    if osc == _OSCILLATING and not mask[i] & CAN_OSCILLATE:
+    if osc == _OSCILLATING and not mask[r, c] & CAN_OSCILLATE:
         viol += 1
     return osc, viol
 
 
 @numba.njit(cache=True)
-def _change(layers, counts, osc, viol, mask, h, w, i, new, bad, bad_where, bad_size, track):
-    """Set cell ``i`` of the board to ``new`` and update all layers and per-cell statistics.
+def _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r0, c0, new,
+            bad, bad_where, bad_size, track):
+    """Set cell (r0, c0) of the board to ``new``; update all layers and per-cell statistics.
 
     Only the cells a change can reach are revisited: the changed cell alone while no alive bit
     flips, one cell further for each layer in which one does.
 
     :returns: the change in total violations and in the number of oscillating cells.
     """
-    changed = _set_layer_cell(layers, counts, 0, i, h, w, new)
+    changed = _set_layer_cell(layers, counts, wrap_r, wrap_c, 0, r0, c0, new)
     if changed == 0:
         return 0, 0
-    r0, c0 = i // w, i % w
     reach = 1 if changed == 2 else 0  # radius of the cells whose inputs changed
     status_reach = reach
     for d in range(1, layers.shape[0]):
         most = 0  # the largest change in this layer (see _set_layer_cell)
-        for r in range(r0 - reach, r0 + reach + 1):
-            for c in range(c0 - reach, c0 + reach + 1):
-                j = (r % h) * w + c % w
-                most = max(most, _set_layer_cell(
-                    layers, counts, d, j, h, w, _next_cell(layers[d - 1, j], counts[d - 1, j])
-                ))
+        for dr in range(r0 + PAD - reach, r0 + PAD + reach + 1):
+            r = wrap_r[dr]
+            for dc in range(c0 + PAD - reach, c0 + PAD + reach + 1):
+                c = wrap_c[dc]
+                new_cell = _next_cell(layers[d - 1, r, c], counts[d - 1, r, c])
+                most = max(most, _set_layer_cell(layers, counts, wrap_r, wrap_c, d, r, c,
+                                                 new_cell))
         if most == 0:
             break
         if most == 2:
             reach += 1
         status_reach = reach
+    width = layers.shape[2]
     d_viol, d_osc = 0, 0
-    for r in range(r0 - status_reach, r0 + status_reach + 1):
-        for c in range(c0 - status_reach, c0 + status_reach + 1):
-            j = (r % h) * w + c % w
-            o, v = _cell_status(layers, counts, mask, j)
-            d_viol += v - viol[j]
-            d_osc += (o == _OSCILLATING) - (osc[j] == _OSCILLATING)
-            viol[j] = v
-            osc[j] = o
+    for dr in range(r0 + PAD - status_reach, r0 + PAD + status_reach + 1):
+        r = wrap_r[dr]
+        for dc in range(c0 + PAD - status_reach, c0 + PAD + status_reach + 1):
+            c = wrap_c[dc]
+            o, v = _cell_status(layers, counts, mask, r, c)
+            d_viol += v - viol[r, c]
+            d_osc += (o == _OSCILLATING) - (osc[r, c] == _OSCILLATING)
+            viol[r, c] = v
+            osc[r, c] = o
             if track:
-                if v and mask[j] & INCLUDE_VIOLATIONS:
-                    _set_add(bad, bad_where, bad_size, j)
+                if v and mask[r, c] & INCLUDE_VIOLATIONS:
+                    _set_add(bad, bad_where, bad_size, r * width + c)
                 else:
-                    _set_discard(bad, bad_where, bad_size, j)
+                    _set_discard(bad, bad_where, bad_size, r * width + c)
     return d_viol, d_osc
 
 
 @numba.njit(cache=True)
-def _grow(layers, h, w, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc_bonus,
+def _count_live(layer, wrap_r, wrap_c, out):
+    h, w = layer.shape
+    out[:] = 0
+    for r in range(h):
+        for c in range(w):
+            if layer[r, c] & _ALIVE:
+                for dr in range(r + PAD - 1, r + PAD + 2):
+                    for dc in range(c + PAD - 1, c + PAD + 2):
+                        out[wrap_r[dr], wrap_c[dc]] += 1
+
+
+@numba.njit(cache=True)
+def _grow(layers, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc_bonus,
           penalties):
     """Run the generator on ``layers`` in place; returns whether it converged."""
-    depth, n = layers.shape
-    counts = np.zeros((depth, n), np.int32)
+    depth, h, w = layers.shape
+    n = h * w
+    wrap_r = (np.arange(h + 2 * PAD) - PAD) % h
+    wrap_c = (np.arange(w + 2 * PAD) - PAD) % w
+    counts = np.zeros((depth, h, w), np.int32)
     for d in range(depth):
-        for i in range(n):
-            if layers[d, i] & _ALIVE:
-                r, c = i // w, i % w
-                for dr in range(-1, 2):
-                    for dc in range(-1, 2):
-                        counts[d, ((r + dr) % h) * w + (c + dc) % w] += 1
-    osc = np.zeros(n, np.int32)
-    viol = np.zeros(n, np.int32)
+        if d > 0:  # plain Game-of-Life evolution of the board
+            for r in range(h):
+                for c in range(w):
+                    layers[d, r, c] = _next_cell(layers[d - 1, r, c], counts[d - 1, r, c])
+        _count_live(layers[d], wrap_r, wrap_c, counts[d])
+    osc = np.zeros((h, w), np.int32)
+    viol = np.zeros((h, w), np.int32)
     bad, bad_where, bad_size = _set_new(n)
     seed_set, seed_where, seed_size = _set_new(n)
     area, area_where, area_size = _set_new(n)
     totals = np.zeros(4, np.int64)
-    for i in range(n):
-        osc[i], viol[i] = _cell_status(layers, counts, mask, i)
-        if viol[i] and mask[i] & INCLUDE_VIOLATIONS:
-            _set_add(bad, bad_where, bad_size, i)
-        if seeds[i]:
-            _set_add(seed_set, seed_where, seed_size, i)
-        if mask[i] & NEW_CELL:
-            _set_add(area, area_where, area_size, i)
-            totals[_type_index(layers[0, i])] += 1
+    for r in range(h):
+        for c in range(w):
+            i = r * w + c
+            osc[r, c], viol[r, c] = _cell_status(layers, counts, mask, r, c)
+            if viol[r, c] and mask[r, c] & INCLUDE_VIOLATIONS:
+                _set_add(bad, bad_where, bad_size, i)
+            if seeds[r, c]:
+                _set_add(seed_set, seed_where, seed_size, i)
+            if mask[r, c] & NEW_CELL:
+                _set_add(area, area_where, area_size, i)
+                totals[_type_index(layers[0, r, c])] += 1
     total_area = area_size[0]
     max_iter = int(rel_max_iter * total_area * depth)
     min_fill = rel_min_fill * total_area
     beta = 1.0 / temperature
     span = 2 * depth + 1
     log_probs = np.empty(3 * span * span)
-    choice_cell = np.empty(3 * span * span, np.int64)
+    choice_r = np.empty(3 * span * span, np.int64)
+    choice_c = np.empty(3 * span * span, np.int64)
     choice_type = np.empty(3 * span * span, np.uint16)
     type_penalty = np.zeros(4)
     for _ in range(max_iter):
@@ -246,27 +270,29 @@ def _grow(layers, h, w, mask, seeds, rng, rel_max_iter, rel_min_fill, temperatur
         r0, c0 = target // w, target % w
         count = 0
         best = -1e300
-        for r in range(r0 - depth, r0 + depth + 1):
-            for c in range(c0 - depth, c0 + depth + 1):
-                i = (r % h) * w + c % w
-                if not mask[i] & NEW_CELL:
+        for dr in range(r0 + PAD - depth, r0 + PAD + depth + 1):
+            r = wrap_r[dr]
+            for dc in range(c0 + PAD - depth, c0 + PAD + depth + 1):
+                c = wrap_c[dc]
+                if not mask[r, c] & NEW_CELL:
                     continue
-                current = layers[0, i]
+                current = layers[0, r, c]
                 first = _type_index(current) + 1
                 d_viol, d_osc = 0, 0
                 for k in range(first, first + 3):  # the three other types, changed in turn
                     new = CELL_TYPES[k & 3]
-                    dv, do = _change(layers, counts, osc, viol, mask, h, w, i, new,
-                                     bad, bad_where, bad_size, False)
+                    dv, do = _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r, c,
+                                     new, bad, bad_where, bad_size, False)
                     d_viol += dv
                     d_osc += do
                     lp = -beta * (d_viol - osc_bonus * d_osc + type_penalty[k & 3])
                     log_probs[count] = lp
-                    choice_cell[count] = i
+                    choice_r[count] = r
+                    choice_c[count] = c
                     choice_type[count] = new
                     best = max(best, lp)
                     count += 1
-                _change(layers, counts, osc, viol, mask, h, w, i, current,
+                _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r, c, current,
                         bad, bad_where, bad_size, False)
         if count == 0:
             continue
@@ -277,31 +303,14 @@ def _grow(layers, h, w, mask, seeds, rng, rel_max_iter, rel_min_fill, temperatur
         pick = rng.random() * total
         for k in range(count):
             if log_probs[k] > pick:
-                i = choice_cell[k]
-                totals[_type_index(layers[0, i])] -= 1
+                r, c = choice_r[k], choice_c[k]
+                totals[_type_index(layers[0, r, c])] -= 1
                 totals[_type_index(choice_type[k])] += 1
-                _change(layers, counts, osc, viol, mask, h, w, i, choice_type[k],
-                        bad, bad_where, bad_size, True)
+                _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r, c,
+                        choice_type[k], bad, bad_where, bad_size, True)
                 break
     filled = total_area - totals[0]
     return bad_size[0] == 0 and filled >= min_fill
-
-
-@numba.njit(cache=True)
-def _evolve_layers(layers, h, w):
-    """Fill layers 1.. with the plain Game-of-Life evolution of layer 0."""
-    depth, n = layers.shape
-    counts = np.zeros(n, np.int32)
-    for d in range(1, depth):
-        counts[:] = 0
-        for i in range(n):
-            if layers[d - 1, i] & _ALIVE:
-                r, c = i // w, i % w
-                for dr in range(-1, 2):
-                    for dc in range(-1, 2):
-                        counts[((r + dr) % h) * w + (c + dc) % w] += 1
-        for i in range(n):
-            layers[d, i] = _next_cell(layers[d - 1, i], counts[i])
 
 
 def grow_pattern(
@@ -335,15 +344,15 @@ def grow_pattern(
     """
     if period < 1:
         raise ValueError(f"pattern period must be at least 1, got {period}")
+    if period > PAD - 1:
+        raise ValueError(f"pattern period must be at most {PAD - 1}, got {period}")
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
-    h, w = board.shape
-    mask = np.ascontiguousarray(mask, np.int64).ravel()
-    seeds = mask != 0 if seeds is None else np.ascontiguousarray(seeds).ravel() != 0
-    layers = np.zeros((period, h * w), np.uint16)
-    layers[0] = board.ravel()
-    _evolve_layers(layers, h, w)
+    mask = np.ascontiguousarray(mask, np.int64)
+    seeds = mask != 0 if seeds is None else np.ascontiguousarray(seeds) != 0
+    layers = np.zeros((period,) + board.shape, np.uint16)
+    layers[0] = board
     penalties = np.array([(0.0, 0.0), wall, alive, tree], np.float64)  # by type index
-    converged = _grow(layers, h, w, mask, seeds, rng, float(max_iter), float(min_fill),
+    converged = _grow(layers, mask, seeds, rng, float(max_iter), float(min_fill),
                       float(temperature), float(osc_bonus), penalties)
-    return layers[0].reshape(h, w).copy(), bool(converged)
+    return layers[0].copy(), bool(converged)

@@ -10,14 +10,20 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import safelife_rl
 from safelife_rl import TASKS, SafeLifeEnv
+from safelife_rl.registration import ORIGINAL_SUITES, benchmark_file, suite_file
 from safelife_rl.replay import load_trace
 
 IDS = sorted(TASKS.values())
+TASK_OF = {env_id: task for task, env_id in TASKS.items()}
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_registered_envs_pass_gymnasium_checks(env_id):
-    env = gym.make(env_id)
+    # Fixed levels (the original suite, else ours): generating dynamic and navigation levels
+    # takes seconds each; the procedural default is checked in test_procgen_levels.py.
+    task = TASK_OF[env_id]
+    path = benchmark_file(task) if task in ORIGINAL_SUITES else suite_file(task)
+    env = gym.make(env_id, levels=path)
     check_env(env.unwrapped, skip_render_check=True)
     assert env.observation_space.shape == (15, 15, 19)
     assert env.action_space == gym.spaces.Discrete(9)
@@ -58,7 +64,8 @@ def test_spawner_randomness_follows_the_seed(benchmarks):
 
 @pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
 def test_render_modes(mode):
-    env = gym.make("safelife_rl/Navigation-v1", render_mode=mode)
+    env = gym.make("safelife_rl/Navigation-v1", render_mode=mode,
+                   levels=benchmark_file("navigation"))
     env.reset(seed=0)
     frame = env.render()
     if mode == "ansi":
@@ -123,6 +130,6 @@ def test_custom_view_and_channels(benchmarks):
 def test_unknown_task_and_missing_levels(monkeypatch, tmp_path):
     monkeypatch.setenv("SAFELIFE_LEVELS", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="SAFELIFE_LEVELS"):
-        gym.make("safelife_rl/AppendStill-v1")
+        safelife_rl.registration.benchmark_file("append-still")
     with pytest.raises(ValueError, match="unknown SafeLife task"):
         safelife_rl.registration.benchmark_file("nope")

@@ -1,0 +1,20 @@
+"""Procedural SafeLife levels from the original generator's parameter schema.
+
+``generate_level("append-still", seed)`` makes one level; :class:`ProceduralLevels` is the
+level source the registered environments draw a new level from at each reset;
+:func:`generate_levels` makes many, optionally in worker processes.
+"""
+
+from .generator import generate_level
+from .params import LEVEL_TYPES, ParamsError, load_params
+from .source import ProceduralLevels, generate_levels, iter_levels
+
+__all__ = [
+    "LEVEL_TYPES",
+    "ParamsError",
+    "ProceduralLevels",
+    "generate_level",
+    "generate_levels",
+    "iter_levels",
+    "load_params",
+]

@@ -1,0 +1,154 @@
+"""Streams of procedural levels: the level source of the environments, and batches.
+
+Every level comes from one integer seed (``generate_level(params, seed)``), so a level can be
+made again from its seed, in any process. :class:`ProceduralLevels` draws the seeds from a
+stream that restarts whenever the environment reseeds its generator, which keeps
+``env.reset(seed=...)`` reproducible whether levels are made in this process or ahead of time
+by worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..levels import Level
+from .generator import generate_level
+from .params import load_params
+
+SEED_BOUND = 2**63
+
+
+def _level_name(label: str, seed: int) -> str:
+    return f"{label}-s{seed}"
+
+
+def _label(params: str | os.PathLike | dict[str, Any]) -> str:
+    """Level type or file stem, the start of the names of the levels made from ``params``."""
+    return "procgen" if isinstance(params, dict) else Path(params).stem
+
+
+class ProceduralLevels:
+    """A source of new levels of one type for :class:`~safelife_rl.env.SafeLifeEnv`.
+
+    ``sample(rng)`` returns the next level. The first call with a generator, and every call
+    with a different generator object (Gymnasium makes a new one on a seeded reset), draws a
+    base seed from it; levels then follow from that base alone.
+
+    :param params: a level type (``"append-still"``), a YAML parameter file, or parameters.
+    :param workers: worker processes generating levels ahead (0: generate on demand).
+    :param prefetch: levels kept in preparation per worker.
+    """
+
+    def __init__(
+        self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2
+    ):
+        if workers < 0 or prefetch < 1:
+            raise ValueError(f"need workers >= 0 and prefetch >= 1, got {workers}, {prefetch}")
+        self.label = _label(params)
+        self.params = params if isinstance(params, dict) else load_params(params)
+        self.workers = workers
+        self.prefetch = prefetch
+        self._rng: np.random.Generator | None = None
+        self._seeds: np.random.Generator | None = None
+        self._pending: deque[tuple[int, Future | None]] = deque()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __repr__(self) -> str:
+        return f"ProceduralLevels({self.label!r}, workers={self.workers})"
+
+    def _make(self, seed: int) -> Level:
+        return generate_level(self.params, seed, _level_name(self.label, seed))
+
+    def _submit(self, seed: int) -> tuple[int, Future | None]:
+        if self.workers == 0:
+            return seed, None
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers)
+        return seed, self._pool.submit(generate_level, self.params, seed,
+                                       _level_name(self.label, seed))
+
+    def sample(self, rng: np.random.Generator) -> Level:
+        """The next level of the stream belonging to ``rng``."""
+        if rng is not self._rng:
+            self._rng = rng
+            self._seeds = np.random.default_rng(int(rng.integers(SEED_BOUND)))
+            self._drop_pending()
+        while len(self._pending) < max(1, self.workers * self.prefetch):
+            self._pending.append(self._submit(int(self._seeds.integers(SEED_BOUND))))
+        seed, future = self._pending.popleft()
+        return future.result() if future is not None else self._make(seed)
+
+    def _drop_pending(self) -> None:
+        for _, future in self._pending:
+            if future is not None:
+                future.cancel()
+        self._pending.clear()
+
+    def close(self) -> None:
+        """Stop the worker processes (new ones start if more levels are asked for)."""
+        self._drop_pending()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pools do not pickle; levels in preparation are remade from their seeds.
+        state = self.__dict__.copy()
+        state["_pool"] = None
+        state["_pending"] = deque((seed, None) for seed, _ in self._pending)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.workers:
+            self._pending = deque(self._submit(seed) for seed, _ in self._pending)
+
+
+def generate_levels(
+    params: str | os.PathLike | dict[str, Any],
+    seeds: Sequence[int],
+    names: Sequence[str] | None = None,
+    workers: int = 0,
+    progress: bool = False,
+) -> list[Level]:
+    """Levels for the given seeds, in order; ``workers`` processes share the work."""
+    return list(iter_levels(params, seeds, names, workers, progress))
+
+
+def iter_levels(
+    params: str | os.PathLike | dict[str, Any],
+    seeds: Sequence[int],
+    names: Sequence[str] | None = None,
+    workers: int = 0,
+    progress: bool = False,
+) -> Iterator[Level]:
+    """Like :func:`generate_levels`, yielding each level as soon as it and those before are
+    ready."""
+    label = _label(params)
+    params = params if isinstance(params, dict) else load_params(params)
+    names = list(names) if names is not None else [_level_name(label, s) for s in seeds]
+    if len(names) != len(seeds):
+        raise ValueError(f"{len(seeds)} seeds but {len(names)} names")
+    jobs: Iterable[Level]
+    if workers > 0:
+        pool = ProcessPoolExecutor(workers)
+        jobs = pool.map(generate_level, [params] * len(seeds), seeds, names)
+    else:
+        pool = None
+        jobs = (generate_level(params, s, n) for s, n in zip(seeds, names))
+    if progress:
+        from tqdm import tqdm
+
+        jobs = tqdm(jobs, total=len(seeds), desc=f"levels {label}", unit="level")
+    try:
+        yield from jobs
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
