@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: $(STAMP)
-	$(VENV)/bin/python -m safelife_rl random-run
+	$(VENV)/bin/python -m safelife_rl.train
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -n auto -q

@@ -4,6 +4,7 @@ safelife_rl.train``."""
 
 from omegaconf import OmegaConf
 
+from . import config  # noqa: F401  (registers the train_schema config)
 from .callbacks import AtomicCheckpoint, EpisodeLogger, PeriodicEvaluation, TrainingClock
 from .features import SafeLifeCNN
 from .schedules import LinearRamp

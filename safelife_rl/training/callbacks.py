@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
 from .evaluation import episode_scalars, evaluate, summarize
-from .files import write_json_atomic
+from .files import save_model_atomic, write_json_atomic
 from .wrappers import sync_training_steps
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
@@ -47,6 +48,39 @@ class EpisodeLogger(BaseCallback):
                     tag = key if key.startswith("side_effects/") else f"episode/{key}"
                     self._writer.add_scalar(tag, value, self.num_timesteps)
         return True
+
+
+class StopOnSignal(BaseCallback):
+    """End training at the next step once SIGTERM or SIGINT arrives (``stopped`` tells).
+
+    Stopping between steps, rather than raising inside one, lets the env workers close cleanly
+    and the run save a checkpoint to resume from.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopped = False
+
+    def _init_callback(self) -> None:
+        try:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, self._request_stop)
+        except ValueError:  # not the main thread (some sweep launchers): leave signals alone
+            pass
+
+    def _request_stop(self, signum: int, frame: Any) -> None:
+        self.stopped = True
+
+    def _on_step(self) -> bool:
+        return not self.stopped
+
+    def _on_training_end(self) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT
+                              else signal.SIG_DFL)
+            except ValueError:
+                pass
 
 
 class TrainingClock(BaseCallback):
@@ -95,7 +129,8 @@ class PeriodicEvaluation(BaseCallback):
         self._history = (
             json.loads(self.history_path.read_text()) if self.history_path.exists() else []
         )
-        self._next = (self.num_timesteps // self.eval_every + 1) * self.eval_every
+        # a resumed run starts from the checkpoint's step count
+        self._next = (self.model.num_timesteps // self.eval_every + 1) * self.eval_every
 
     def run(self) -> dict[str, float]:
         """Evaluate now, log and record the result."""
@@ -135,13 +170,11 @@ class AtomicCheckpoint(BaseCallback):
 
     def _init_callback(self) -> None:
         self.save_path.mkdir(parents=True, exist_ok=True)
-        self._next = (self.num_timesteps // self.save_every + 1) * self.save_every
+        self._next = (self.model.num_timesteps // self.save_every + 1) * self.save_every
 
     def save(self) -> Path:
-        path = self.save_path / f"model_{self.num_timesteps}_steps.zip"
-        temporary = path.with_name(f".{path.stem}.tmp.zip")
-        self.model.save(temporary)
-        os.replace(temporary, path)
+        name = f"model_{self.num_timesteps}_steps.zip"
+        path = save_model_atomic(self.model, self.save_path / name)
         if self.keep:
             for old in checkpoints(self.save_path)[: -self.keep]:
                 old.unlink()

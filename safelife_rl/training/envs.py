@@ -45,6 +45,7 @@ def make_vec_env(
 ) -> VecEnv:
     """``n_envs`` copies of :func:`make_env`: in worker processes (``kind="subproc"``, used when
     ``n_envs`` > 1) or in this process (``"dummy"``). Seed them through the algorithm."""
+    kind = getattr(kind, "value", kind)  # the config schema's enum, or its plain string
     if kind not in VEC_ENV_KINDS:
         raise ValueError(f"vec_env must be one of {VEC_ENV_KINDS}, got {kind!r}")
     if n_envs < 1:

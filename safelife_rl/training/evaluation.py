@@ -94,6 +94,7 @@ def evaluate(
                     obs[k], _, terminated, truncated, info = envs[k].step(action)
                     if terminated or truncated:
                         results[episodes[k]] = episode_scalars(info)
+                        results[episodes[k]].pop("shaped_reward", None)  # no shaping here
                         if "level" in info:
                             results[episodes[k]]["level"] = info["level"]
                     else:

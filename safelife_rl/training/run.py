@@ -17,10 +17,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.logger import configure
 
-from .callbacks import PeriodicEvaluation, TrainingClock, checkpoints
+from .callbacks import PeriodicEvaluation, StopOnSignal, TrainingClock, checkpoints
 from .envs import make_env, make_vec_env
 from .evaluation import evaluate, random_policy, summarize
-from .files import write_json_atomic, write_text_atomic
+from .files import save_model_atomic, write_json_atomic, write_text_atomic
+from .plots import plot_runs
 from .wrappers import sync_training_steps
 
 CONFIG_FILE = "config.yaml"
@@ -66,8 +67,8 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
     """Train as ``cfg`` says, writing everything into ``run_dir``:
 
     ``config.yaml`` (resolved config), ``tensorboard/``, ``checkpoints/``, ``final_model.zip``,
-    ``evaluations.json`` (periodic evaluations) and ``evaluation.json`` (the final policy and a
-    random agent on the same evaluation episodes).
+    ``evaluations.json`` (periodic evaluations), ``evaluation.json`` (the final policy and a
+    random agent on the same evaluation episodes) and ``learning_curve.png``.
 
     :param resume: continue from the newest checkpoint in ``run_dir/checkpoints`` (keeping the
         step count, so TensorBoard curves carry on where they were).
@@ -83,27 +84,37 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
         if resume:
             found = checkpoints(run_dir / "checkpoints")
             if not found:
-                raise FileNotFoundError(f"no checkpoint to resume from in {run_dir / 'checkpoints'}")
+                raise FileNotFoundError(f"no checkpoint to resume from in {run_dir}/checkpoints")
             model = get_class(cfg.algo._target_).load(found[-1], env=env, device=cfg.device)
         else:
-            write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
             model = build_model(cfg, env)
+        write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
         model.set_logger(configure(str(run_dir / "tensorboard"), ["tensorboard", "csv"]))
         sync_training_steps(env, model.num_timesteps)
         callbacks = _callbacks(cfg, run_dir)
+        stop = StopOnSignal()
         start_steps, start_time = model.num_timesteps, time.perf_counter()
         model.learn(
             total_timesteps=max(0, cfg.total_timesteps - model.num_timesteps),
-            callback=CallbackList(callbacks),
+            callback=CallbackList([stop, *callbacks]),
             log_interval=cfg.log_interval,
             reset_num_timesteps=not resume,
             progress_bar=cfg.progress_bar,
         )
         seconds = time.perf_counter() - start_time
-        model.save(run_dir / ".final_model.tmp.zip")
-        (run_dir / ".final_model.tmp.zip").replace(run_dir / "final_model.zip")
+        if stop.stopped:
+            name = f"model_{model.num_timesteps}_steps.zip"
+            save_model_atomic(model, run_dir / "checkpoints" / name)
+        else:
+            save_model_atomic(model, run_dir / "final_model.zip")
     finally:
         env.close()
+    if stop.stopped:
+        model.logger.close()
+        raise SystemExit(
+            f"stopped by a signal at {model.num_timesteps} steps; continue with "
+            f"resume={run_dir}"
+        )
     summary: dict[str, Any] = {
         "env": cfg.env.id,
         "algo": cfg.algo._target_.rsplit(".", 1)[-1],
@@ -123,6 +134,7 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
         summary["random"] = summarize(random_episodes)
     model.logger.close()
     write_json_atomic(run_dir / "evaluation.json", summary)
+    plot_runs([run_dir], run_dir / "learning_curve.png")
     return summary
 
 

@@ -20,7 +20,7 @@ from .schedules import LinearRamp
 
 # Bits of a cell that the impact penalty ignores everywhere: the agent itself, and the
 # freezing/frozen/destructible attributes that oscillators flip on their own.
-_IGNORED_BITS = cells.AGENT | cells.FREEZING | cells.FROZEN | cells.DESTRUCTIBLE
+_KEPT_BITS = np.uint16(0xFFFF & ~(cells.AGENT | cells.FREEZING | cells.FROZEN | cells.DESTRUCTIBLE))
 _RED_LIFE = cells.ALIVE | cells.RED
 
 
@@ -176,8 +176,8 @@ class SideEffectPenalty(ScheduledWrapper):
     def side_effect_cells(self) -> int:
         """How many cells now count as departed from the starting board."""
         game = _game(self)
-        board = game.boards[0] & ~_IGNORED_BITS
-        start = self._start & ~_IGNORED_BITS
+        board = game.boards[0] & _KEPT_BITS
+        start = self._start & _KEPT_BITS
         changed = board != start
         changed[(game.boards[0] | self._start) & cells.EXIT > 0] = False
         changed[tuple(game.agent_locs[0])] = False

@@ -1,0 +1,150 @@
+"""The training app: tiny real runs through the composed Hydra config, resume, sweeps'
+launcher configs and Hydra's errors for bad input."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException, MissingConfigException
+from omegaconf import OmegaConf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import safelife_rl.training  # noqa: F401  (config resolvers and schema)
+from safelife_rl.train import resume_config
+from safelife_rl.training.run import load_run_config, train
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = ROOT / "conf"
+# A few hundred steps with a small network: 17x17 view (the CNN's smallest), thin layers.
+TINY = [
+    "experiment=paper", "env=append-still",
+    "env.kwargs.view_shape=[17,17]", "env.kwargs.time_limit=30",
+    "policy.kwargs.features_extractor_kwargs.features_dim=16",
+    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
+    "n_envs=2", "vec_env=dummy", "progress_bar=false", "algo.n_steps=16",
+    "callbacks.evaluation.n_episodes=2", "callbacks.evaluation.eval_every=64",
+    "callbacks.checkpoint.save_every=64", "callbacks.checkpoint.keep=0",
+]
+
+
+def config(*overrides, return_hydra_config=False):
+    with initialize_config_dir(str(CONF), version_base=None):
+        return compose("train", overrides=[*TINY, *overrides],
+                       return_hydra_config=return_hydra_config)
+
+
+def scalars(folder):
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: events.Scalars(tag) for tag in events.Tags()["scalars"]}
+
+
+def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path):
+    summary = train(config("total_timesteps=128", "vec_env=subproc"), tmp_path)
+    assert summary["timesteps"] == 128 and summary["algo"] == "PPO"
+    saved = load_run_config(tmp_path)
+    assert saved.algo.batch_size == 8 and saved.env.id == "safelife_rl/AppendStill-v1"
+    assert (tmp_path / "final_model.zip").exists()
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "model_128_steps.zip", "model_64_steps.zip"]
+    evaluation = json.loads((tmp_path / "evaluation.json").read_text())
+    for who in ("trained", "random"):
+        assert evaluation[who]["episodes"] == 2 and evaluation[who]["mean_length"] == 30
+    history = json.loads((tmp_path / "evaluations.json").read_text())
+    assert [h["step"] for h in history] == [64, 128, 128]  # two periodic, then the final one
+    logged = scalars(tmp_path / "tensorboard")
+    lengths = [e.value for e in logged["episode/length"]]
+    assert lengths == [30.0] * 4  # 128 steps = 64 per env: 2 episodes each
+    assert all(0 <= e.value <= 1 for e in logged["episode/performance"])
+    assert all(e.value in (0.0, 1.0) for e in logged["episode/success"])
+    assert all(math.isfinite(e.value) for e in logged["episode/shaped_reward"])
+    # training starts at the original curriculum's 0.001 exit fraction
+    fractions = [e.value for e in logged["schedule/exit_fraction"]]
+    assert fractions and all(f == pytest.approx(0.001) for f in fractions)
+    assert [e.step for e in logged["eval/performance"]] == [64, 128, 128]
+    assert all(math.isfinite(e.value) and e.value >= 0 for e in logged["train/value_loss"])
+
+
+@pytest.mark.parametrize("algo, extra", [
+    ("a2c", []),
+    ("dqn", ["algo.learning_starts=32", "algo.buffer_size=500", "algo.train_freq=4",
+             "algo.batch_size=8", "algo.target_update_interval=32"]),
+])
+def test_a2c_and_dqn_train_with_the_safelife_cnn(tmp_path, algo, extra):
+    overrides = [f"algo={algo}", "total_timesteps=96", "callbacks.evaluation=null", *extra]
+    summary = train(config(*overrides), tmp_path)
+    assert summary["algo"] == algo.upper() and summary["timesteps"] >= 96
+    logged = scalars(tmp_path / "tensorboard")
+    assert len(logged["episode/length"]) >= 2
+    assert any(tag.startswith("train/") for tag in logged)
+
+
+def test_same_seed_same_training(tmp_path):
+    runs = [train(config("total_timesteps=64", "callbacks.checkpoint=null",
+                         "callbacks.evaluation.eval_every=1000000"), tmp_path / str(i))
+            for i in range(2)]
+    assert runs[0]["trained"] == runs[1]["trained"]
+
+
+def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
+    train(config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    first = scalars(tmp_path / "tensorboard")["episode/length"]
+    (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
+    cfg = resume_config(config("total_timesteps=160", f"resume={tmp_path}"),
+                        [f"resume={tmp_path}", "total_timesteps=160"])
+    assert cfg.total_timesteps == 160 and cfg.callbacks.evaluation is None
+    summary = train(cfg, tmp_path, resume=True)
+    assert summary["timesteps"] == 160
+    # checkpoints go on at multiples of save_every counted from the start of the run
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "model_128_steps.zip", "model_64_steps.zip"]
+    steps = [e.step for e in scalars(tmp_path / "tensorboard")["episode/length"]]
+    assert steps[: len(first)] == [e.step for e in first] and max(steps) > 64
+    assert steps == sorted(steps)
+    with pytest.raises(ValueError, match="only total_timesteps"):
+        resume_config(config(f"resume={tmp_path}"), [f"resume={tmp_path}", "seed=3"])
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        (tmp_path / "empty").mkdir()
+        (tmp_path / "empty" / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+        train(cfg, tmp_path / "empty", resume=True)
+
+
+@pytest.mark.parametrize("overrides, error, message", [
+    (["total_steps=5"], ConfigCompositionException, "Could not override 'total_steps'"),
+    (["algo.gama=0.9"], ConfigCompositionException, "Could not override 'algo.gama'"),
+    (["n_envs=many"], ConfigCompositionException, "n_envs=many"),
+    (["vec_env=threads"], ConfigCompositionException, "vec_env=threads"),
+    (["algo=sac"], MissingConfigException, "Could not find 'algo/sac'"),
+])
+def test_bad_config_fails_with_hydras_message(overrides, error, message):
+    with pytest.raises(error, match=message):
+        config(*overrides)
+
+
+@pytest.mark.parametrize("launcher, target", [
+    ("local", "JoblibLauncher"), ("submitit", "LocalLauncher"), ("slurm", "SlurmLauncher"),
+])
+def test_sweep_launcher_configs(launcher, target):
+    cfg = config(f"hydra/launcher={launcher}", return_hydra_config=True)
+    assert cfg.hydra.launcher._target_.endswith(target)
+
+
+def test_every_env_config_names_a_registered_id():
+    import gymnasium as gym
+
+    for path in sorted((CONF / "env").glob("[!_]*.yaml")):
+        cfg = config(f"env={path.stem}")
+        assert cfg.env.id in gym.registry, path.name
+
+
+def test_command_line_rejects_unknown_keys():
+    result = subprocess.run(
+        [sys.executable, "-m", "safelife_rl.train", "n_env=4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode != 0
+    assert "Could not override 'n_env'" in result.stderr
