@@ -35,13 +35,11 @@ N_ACTIONS = 9
 
 @numba.njit(cache=True, inline="always")
 def _cell_summary(c: int) -> int:
+    # Branch-free so that the loop over a row vectorizes.
     alive = c & cells.ALIVE
-    s = c & _SPREAD
-    if alive:
-        s |= (c | ((c & cells.DESTRUCTIBLE) << 5)) & _CARRIED
-    if c & cells.SPAWNING:
-        s |= (c & cells.COLORS) << 4
-    return s | alive
+    spawning = (c >> 7) & 1  # the SPAWNING bit
+    carried = ((c | ((c & cells.DESTRUCTIBLE) << 5)) & _CARRIED) * alive
+    return (c & _SPREAD) | carried | (((c & cells.COLORS) << 4) * spawning) | alive
 
 
 @numba.njit(cache=True, inline="always")
@@ -63,10 +61,13 @@ def _advance_into(b, out, spawn_prob, uniforms, index, summary, rows):
         for x in range(w):
             summary[y, x] = _cell_summary(np.int64(b[y, x]))
     for y in range(h):
-        for x in range(w):
-            left = summary[y, x - 1 if x > 0 else w - 1]
-            right = summary[y, x + 1 if x < w - 1 else 0]
-            rows[y, x] = _combine(_combine(summary[y, x], right), left)
+        s = summary[y]
+        r = rows[y]
+        r[0] = _combine(_combine(s[0], s[1 % w]), s[w - 1])
+        for x in range(1, w - 1):
+            r[x] = _combine(_combine(s[x], s[x + 1]), s[x - 1])
+        if w > 1:
+            r[w - 1] = _combine(_combine(s[w - 1], s[0]), s[w - 2])
     for y in range(h):
         up = y - 1 if y > 0 else h - 1
         down = y + 1 if y < h - 1 else 0
@@ -121,23 +122,25 @@ def _occupancy_kernel(board, spawn_prob, uniforms, index, counts, deterministic)
     h, w = board.shape
     summary = np.empty((h, w), np.int64)
     rows = np.empty((h, w), np.int64)
-    older = board.copy()  # the state two steps back
-    previous = board.copy()
+    current = board.copy()
+    following = np.empty_like(board)
+    older = board.copy()  # the state before ``current`` (deterministic boards only)
     steps = uniforms.shape[0]
     for t in range(steps):
-        older[:, :] = previous
-        previous[:, :] = board
-        _advance_into(previous, board, spawn_prob, uniforms[t], index, summary, rows)
+        _advance_into(current, following, spawn_prob, uniforms[t], index, summary, rows)
         if counts.shape[0]:
-            _add_life(board, counts, 1)
-        if deterministic and t >= 1 and np.array_equal(board, older):
-            left = steps - t - 1  # states alternate: previous, board, previous, ...
-            if counts.shape[0]:
-                _add_life(previous, counts, (left + 1) // 2)
-                _add_life(board, counts, left // 2)
-            if left % 2:
-                board[:, :] = previous
-            return
+            _add_life(following, counts, 1)
+        if deterministic:
+            if t >= 1 and np.array_equal(following, older):
+                left = steps - t - 1  # states alternate: current, following, current, ...
+                if counts.shape[0]:
+                    _add_life(current, counts, (left + 1) // 2)
+                    _add_life(following, counts, left // 2)
+                board[:, :] = current if left % 2 else following
+                return
+            older[:, :] = current
+        current, following = following, current
+    board[:, :] = current
 
 
 def _as_batch(boards: np.ndarray) -> np.ndarray:
