@@ -214,23 +214,10 @@ def test_default_action_must_be_an_action():
         reality_check(bind_agent(ConstantAgent, 2, 1), default_action=2)()
 
 
-class IgnoreRewardsListing1(ExtendedEnvironment):
-    n_actions, n_obs = 2, 1
-
-    def __init__(self, A):
-        self.sim = A()
-
-    def start(self):
-        return 0
-
-    def step(self, action):
-        reward = 1 if action == self.sim.act(0) else -1
-        self.sim.train(0, action, 0, 0)
-        return reward, 0
-
-
 def test_reality_check_helps_q_learning_ignore_rewards():
     """Section 5's worked example: Q_RC's simulation freezes, and Q learns its frozen action."""
-    plain = run_environment(IgnoreRewardsListing1, QLearner, 3000, seed=0)["reward_per_step"]
-    checked = run_environment(IgnoreRewardsListing1, reality_check(QLearner), 3000, seed=0)
+    from extended_envs.envs import IgnoreRewards
+
+    plain = run_environment(IgnoreRewards, QLearner, 3000, seed=0)["reward_per_step"]
+    checked = run_environment(IgnoreRewards, reality_check(QLearner), 3000, seed=0)
     assert checked["reward_per_step"] > plain + 0.2
