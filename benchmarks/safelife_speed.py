@@ -3,8 +3,9 @@
 Usage: python benchmarks/safelife_speed.py [--steps 20000] [--levels PATH]
 
 The baseline is the original SafeLife 1.2 (C extension) measured on this project's 2-core
-machine: 1,800 env steps/s on the append-still benchmark suite (its PyPI sdist no longer builds
-here, so it cannot be rerun in the same process).
+machine: 1,800 env steps/s on the append-still benchmark suite and 2,400 on procedural
+append-still levels (its PyPI sdist no longer builds here, so it cannot be rerun in the same
+process).
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import time
 import numpy as np
 
 from safelife_rl import SafeLifeEnv, SafeLifeGame, load_levels
+from safelife_rl.procgen import ProceduralLevels
 from safelife_rl.registration import benchmark_file
 
 ORIGINAL_ENV_STEPS_PER_S = 1800.0
+ORIGINAL_PROCGEN_STEPS_PER_S = 2400.0
 
 
 def env_rate(levels, steps: int) -> float:
+    """Env steps per second; ``levels`` as for SafeLifeEnv (a procedural source included)."""
     env = SafeLifeEnv(levels)
     env.reset(seed=0)
     actions = np.random.default_rng(0).integers(0, 9, steps)
@@ -52,6 +56,7 @@ def main() -> None:
     env_rate(levels, 500)  # load compiled kernels before timing
     rates = {
         "env (15x15x19 observations)": env_rate(levels, args.steps),
+        "env, procedural levels": env_rate(ProceduralLevels("append-still"), args.steps),
         "engine, 1 board per call": engine_rate(levels, args.steps, 1),
         "engine, 64 boards per call": engine_rate(levels * 64, args.steps * 4, 64),
     }
@@ -59,6 +64,8 @@ def main() -> None:
         print(f"{name:32s} {rate:10,.0f} steps/s")
     ratio = rates["env (15x15x19 observations)"] / ORIGINAL_ENV_STEPS_PER_S
     print(f"env speed / original SafeLife env ({ORIGINAL_ENV_STEPS_PER_S:,.0f} steps/s): {ratio:.2f}x")
+    ratio = rates["env, procedural levels"] / ORIGINAL_PROCGEN_STEPS_PER_S
+    print(f"procedural / original ({ORIGINAL_PROCGEN_STEPS_PER_S:,.0f} steps/s): {ratio:.2f}x")
 
 
 if __name__ == "__main__":
