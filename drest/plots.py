@@ -4,7 +4,6 @@ matplotlib's Agg backend, via a temp file then rename."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,18 +14,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from drest.dynamics import MOVES  # noqa: E402
+from drest.files import atomic_path  # noqa: E402
 from drest.metrics import state_occupancy  # noqa: E402
 from drest.tabular import TabularWorld  # noqa: E402
 
 
 def save_figure(fig, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return Path(path)
 
 
 def _draw_grid(ax, world: TabularWorld, button_present: bool) -> None:

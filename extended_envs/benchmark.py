@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from tqdm.auto import tqdm
 from extended_envs import reality_check
 from extended_envs.core import Agent, ExtendedEnvironment, run_environment
 from extended_envs.envs import BY_NAME, battery, minus_rewards
+from extended_envs.files import write_atomically
 
 FIELDS = ["agent", "env", "seed", "nsteps", "reward"]
 ALIASES = {
@@ -148,19 +147,6 @@ def csv_text(rows: Sequence[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
-
-
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then rename it to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:

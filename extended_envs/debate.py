@@ -35,7 +35,8 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from extended_envs.benchmark import agent_class, write_atomically
+from extended_envs.benchmark import agent_class
+from extended_envs.files import write_atomically
 from extended_envs.core import (
     Agent,
     ExtendedEnvironment,

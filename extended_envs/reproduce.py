@@ -33,6 +33,7 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from extended_envs import agents, reality_check, run_environment  # noqa: E402
 from extended_envs.combination import cartpole_combination  # noqa: E402
+from extended_envs.files import write_atomically  # noqa: E402
 
 PAPER_TABLE1 = {
     "QLearner": -0.44858,
@@ -51,13 +52,6 @@ FIGURE_AGENTS: dict[str, dict[str, Any]] = {
                  "gamma": 0.98},
 }  # fmt: skip
 FIGURE_ENVS = {"figure1": "IgnoreRewards", "figure2": "IncentivizeLearningRate"}
-
-
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}{path.suffix}")
-    write(tmp)
-    tmp.replace(path)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -1,4 +1,4 @@
-"""Writing run outputs atomically: a temporary file in the same folder, then a rename."""
+"""Writing run outputs atomically (see :func:`safelife_rl.files.atomic_path`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..files import atomic_path
+
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
+    with atomic_path(path) as temporary:
+        Path(temporary).write_text(text)
 
 
 def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
@@ -21,8 +21,6 @@ def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
 
 def save_model_atomic(model: Any, path: str | os.PathLike) -> Path:
     """``model.save`` (an SB3 algorithm) to ``path`` through a temporary file."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.stem}.tmp.zip")
-    model.save(temporary)
-    os.replace(temporary, path)
-    return path
+    with atomic_path(path) as temporary:
+        model.save(temporary)
+    return Path(path)

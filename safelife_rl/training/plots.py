@@ -18,6 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from ..files import atomic_path
+
 PANELS = ("performance", "success", "reward", "length")
 
 
@@ -65,10 +67,9 @@ def plot_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     out = Path(out)
-    temporary = out.with_name(f".{out.stem}.tmp{out.suffix}")
-    fig.savefig(temporary, dpi=100)
+    with atomic_path(out) as temporary:
+        fig.savefig(temporary, dpi=100)
     plt.close(fig)
-    os.replace(temporary, out)
     return out
 
 
