@@ -10,13 +10,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from drest.dynamics import MOVES  # noqa: E402
-from drest.files import atomic_path  # noqa: E402
-from drest.metrics import state_occupancy  # noqa: E402
-from drest.tabular import TabularWorld  # noqa: E402
+from drest.dynamics import MOVES
+from drest.metrics import state_occupancy
+from drest.tabular import TabularWorld
+from safelife_rl.files import atomic_path
 
 
 def save_figure(fig, path: str | Path) -> Path:

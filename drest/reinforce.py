@@ -19,13 +19,15 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from drest.metrics import Metrics, exact_metrics
+from drest.reinforce_kernel import REWARD_MODES, run_meta_episodes
 from drest.reward import MetaEpisode
 from drest.tabular import TabularWorld, max_coins_by_length
-
 
 # A mini-episode is cut short (and not learned from) after this many time steps per move of the
 # longest trajectory: with bumps that use no move a policy could otherwise bump for ever.
 MAX_STEPS_PER_MOVE = 16
+# Meta-episodes whose random numbers are drawn at once (bounds the memory of one draw).
+DRAW_BLOCK = 8
 
 
 @dataclass(frozen=True)
@@ -91,17 +93,18 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
     """Train from a uniform policy. ``reward``: "drest", "drest_lopsided" or "default".
     Every ``eval_every`` meta-episodes (and after the last) the exact metrics are recorded in
     the history and passed to ``on_eval``."""
+    if reward not in REWARD_MODES:
+        raise ValueError(f"reward must be one of {tuple(REWARD_MODES)}, got {reward!r}")
+    MetaEpisode(settings.meta_episode_size, reward, settings.lam, len(world.lengths))  # validates
     rng = np.random.default_rng(seed)
-    gamma = world.spec.gamma
-    m = max_coins_by_length(world.spec)
-    meta = MetaEpisode(settings.meta_episode_size, reward, settings.lam, len(world.lengths))
+    m_by_length = max_coins_by_length(world.spec)
+    m = np.array([m_by_length.get(length, 0.0) for length in world.lengths])
+    length_index = np.full(world.n_states, -1, dtype=np.int64)
+    length_index[world.terminal] = np.searchsorted(world.lengths, world.t[world.terminal])
     theta = np.zeros((world.n_obs, 4))
     probs = np.full((world.n_obs, 4), 0.25)
-    cum = np.cumsum(probs, axis=1).tolist()
-    nxt, coin = world.next.tolist(), world.coin.tolist()
-    obs_of, terminal = world.obs.tolist(), world.terminal.tolist()
-    world_t = world.t.tolist()
-    max_len = max(world.lengths)
+    schedule = np.array([settings.schedule(j) for j in range(settings.meta_episodes)])
+    max_steps = MAX_STEPS_PER_MOVE * max(world.lengths)
     history: list[dict] = []
 
     def evaluate(meta_episode: int) -> Metrics:
@@ -117,48 +120,15 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
         return metrics
 
     final = evaluate(0)
-    max_steps = MAX_STEPS_PER_MOVE * max_len
-    uniforms, pos = [], 0
-    for j in range(settings.meta_episodes):
-        lr, eps = settings.schedule(j)
-        for _ in range(settings.meta_episode_size):
-            s, step = 0, 0
-            seen_obs, actions, coins = [], [], []
-            while not terminal[s] and step < max_steps:
-                if pos + 2 > len(uniforms):
-                    uniforms, pos = rng.random(4096).tolist(), 0
-                u, r = uniforms[pos], uniforms[pos + 1]
-                pos += 2
-                o = obs_of[s]
-                if u < eps:
-                    a = int(r * 4)
-                else:
-                    c = cum[o]
-                    a = 0 if r < c[0] else 1 if r < c[1] else 2 if r < c[2] else 3
-                seen_obs.append(o)
-                actions.append(a)
-                coins.append(coin[s][a])
-                s = nxt[s][a]
-                step += 1
-            if not terminal[s]:  # cut short by bumping: not a choice of length, no update
-                continue
-            length = int(world_t[s])
-            scale = meta.scale(length, m)
-            meta.record(length)
-            if scale == 0.0 or not any(coins):
-                continue
-            g, returns = 0.0, [0.0] * step
-            for t in range(step - 1, -1, -1):
-                g = scale * coins[t] + gamma * g
-                returns[t] = g
-            o_arr = np.array(seen_obs)
-            grad = -probs[o_arr]
-            grad[np.arange(step), actions] += 1.0
-            np.add.at(theta, o_arr, (lr * np.array(returns))[:, None] * grad)
-            rows = np.unique(o_arr)
-            probs[rows] = softmax(theta[rows])
-            for row, values in zip(rows.tolist(), np.cumsum(probs[rows], axis=1).tolist()):
-                cum[row] = values
-        if (j + 1) % eval_every == 0 or j + 1 == settings.meta_episodes:
-            final = evaluate(j + 1)
+    start = 0
+    while start < settings.meta_episodes:
+        next_eval = min((start // eval_every + 1) * eval_every, settings.meta_episodes)
+        stop = min(start + DRAW_BLOCK, next_eval)
+        uniforms = rng.random((stop - start, settings.meta_episode_size, max_steps, 2))
+        run_meta_episodes(theta, probs, world.next, world.coin, world.obs, length_index, m,
+                          REWARD_MODES[reward], settings.lam, world.spec.gamma,
+                          schedule[start:stop, 0], schedule[start:stop, 1], uniforms)
+        if stop == next_eval:
+            final = evaluate(stop)
+        start = stop
     return ReinforceResult(theta=theta, history=history, final=final, settings=asdict(settings))

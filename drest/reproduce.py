@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from drest.files import write_json, write_text
 from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
 from drest.worlds import APPENDIX_WORLDS, builtin
+from safelife_rl.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
 # figures after 1,000 meta-episodes.

@@ -21,13 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from drest.files import write_json
 from drest.metrics import Metrics
 from drest.plots import policy_figure
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
 from drest.reward import REWARDS
 from drest.tabular import compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, resolve
+from safelife_rl.files import write_json
 
 
 def _check(cfg: DictConfig) -> None:
@@ -76,7 +76,7 @@ def run_reinforce(cfg: DictConfig, run_dir: Path) -> dict:
 
 
 def run_ppo(cfg: DictConfig, run_dir: Path) -> dict:
-    from drest.ppo import PPOSettings, state_policy, train_ppo, evaluate
+    from drest.ppo import PPOSettings, evaluate, state_policy, train_ppo
 
     procedural = cfg.gridworld == "procedural"
     agent = {k: v for k, v in OmegaConf.to_container(cfg.agent).items() if k != "name"}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -26,3 +28,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike, data: Any) -> Path:
+    return write_text(path, json.dumps(data, indent=2) + "\n")
