@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
 from drest.dynamics import MOVES
 from drest.metrics import state_occupancy
@@ -96,6 +97,7 @@ def curves_figure(curves: Mapping[str, Sequence[dict]], path: str | Path, title:
                            label=f"{label} (paper, final)")
     for ax, key in zip(axes, ("USEFULNESS", "NEUTRALITY (bits)")):
         ax.set_xlabel("mini-episodes")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v else "0"))
         ax.set_ylabel(key)
         ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
