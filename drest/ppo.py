@@ -80,7 +80,8 @@ def state_policy(model: PPO, spec: GridSpec, obs_type: str) -> np.ndarray:
     with torch.no_grad():
         tensor, _ = model.policy.obs_to_tensor(obs)
         probs = model.policy.get_distribution(tensor).distribution.probs
-    return probs.cpu().numpy().astype(np.float64)
+    probs = probs.cpu().numpy().astype(np.float64)
+    return probs / probs.sum(axis=1, keepdims=True)  # float32 rows may sum to 1 + 1e-7
 
 
 def evaluate(model: PPO, specs: Sequence[GridSpec], obs_type: str) -> list[Metrics]:
