@@ -1,19 +1,25 @@
 """Training speed: env steps per second of PPO on SafeLife in the SafeLife paper's setup
-(prune-still, 16 envs x 20 steps, 25x25 view, the SafeLife CNN), against the original SafeLife
-PPO's ~700 steps/s on this machine.
+(prune-still, 16 envs x 20 steps, 3 epochs, 4 minibatches, 25x25 view, the SafeLife CNN),
+against the original SafeLife PPO's ~700 steps/s on this machine.
 
-    .venv/bin/python benchmarks/train_speed.py [--steps 32000] [--warmup 3200] [OVERRIDE ...]
+    .venv/bin/python benchmarks/train_speed.py [--steps 32000] [--warmup 3200] [--repeats 1]
+        [OVERRIDE ...]
 
 Extra arguments are Hydra overrides of conf/train.yaml on top of experiment=paper (e.g.
-vec_env=dummy torch_threads=2).
+vec_env=subproc torch_threads=2). Besides wall-clock speed it prints the speed per second of
+this process's CPU time, which is what one idle core gives a single-threaded run even when other
+jobs share the machine (worker processes of vec_env=subproc are not counted there).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl.train sets it
 
 from hydra import compose, initialize_config_dir
 
@@ -26,8 +32,9 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=32_000, help="timed env steps")
+    parser.add_argument("--steps", type=int, default=32_000, help="timed env steps per repeat")
     parser.add_argument("--warmup", type=int, default=3_200, help="untimed env steps first")
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs (median reported)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
     with initialize_config_dir(str(CONF), version_base=None):
@@ -38,18 +45,31 @@ def main() -> None:
     env = make_vec_env(
         cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
     )
+    loads = [os.getloadavg()[0]]
+    rates, cpu_rates = [], []
     try:
         model = build_model(cfg, env)
         model.learn(args.warmup)
-        start, steps0 = time.perf_counter(), model.num_timesteps
-        model.learn(args.steps, reset_num_timesteps=False)
-        rate = (model.num_timesteps - steps0) / (time.perf_counter() - start)
+        for _ in range(args.repeats):
+            start, cpu, steps0 = time.perf_counter(), time.process_time(), model.num_timesteps
+            model.learn(args.steps, reset_num_timesteps=False)
+            steps = model.num_timesteps - steps0
+            rates.append(steps / (time.perf_counter() - start))
+            cpu_rates.append(steps / (time.process_time() - cpu))
+            loads.append(os.getloadavg()[0])
     finally:
         env.close()
-    print(f"PPO training, {cfg.env.id}, {cfg.n_envs} envs ({cfg.vec_env.value}), "
-          f"{tuple(cfg.env.kwargs.view_shape)} view: {rate:,.0f} env steps/s")
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
-          "(timings are only comparable on an otherwise idle machine)")
+    rate = statistics.median(rates)
+    kind = type(env).__name__
+    print(f"PPO training, {cfg.env.id}, {cfg.n_envs} envs ({kind}), "
+          f"{tuple(cfg.env.kwargs.view_shape)} view, {cfg.torch_threads} torch thread(s): "
+          f"{rate:,.0f} env steps/s (runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    if kind != "SubprocVecEnv":
+        print(f"per second of this process's CPU time: {statistics.median(cpu_rates):,.0f} "
+              "env steps")
+    print(f"1-minute load average before and after each run: "
+          f"{', '.join(f'{load:.1f}' for load in loads)} on {os.cpu_count()} cores "
+          "(wall-clock timings are only comparable on an otherwise idle machine)")
     print(f"speed / original SafeLife PPO ({ORIGINAL_STEPS_PER_SECOND:.0f} steps/s): "
           f"{rate / ORIGINAL_STEPS_PER_SECOND:.2f}x")
 

@@ -163,16 +163,20 @@ class SafeLifeEnv(gym.Env):
         if not self.action_space.contains(action):
             raise ValueError(f"invalid action {action!r}: actions are integers 0-8")
         rewards, dones = self.game.step(int(action))
-        reward = float(rewards[0])
+        return self._observe(), *self.record_step(float(rewards[0]), bool(dones[0]))
+
+    def record_step(self, reward: float, done: bool) -> tuple[float, bool, bool, dict[str, Any]]:
+        """The episode's bookkeeping once its game has stepped (here, or in a batch of games
+        that holds it, see :mod:`safelife_rl.training.batched`): ``(reward, terminated,
+        truncated, info)``, with side effects in ``info`` at the episode's end if asked for."""
         self._length += 1
         self._reward += reward
-        terminated = bool(dones[0])
-        truncated = not terminated and self.game.num_steps >= self.time_limit
+        truncated = not done and self.game.num_steps >= self.time_limit
         info = self._info()
-        if self.side_effects and (terminated or truncated):
+        if self.side_effects and (done or truncated):
             rng = np.random.default_rng(int(self.np_random.integers(2**63)))
             info["side_effects"] = side_effect_score(self.game, rng=rng)
-        return self._observe(), reward, terminated, truncated, info
+        return reward, done, truncated, info
 
     def render(self) -> str | np.ndarray | None:
         if self.game is None or self.render_mode is None:

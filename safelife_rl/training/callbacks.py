@@ -15,11 +15,12 @@ import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-from .evaluation import episode_scalars, evaluate, summarize
+from .evaluation import Policy, episode_scalars, evaluate, summarize
 from .files import save_model_atomic, write_json_atomic
 from .wrappers import sync_training_steps
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
+Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]
 
 
 def _tensorboard_writer(logger: Any) -> Any:
@@ -103,7 +104,10 @@ class PeriodicEvaluation(BaseCallback):
     :param run_dir: the run's output folder.
     :param make_env: builds one evaluation env (no training wrappers).
     :param deterministic: act greedily (the original evaluated the sampling policy).
-    :param pick_levels: episode ``i`` plays level ``i`` of the env's levels.
+    :param pick_levels: episode ``i`` plays level ``i`` of the env's levels (SafeLife envs).
+    :param metrics: ``metrics(episodes, make_env) -> {name: value}``, extra numbers over all
+        the episodes (e.g. :func:`~safelife_rl.training.drest_metrics.drest_metrics`), logged
+        as ``eval/<name>`` beside the episode means.
     """
 
     def __init__(
@@ -115,6 +119,7 @@ class PeriodicEvaluation(BaseCallback):
         seed: int = 0,
         deterministic: bool = False,
         pick_levels: bool = True,
+        metrics: Metrics | None = None,
     ):
         super().__init__()
         if eval_every < 1 or n_episodes < 1:
@@ -123,6 +128,7 @@ class PeriodicEvaluation(BaseCallback):
         self.history_path = Path(run_dir) / "evaluations.json"
         self.eval_every, self.n_episodes, self.seed = eval_every, n_episodes, seed
         self.deterministic, self.pick_levels = deterministic, pick_levels
+        self.metrics = metrics
 
     def _init_callback(self) -> None:
         self._writer = _tensorboard_writer(self.logger)
@@ -132,19 +138,26 @@ class PeriodicEvaluation(BaseCallback):
         # a resumed run starts from the checkpoint's step count
         self._next = (self.model.num_timesteps // self.eval_every + 1) * self.eval_every
 
-    def run(self) -> dict[str, float]:
-        """Evaluate now, log and record the result."""
+    def play(self, policy: Policy) -> dict[str, float]:
+        """Play the evaluation episodes with ``policy`` and summarise them: the mean of each
+        episode scalar (``mean_<name>``) and the extra ``metrics``."""
         episodes = evaluate(
-            lambda obs: self.model.predict(obs, deterministic=self.deterministic)[0],
-            self.make_env,
-            self.n_episodes,
-            seed=self.seed,
-            pick_levels=self.pick_levels,
+            policy, self.make_env, self.n_episodes, seed=self.seed, pick_levels=self.pick_levels
         )
         summary = summarize(episodes)
+        if self.metrics is not None:
+            summary.update(self.metrics(episodes, self.make_env))
+        return summary
+
+    def run(self) -> dict[str, float]:
+        """Evaluate the model now, log and record the result."""
+        summary = self.play(
+            lambda obs: self.model.predict(obs, deterministic=self.deterministic)[0]
+        )
         for key, value in summary.items():
-            if key.startswith("mean_"):
-                self._writer.add_scalar(f"eval/{key[5:]}", value, self.num_timesteps)
+            if key != "episodes":
+                tag = key.removeprefix("mean_")
+                self._writer.add_scalar(f"eval/{tag}", value, self.num_timesteps)
         self._history.append({"step": self.num_timesteps, **summary})
         write_json_atomic(self.history_path, self._history)
         return summary

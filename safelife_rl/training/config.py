@@ -11,6 +11,8 @@ from hydra.core.config_store import ConfigStore
 
 
 class VecEnvKind(str, Enum):
+    auto = "auto"
+    batched = "batched"
     subproc = "subproc"
     dummy = "dummy"
 
@@ -26,7 +28,7 @@ class TrainSchema:
     n_envs: int = 16
     seed: int = 0
     device: str = "cpu"
-    vec_env: VecEnvKind = VecEnvKind.subproc
+    vec_env: VecEnvKind = VecEnvKind.auto
     torch_threads: int = 1
     log_interval: int = 1
     progress_bar: bool = True

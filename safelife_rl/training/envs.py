@@ -1,11 +1,13 @@
 """Building training and evaluation environments from plain config dictionaries.
 
 Everything here takes plain Python containers (not OmegaConf nodes) so that the env factories
-pickle into ``SubprocVecEnv`` workers.
+pickle into ``SubprocVecEnv`` workers. An env id may name the module that registers it, as
+Gymnasium allows: ``drest:drest/Example-v0`` imports :mod:`drest` first (in every worker too).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -15,24 +17,77 @@ from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-VEC_ENV_KINDS = ("subproc", "dummy")
+from .batched import BatchedSafeLifeVecEnv, BatchSlot
+
+VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy")
+
+
+def registered_id(env_id: str) -> str:
+    """Import the module named before ``:`` in ``env_id`` (if any) and return the bare id.
+
+    :mod:`safelife_rl` is always imported, so its ids need no module.
+    """
+    import safelife_rl  # noqa: F401  (registers the SafeLife ids in a fresh worker process)
+
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            raise ModuleNotFoundError(
+                f"env id {env_id!r} names module {module!r}, which cannot be imported: {error}"
+            ) from error
+    if name not in gym.registry:
+        raise gym.error.NameNotFound(f"no env {name!r} is registered (from env id {env_id!r})")
+    return name
+
+
+def _make(env_id: str, kwargs: Mapping[str, Any] | None) -> gym.Env:
+    name = registered_id(env_id)
+    kwargs = instantiate(dict(kwargs or {}), _convert_="all")
+    try:
+        return gym.make(name, disable_env_checker=True, **kwargs)
+    except TypeError as error:
+        raise TypeError(
+            f"{name} does not take the env kwargs {sorted(kwargs)}: {error} (the default "
+            "experiment=quick sets SafeLife's view_shape and time_limit: choose another "
+            "experiment, e.g. experiment=paper or one made for this env)"
+        ) from error
 
 
 def make_env(
     env_id: str,
     kwargs: Mapping[str, Any] | None = None,
     wrappers: Mapping[str, Mapping[str, Any] | None] | None = None,
+    batch_slot: bool = False,
 ) -> gym.Env:
     """``gym.make(env_id, **kwargs)`` (values with ``_target_`` instantiated first), then each
-    wrapper config in order (``None`` skips one), then SB3's ``Monitor`` for episode totals."""
-    import safelife_rl  # noqa: F401  (registers the ids in a fresh worker process)
+    wrapper config in order (``None`` skips one), then SB3's ``Monitor`` for episode totals.
 
-    kwargs = instantiate(dict(kwargs or {}), _convert_="all")
-    env = gym.make(env_id, disable_env_checker=True, **kwargs)
+    :param batch_slot: put a :class:`~safelife_rl.training.batched.BatchSlot` directly on the
+        SafeLife env, for :class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`.
+    """
+    env = _make(env_id, kwargs)
+    if batch_slot:
+        slot = BatchSlot(env.unwrapped)  # checks that it is a SafeLife env
+        if env.spec is not None and env.spec.max_episode_steps is not None:
+            raise ValueError(f"vec_env=batched cannot keep the registered time limit of {env_id}")
+        env = slot
     for config in (wrappers or {}).values():
         if config is not None:
             env = instantiate(config, env, _convert_="all")
     return Monitor(env)
+
+
+def batchable(env_id: str, kwargs: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``env_id`` makes a SafeLife env, whose games can step as one batch."""
+    from ..env import SafeLifeEnv
+
+    probe = _make(env_id, kwargs)
+    try:
+        return isinstance(probe.unwrapped, SafeLifeEnv)
+    finally:
+        probe.close()
 
 
 def make_vec_env(
@@ -40,17 +95,28 @@ def make_vec_env(
     kwargs: Mapping[str, Any] | None,
     wrappers: Mapping[str, Mapping[str, Any] | None] | None,
     n_envs: int,
-    kind: str = "subproc",
+    kind: str = "auto",
     start_method: str | None = "fork",
 ) -> VecEnv:
-    """``n_envs`` copies of :func:`make_env`: in worker processes (``kind="subproc"``, used when
-    ``n_envs`` > 1) or in this process (``"dummy"``). Seed them through the algorithm."""
+    """``n_envs`` copies of :func:`make_env`. Seed them through the algorithm.
+
+    :param kind: ``"batched"``: in this process, the SafeLife games of all envs stepped as
+        one batch (:class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`, SafeLife envs
+        only); ``"subproc"``: one worker process per env (when ``n_envs`` > 1); ``"dummy"``: in
+        this process one after the other; ``"auto"``: batched for SafeLife envs, else subproc.
+    """
     kind = getattr(kind, "value", kind)  # the config schema's enum, or its plain string
     if kind not in VEC_ENV_KINDS:
         raise ValueError(f"vec_env must be one of {VEC_ENV_KINDS}, got {kind!r}")
     if n_envs < 1:
         raise ValueError(f"n_envs must be positive, got {n_envs}")
-    factories = [partial(make_env, env_id, kwargs, wrappers) for _ in range(n_envs)]
+    if kind == "auto":
+        kind = "batched" if batchable(env_id, kwargs) else "subproc"
+    factories = [
+        partial(make_env, env_id, kwargs, wrappers, kind == "batched") for _ in range(n_envs)
+    ]
+    if kind == "batched":
+        return BatchedSafeLifeVecEnv(factories)
     if kind == "subproc" and n_envs > 1:
         return SubprocVecEnv(factories, start_method=start_method)
     return DummyVecEnv(factories)

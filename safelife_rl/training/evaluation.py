@@ -12,6 +12,9 @@ import numpy as np
 SIDE_EFFECT_WEIGHTS = {"life-green": 1.0, "spawner-yellow": 2.0}
 
 Policy = Callable[[np.ndarray], np.ndarray]
+#: Final-``info`` numbers of other envs logged per episode: the DREST gridworlds' chosen
+#: trajectory length and discounted coins.
+EPISODE_INFO = ("trajectory_length", "discounted_coins")
 
 
 def side_effect_scalars(side_effects: Mapping[str, Any]) -> dict[str, float]:
@@ -33,7 +36,8 @@ def side_effect_scalars(side_effects: Mapping[str, Any]) -> dict[str, float]:
 
 
 def episode_scalars(info: Mapping[str, Any]) -> dict[str, float]:
-    """The per-episode numbers logged for a finished SafeLife episode's final ``info``.
+    """The per-episode numbers logged for a finished episode's final ``info``: SafeLife's
+    (``success``, ``performance``, side effects) and :data:`EPISODE_INFO` where present.
 
     ``reward`` and ``length`` are the env's own (unshaped) totals, or Monitor's when the env
     reports none; ``shaped_reward`` is what the agent was trained on (Monitor's total).
@@ -47,7 +51,7 @@ def episode_scalars(info: Mapping[str, Any]) -> dict[str, float]:
     }
     if "r" in monitor:
         scalars["shaped_reward"] = float(monitor["r"])
-    for key in ("success", "performance", "levels_completed"):
+    for key in ("success", "performance", "levels_completed", *EPISODE_INFO):
         if key in info:
             scalars[key] = float(info[key])
     if "side_effects" in info:

@@ -64,7 +64,10 @@ def plot_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
         ax.set_title(f"episode {metric}")
         ax.set_xlabel("env steps")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    for ax in axes:  # one legend, on the first panel with curves
+        if ax.lines:
+            ax.legend(fontsize=7)
+            break
     fig.tight_layout()
     out = Path(out)
     with atomic_path(out) as temporary:

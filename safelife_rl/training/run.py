@@ -19,7 +19,7 @@ from stable_baselines3.common.logger import configure
 
 from .callbacks import PeriodicEvaluation, StopOnSignal, TrainingClock, checkpoints
 from .envs import make_env, make_vec_env
-from .evaluation import evaluate, random_policy, summarize
+from .evaluation import random_policy
 from .files import save_model_atomic, write_json_atomic, write_text_atomic
 from .plots import plot_runs
 from .wrappers import sync_training_steps
@@ -124,14 +124,7 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
     evaluation = next((c for c in callbacks if isinstance(c, PeriodicEvaluation)), None)
     if evaluation is not None:
         summary["trained"] = evaluation.run()
-        random_episodes = evaluate(
-            random_policy(env.action_space.n, cfg.seed),
-            evaluation.make_env,
-            evaluation.n_episodes,
-            seed=evaluation.seed,
-            pick_levels=evaluation.pick_levels,
-        )
-        summary["random"] = summarize(random_episodes)
+        summary["random"] = evaluation.play(random_policy(env.action_space.n, cfg.seed))
     model.logger.close()
     write_json_atomic(run_dir / "evaluation.json", summary)
     plot_runs([run_dir], run_dir / "learning_curve.png")

@@ -168,7 +168,7 @@ class SideEffectPenalty(ScheduledWrapper):
         self.ignore_reward_cells = ignore_reward_cells
 
     def coefficient(self) -> float:
-        return self.penalty * self.ramp(self.training_steps)
+        return self.penalty * self.ramp(self.training_steps) if self.penalty else 0.0
 
     def scheduled_values(self) -> dict[str, float]:
         return {"side_effect_penalty": self.coefficient()}

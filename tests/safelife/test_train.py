@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
@@ -15,6 +16,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
 from safelife_rl.train import resume_config
+from safelife_rl.training.envs import make_env, make_vec_env, registered_id
 from safelife_rl.training.run import load_run_config, train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +27,7 @@ TINY = [
     "env.kwargs.view_shape=[17,17]", "env.kwargs.time_limit=30",
     "policy.kwargs.features_extractor_kwargs.features_dim=16",
     "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
-    "n_envs=2", "vec_env=dummy", "progress_bar=false", "algo.n_steps=16",
+    "n_envs=2", "progress_bar=false", "algo.n_steps=16",  # vec_env=auto: batched
     "callbacks.evaluation.n_episodes=2", "callbacks.evaluation.eval_every=64",
     "callbacks.checkpoint.save_every=64", "callbacks.checkpoint.keep=0",
 ]
@@ -133,12 +135,81 @@ def test_sweep_launcher_configs(launcher, target):
     assert cfg.hydra.launcher._target_.endswith(target)
 
 
-def test_every_env_config_names_a_registered_id():
-    import gymnasium as gym
+def compose_plain(*overrides):
+    with initialize_config_dir(str(CONF), version_base=None):
+        return compose("train", overrides=list(overrides))
 
+
+def test_every_env_config_names_a_registered_id():
     for path in sorted((CONF / "env").glob("[!_]*.yaml")):
-        cfg = config(f"env={path.stem}")
-        assert cfg.env.id in gym.registry, path.name
+        cfg = compose_plain("experiment=paper", f"env={path.stem}")
+        registered_id(cfg.env.id)  # imports the id's module, fails if it is not registered
+
+
+@pytest.mark.parametrize("experiment, env_id, policy", [
+    ("drest-example", "drest:drest/Example-v0", "MlpPolicy"),
+    ("drest-procedural", "drest:drest/Procedural-v0", "MlpPolicy"),
+    ("cartpole-ignore-rewards", "extended_envs:ExtendedEnvs/CartPole-IgnoreRewards-v0",
+     "MlpPolicy"),
+    ("cartpole-incentivize-learning-rate",
+     "extended_envs:ExtendedEnvs/CartPole-IncentivizeLearningRate-v0", "MlpPolicy"),
+])
+def test_experiment_presets_pick_env_wrappers_and_policy(experiment, env_id, policy):
+    cfg = compose_plain(f"experiment={experiment}")
+    assert cfg.env.id == env_id and cfg.policy.name == policy
+    assert ("drest_reward" in cfg.wrappers) == experiment.startswith("drest")
+    assert "view_shape" not in cfg.env.kwargs  # none of the SafeLife quick run's settings
+
+
+def test_safelife_kwargs_on_another_env_fail_with_a_clear_message():
+    with pytest.raises(TypeError, match="does not take the env kwargs"):
+        make_env("drest:drest/Example-v0", {"view_shape": [17, 17]})
+
+
+def tiny_other(experiment, *overrides):
+    return compose_plain(
+        f"experiment={experiment}", "n_envs=2", "progress_bar=false",
+        "callbacks.checkpoint=null", *overrides)
+
+
+def test_drest_example_trains_and_logs_usefulness_and_neutrality(tmp_path):
+    cfg = tiny_other("drest-example", "total_timesteps=256", "algo.n_steps=64",
+                     "algo.batch_size=64", "callbacks.evaluation.eval_every=128",
+                     "callbacks.evaluation.n_episodes=40", "wrappers.drest_reward.meta_episode_size=4")
+    summary = train(cfg, tmp_path)
+    assert summary["timesteps"] == 256
+    for who in ("trained", "random"):
+        assert 0 <= summary[who]["usefulness"] <= 1 and summary[who]["neutrality"] >= 0
+        assert summary[who]["mean_trajectory_length"] >= 4  # the example world's shortest
+    logged = scalars(tmp_path / "tensorboard")
+    assert len(logged["episode/trajectory_length"]) >= 20
+    assert all(math.isfinite(e.value) for e in logged["episode/reward"])
+    assert [e.step for e in logged["eval/usefulness"]] == [128, 256, 256]
+    assert "eval/neutrality" in logged and "train/value_loss" in logged
+
+
+def test_cartpole_combination_trains_dqn_and_logs_episodes(tmp_path):
+    cfg = tiny_other("cartpole-ignore-rewards", "total_timesteps=300", "algo.learning_starts=100",
+                     "callbacks.evaluation.eval_every=1000", "callbacks.evaluation.n_episodes=2")
+    summary = train(cfg, tmp_path)
+    assert summary["algo"] == "DQN" and summary["timesteps"] >= 300
+    assert summary["trained"]["episodes"] == 2 and summary["random"]["mean_length"] >= 8
+    logged = scalars(tmp_path / "tensorboard")
+    lengths = [e.value for e in logged["episode/length"]]
+    assert len(lengths) >= 3 and all(1 <= v <= 200 for v in lengths)  # CartPole's episodes
+    assert "train/loss" in logged
+
+
+def test_env_modules_are_imported_in_fresh_worker_processes():
+    env = make_vec_env("drest:drest/Example-v0", {"obs_type": "vector"}, None, 2, "subproc",
+                       start_method="spawn")
+    try:
+        env.seed(0)
+        assert env.reset().shape == (2, 6)  # x, y, 3 coins, 1 button
+        _, _, dones, _ = env.step(np.zeros(2, np.int64))
+        assert dones.shape == (2,)
+    finally:
+        env.close()
 
 
 def test_command_line_rejects_unknown_keys():
