@@ -15,8 +15,9 @@ import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
+from ..files import write_json
 from .evaluation import Policy, episode_scalars, evaluate, summarize
-from .files import save_model_atomic, write_json_atomic
+from .files import save_model_atomic
 from .wrappers import sync_training_steps
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
@@ -159,7 +160,7 @@ class PeriodicEvaluation(BaseCallback):
                 tag = key.removeprefix("mean_")
                 self._writer.add_scalar(f"eval/{tag}", value, self.num_timesteps)
         self._history.append({"step": self.num_timesteps, **summary})
-        write_json_atomic(self.history_path, self._history)
+        write_json(self.history_path, self._history)
         return summary
 
     def _on_step(self) -> bool:

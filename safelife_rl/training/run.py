@@ -17,10 +17,11 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.logger import configure
 
+from ..files import write_json, write_text
 from .callbacks import PeriodicEvaluation, StopOnSignal, TrainingClock, checkpoints
 from .envs import make_env, make_vec_env
 from .evaluation import random_policy
-from .files import save_model_atomic, write_json_atomic, write_text_atomic
+from .files import save_model_atomic
 from .plots import plot_runs
 from .wrappers import sync_training_steps
 
@@ -88,7 +89,7 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
             model = get_class(cfg.algo._target_).load(found[-1], env=env, device=cfg.device)
         else:
             model = build_model(cfg, env)
-        write_text_atomic(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
+        write_text(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
         model.set_logger(configure(str(run_dir / "tensorboard"), ["tensorboard", "csv"]))
         sync_training_steps(env, model.num_timesteps)
         callbacks = _callbacks(cfg, run_dir)
@@ -126,7 +127,7 @@ def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[st
         summary["trained"] = evaluation.run()
         summary["random"] = evaluation.play(random_policy(env.action_space.n, cfg.seed))
     model.logger.close()
-    write_json_atomic(run_dir / "evaluation.json", summary)
+    write_json(run_dir / "evaluation.json", summary)
     plot_runs([run_dir], run_dir / "learning_curve.png")
     return summary
 
