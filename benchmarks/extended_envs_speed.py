@@ -3,13 +3,19 @@ reference library on this machine (Q 130,750, DQN 819, A2C 326, PPO 465 steps/s;
 and the framework's overhead: the same two learners (true agent and simulation) acting and
 training on a plain loop with the same observations and rewards (target at most 10%).
 
+Rates are steps per second of process CPU time (the agents run torch on one thread), which a
+shared machine's load disturbs less than wall-clock time; the load average is printed beside.
+
     .venv/bin/python benchmarks/extended_envs_speed.py [--steps 20000] [--warmup 500]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
@@ -21,19 +27,27 @@ from extended_envs.envs import TemptingButton
 REFERENCE = {QLearner: 130_750, DQNAgent: 819, A2CAgent: 326, PPOAgent: 465}
 
 
-def plain_steps_per_second(agent_class: type, steps: int) -> float:
+def steps_per_cpu_second(steps: int, run: Callable[[], object]) -> float:
+    start = time.process_time()
+    run()
+    return steps / (time.process_time() - start)
+
+
+def plain_loop(agent_class: type, steps: int) -> Callable[[], None]:
     """Two learners, each acting once and training once per step, without an environment."""
     A = bind_agent(agent_class, TemptingButton.n_actions, TemptingButton.n_obs, seed=0)
     learners = [A(), A()]
     rng = np.random.default_rng(0)
     obs = rng.integers(2, size=steps + 1).tolist()
     rewards = rng.choice([-1.0, 1.0], size=steps).tolist()
-    start = time.perf_counter()
-    for t in range(steps):
-        for learner in learners:
-            action = learner.act(obs[t])
-            learner.train(obs[t], action, rewards[t], obs[t + 1])
-    return steps / (time.perf_counter() - start)
+
+    def run() -> None:
+        for t in range(steps):
+            for learner in learners:
+                action = learner.act(obs[t])
+                learner.train(obs[t], action, rewards[t], obs[t + 1])
+
+    return run
 
 
 def main() -> None:
@@ -42,17 +56,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=500, help="untimed steps first")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'agent':10} {'steps/s':>9} {'x ref':>6} {'plain/s':>9} {'overhead':>9}")
     for agent_class, reference in REFERENCE.items():
         run_environment(TemptingButton, agent_class, args.warmup, seed=0)
-        start = time.perf_counter()
-        run_environment(TemptingButton, agent_class, args.steps, seed=0)
-        extended = args.steps / (time.perf_counter() - start)
-        plain = plain_steps_per_second(agent_class, args.steps)
+        run = partial(run_environment, TemptingButton, agent_class, args.steps, seed=0)
+        extended = steps_per_cpu_second(args.steps, run)
+        plain = steps_per_cpu_second(args.steps, plain_loop(agent_class, args.steps))
         print(
             f"{agent_class.__name__:10} {extended:9.0f} {extended / reference:6.2f}"
             f" {plain:9.0f} {plain / extended - 1:9.1%}"
         )
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from extended_envs import reality_check
 from extended_envs.core import Agent, ExtendedEnvironment, run_environment
 from extended_envs.envs import BY_NAME, battery, minus_rewards
-from extended_envs.files import write_atomically
+from safelife_rl.files import atomic_path, write_text
 
 FIELDS = ["agent", "env", "seed", "nsteps", "reward"]
 ALIASES = {
@@ -173,14 +173,15 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     ax.axvline(0, color="grey", linewidth=0.8)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, fontsize="small")
     fig.tight_layout()
-    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
     plt.close(fig)
 
 
 def write_results(rows: Sequence[dict[str, Any]], directory: Path) -> None:
     """``results.csv``, ``results.md`` and ``results.png`` in ``directory``."""
-    write_atomically(directory / "results.csv", lambda p: p.write_text(csv_text(rows)))
-    write_atomically(directory / "results.md", lambda p: p.write_text(markdown_table(rows)))
+    write_text(directory / "results.csv", csv_text(rows))
+    write_text(directory / "results.md", markdown_table(rows))
     plot(rows, directory / "results.png")
 
 

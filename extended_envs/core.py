@@ -55,6 +55,9 @@ import numpy as np
 from gymnasium import spaces
 from tqdm.auto import tqdm
 
+# Spawn key of environments' generators; agents seed theirs with the bare seed or spawn keys 0, 1.
+ENV_SPAWN_KEY = 0x5EED_E7
+
 Obs = Any  # int in range(n_obs), or an ndarray in a Box space
 ObsSpec = int | spaces.Box
 
@@ -160,8 +163,13 @@ class ExtendedEnvironment(ABC):
         self.A = A
 
     def seed(self, seed: int | None) -> None:
-        """Reseed ``self.np_random``; called before :meth:`start`."""
-        self._np_random = np.random.default_rng(seed)
+        """Reseed ``self.np_random``; called before :meth:`start`.
+
+        The run's seed also seeds its agents, so the environment's stream is keyed apart
+        (``ENV_SPAWN_KEY``): otherwise its draws and the agents' would be the same numbers.
+        """
+        sequence = np.random.SeedSequence(seed, spawn_key=(ENV_SPAWN_KEY,))
+        self._np_random = np.random.default_rng(sequence)
 
     @property
     def np_random(self) -> np.random.Generator:
@@ -208,6 +216,8 @@ def obs_key(obs: Obs) -> Any:
 
 def check_action(action: Any, n_actions: int) -> int:
     """``action`` as an int, or a ValueError naming the problem."""
+    if type(action) is int and 0 <= action < n_actions:  # the common case, checked first
+        return action
     if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
         action = action.item()
     if not isinstance(action, (int, np.integer)) or not 0 <= action < n_actions:
@@ -245,7 +255,8 @@ def run_environment(
     env.seed(seed)
     rewards = np.empty(num_steps, dtype=np.float64)
     obs = env.start()
-    for t in tqdm(range(num_steps), desc=env_class.__name__, disable=not progress):
+    steps = tqdm(range(num_steps), desc=env_class.__name__) if progress else range(num_steps)
+    for t in steps:
         action = check_action(agent.act(obs), env_class.n_actions)
         reward, next_obs = env.step(action)
         agent.train(obs, action, reward, next_obs)

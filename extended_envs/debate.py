@@ -36,7 +36,6 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from extended_envs.benchmark import agent_class
-from extended_envs.files import write_atomically
 from extended_envs.core import (
     Agent,
     ExtendedEnvironment,
@@ -44,6 +43,7 @@ from extended_envs.core import (
     check_action,
     run_environment,
 )
+from safelife_rl.files import atomic_path, write_text
 
 BOB_OBS = 0  # Bob sees nothing: one observation
 
@@ -258,7 +258,8 @@ def plot(curves: dict[str, list[DebateRun]], width: int, path: Path) -> None:
         ax.legend()
     axes[0].set_ylabel(f"fraction answered correctly (blocks of {width})")
     fig.tight_layout()
-    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
     plt.close(fig)
 
 
@@ -302,9 +303,9 @@ def main(cfg: DictConfig) -> None:
     directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
     header = ["bob", "seed", "bob_questions", "judge_questions", "hugh_question", "mean_score"]
     csv = "\n".join([",".join(header), *(",".join(str(row[k]) for k in header) for row in table)])
-    write_atomically(directory / "debate.csv", lambda p: p.write_text(csv + "\n"))
+    write_text(directory / "debate.csv", csv + "\n")
     text = report(table, last)
-    write_atomically(directory / "debate.md", lambda p: p.write_text(text))
+    write_text(directory / "debate.md", text)
     plot(runs, max(1, int(cfg.rounds) // 50), directory / "debate.png")
     print(text)
     print(f"Results written to {directory}")

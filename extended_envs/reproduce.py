@@ -7,8 +7,11 @@
 reward per step ± standard error beside the paper's numbers (table1.csv, table1.md,
 table1.png). ``figures``: DQN, PPO and their reality checks on CartPole * IgnoreRewards and
 CartPole * IncentivizeLearningRate (Definition 12); CartPole episode returns against episode
-number, averaged over seeds (figure1.png, figure2.png, figures.csv). ``--quick`` shrinks
-steps and seeds to a smoke run. Outputs go to ``outputs/extended_envs/<command>/`` (``--out``).
+number, averaged over seeds (figure1.png, figure2.png, figures.csv), 100k steps, 3 seeds.
+``--quick`` shrinks steps and seeds to a smoke run. Outputs go to
+``outputs/extended_envs/<command>/`` (``--out``). Each run's result is saved in ``runs/`` there as
+it finishes, and a run whose file exists is not run again: an interrupted command resumes, and
+rerunning with fewer ``--seeds`` summarises the runs done so far. Delete ``runs/`` to start over.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -26,14 +30,13 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from tqdm.auto import tqdm
 
-from extended_envs import agents, reality_check, run_environment  # noqa: E402
-from extended_envs.combination import cartpole_combination  # noqa: E402
-from extended_envs.files import write_atomically  # noqa: E402
+from extended_envs import agents, reality_check, run_environment
+from extended_envs.combination import cartpole_combination
+from safelife_rl.files import atomic_path, write_text
 
 PAPER_TABLE1 = {
     "QLearner": -0.44858,
@@ -54,40 +57,47 @@ FIGURE_AGENTS: dict[str, dict[str, Any]] = {
 FIGURE_ENVS = {"figure1": "IgnoreRewards", "figure2": "IncentivizeLearningRate"}
 
 
-def write_text(path: Path, text: str) -> None:
-    write_atomically(path, lambda tmp: tmp.write_text(text))
-
-
 def save_figure(path: Path, fig: plt.Figure) -> None:
-    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=120, bbox_inches="tight"))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
+def load_run(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"{path} is not a saved run result ({error}); delete it to rerun"
+        ) from None
+
+
 def run_all(
-    jobs: Iterable[tuple[Any, ...]], worker: Callable, n_jobs: int, log: Path | None = None
+    jobs: Iterable[tuple[Any, ...]], worker: Callable, n_jobs: int, runs: Path
 ) -> list[Any]:
     """``worker(*job)`` for every job, in ``n_jobs`` processes, with a progress bar.
 
-    Each result is also appended to ``log`` as it arrives, so a long run shows partial results.
+    Each result is saved as JSON in ``runs/`` as it arrives; a job whose file exists is not run
+    again (its saved result is used).
     """
     jobs = list(jobs)
-    if log is not None:
-        log.write_text("")
+    paths = [runs / ("_".join(map(str, job)) + ".json") for job in jobs]
+    results: list[Any] = [load_run(p) if p.exists() else None for p in paths]
+    todo = [i for i, result in enumerate(results) if result is None]
 
-    def logged(result: Any) -> Any:
-        if log is not None:
-            with log.open("a") as f:
-                f.write(",".join(map(str, result)) + "\n")
-        return result
+    def save(i: int, result: Any) -> None:
+        write_text(paths[i], json.dumps(result))
+        results[i] = result
 
     if n_jobs <= 1:
-        return [logged(worker(*job)) for job in tqdm(jobs, desc="runs")]
-    with ProcessPoolExecutor(n_jobs, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-        futures = {pool.submit(worker, *job): i for i, job in enumerate(jobs)}
-        results: list[Any] = [None] * len(jobs)
-        for future in tqdm(as_completed(futures), total=len(jobs), desc="runs"):
-            results[futures[future]] = logged(future.result())
+        for i in tqdm(todo, desc="runs"):
+            save(i, worker(*jobs[i]))
         return results
+    with ProcessPoolExecutor(n_jobs) as pool:
+        futures = {pool.submit(worker, *jobs[i]): i for i in todo}
+        for future in tqdm(as_completed(futures), total=len(todo), desc="runs"):
+            save(futures[future], future.result())
+    return results
 
 
 def table1_run(agent_name: str, seed: int, steps: int) -> tuple[str, int, float, float]:
@@ -101,26 +111,28 @@ def table1_run(agent_name: str, seed: int, steps: int) -> tuple[str, int, float,
 def table1(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
     jobs = [(name, seed, steps) for seed in range(seeds) for name in TABLE1_AGENTS]
     start = time.perf_counter()
-    results = run_all(jobs, table1_run, n_jobs, log=out / "runs.log")
+    results = run_all(jobs, table1_run, n_jobs, out / "runs")
     elapsed = time.perf_counter() - start
-    rows = []
+    rows, per_seed = [], {}
     for name in TABLE1_AGENTS:
         values = np.array([r for n, _, r, _ in results if n == name])
+        per_seed[name] = ", ".join(f"{v:+.5f}" for v in values)
         stderr = values.std(ddof=1) / np.sqrt(len(values)) if len(values) > 1 else float("nan")
         seconds = sum(t for n, _, _, t in results if n == name)
         rows.append((name, values.mean(), stderr, PAPER_TABLE1[name], steps * seeds / seconds))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["agent", "reward_per_step", "stderr", "paper", "steps_per_second"])
-    writer.writerows([(n, f"{m:.5f}", f"{s:.5f}", p, f"{v:.0f}") for n, m, s, p, v in rows])
+    writer.writerow(["agent", "seed", "reward_per_step", "seconds"])
+    writer.writerows(results)
     write_text(out / "table1.csv", buffer.getvalue())
     lines = [
         f"TemptingButton, {steps} steps, {seeds} seeds ({elapsed:.0f} s wall clock, {n_jobs} jobs)",
         "",
-        "| agent | reward/step ± stderr | paper | steps/s |",
-        "|---|---|---|---|",
-        *(f"| {n} | {m:+.5f} ± {s:.5f} | {p:+.5f} | {v:.0f} |" for n, m, s, p, v in rows),
-    ]
+        "| agent | reward/step ± stderr | per seed | paper | steps/s |",
+        "|---|---|---|---|---|",
+        *(f"| {n} | {m:+.5f} ± {s:.5f} | {per_seed[n]} | {p:+.5f} | {v:.0f} |"
+          for n, m, s, p, v in rows),
+    ]  # fmt: skip
     markdown = "\n".join(lines) + "\n"
     write_text(out / "table1.md", markdown)
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -156,20 +168,20 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
 
 
 def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
-    jobs = [
+    jobs = [  # seed by seed, so that an interrupted command has every curve for some seeds
         (env_name, agent_name, checked, seed, steps)
+        for seed in range(seeds)
         for env_name in FIGURE_ENVS.values()
         for agent_name in FIGURE_AGENTS
         for checked in (False, True)
-        for seed in range(seeds)
     ]
-    results = run_all(jobs, figure_run, n_jobs)
+    results = run_all(jobs, figure_run, n_jobs, out / "runs")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["env", "agent", "seed", "episode", "return"])
     lines = [f"CartPole combinations, {steps} steps, {seeds} seeds", "",
-             "| env | agent | episodes | mean return, last 20% of episodes | reward/step |",
-             "|---|---|---|---|---|"]  # fmt: skip
+             ("| env | agent | episodes | mean return, last 20% of episodes | reward/step ± std "
+              "| per seed |"), "|---|---|---|---|---|---|"]  # fmt: skip
     for figure, env_name in FIGURE_ENVS.items():
         fig, ax = plt.subplots(figsize=(7, 4))
         for label in dict.fromkeys(r[1] for r in results if r[0] == env_name):
@@ -181,8 +193,11 @@ def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
                 continue
             mean = np.mean([r[3][:n] for r in runs], axis=0)
             tail = mean[int(0.8 * n) :]
-            per_step = np.mean([r[4] for r in runs])
-            lines.append(f"| {env_name} | {label} | {n} | {tail.mean():.1f} | {per_step:+.3f} |")
+            per_step = np.array([r[4] for r in runs])
+            std = per_step.std(ddof=1) if len(runs) > 1 else float("nan")
+            seeds_text = ", ".join(f"{v:+.3f}" for v in per_step)
+            lines.append(f"| {env_name} | {label} | {n} | {tail.mean():.1f} "
+                         f"| {per_step.mean():+.3f} ± {std:.3f} | {seeds_text} |")  # fmt: skip
             ax.plot(smooth(mean, max(1, n // 20)), label=label)
         ax.set_xlabel("episode")
         ax.set_ylabel("episode reward (moving average)")
@@ -199,12 +214,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["table1", "figures"])
     parser.add_argument("--quick", action="store_true", help="a smoke run: few steps, one seed")
-    parser.add_argument("--steps", type=int, help="per run (table1 100000, figures 50000)")
+    parser.add_argument("--steps", type=int, help="per run (default 100000)")
     parser.add_argument("--seeds", type=int, help="per agent (table1 5, figures 3)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
     parser.add_argument("--out", type=Path, help="output folder")
     args = parser.parse_args(argv)
-    full_steps, full_seeds = (100_000, 5) if args.command == "table1" else (50_000, 3)
+    full_steps, full_seeds = (100_000, 5) if args.command == "table1" else (100_000, 3)
     steps = args.steps or (2_000 if args.quick else full_steps)
     seeds = args.seeds or (1 if args.quick else full_seeds)
     if steps < 1 or seeds < 1:

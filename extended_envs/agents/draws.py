@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import numpy as np
 
-_BLOCK = 4096
+# Blocks grow from _FIRST_BLOCK to _MAX_BLOCK rows, so that creating an agent (which environments
+# such as LimitedMemory do every turn) is cheap. ``Generator.random`` yields the same numbers
+# however a stream is split into calls, so the block sizes do not change any draw.
+_FIRST_BLOCK = 16
+_MAX_BLOCK = 4096
 
 
 class StepDraws:
-    """``width`` uniform numbers in [0, 1) per training step, from a private NumPy generator."""
+    """``width`` uniform numbers in [0, 1) per training step, from ``rng``.
+
+    ``rng`` must not be used for anything else: the draws are taken from it ahead of time.
+    """
 
     def __init__(self, rng: np.random.Generator, width: int) -> None:
         self.rng = rng
         self.width = width
-        self._refill()
-
-    def _refill(self) -> None:
-        self._block = self.rng.random((_BLOCK, self.width)).tolist()
+        self._rows = _FIRST_BLOCK
+        self._block = self.rng.random((self._rows, width)).tolist()
         self._index = 0
 
     @property
@@ -30,5 +35,7 @@ class StepDraws:
 
     def advance(self) -> None:
         self._index += 1
-        if self._index == _BLOCK:
-            self._refill()
+        if self._index == self._rows:
+            self._rows = min(2 * self._rows, _MAX_BLOCK)
+            self._block = self.rng.random((self._rows, self.width)).tolist()
+            self._index = 0

@@ -9,9 +9,9 @@ update (``DQN.train`` / ``PPO.train`` / ``A2C.train``) whenever SB3 would.
 Semi-determinism:
 
 - every instance owns a ``torch.Generator`` (which seeds its network initialisation, run inside
-  ``torch.random.fork_rng`` so the process-wide torch generator is left as it was) and a NumPy
-  ``Generator`` (minibatch sampling through :mod:`.sb3_buffers`, and the per-step draws of
-  :mod:`.draws` used for exploration and for sampling actions);
+  ``torch.random.fork_rng`` so the process-wide torch generator is left as it was) and two NumPy
+  generators spawned from its seed: one for minibatch sampling (:mod:`.sb3_buffers`), one
+  for the per-step draws of :mod:`.draws` used for exploration and for sampling actions;
 - ``act`` never changes the agent, so simulated copies may be asked anything any number of times;
 - nothing reads or advances NumPy's or torch's global random state.
 
@@ -24,7 +24,8 @@ would set it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,6 +40,25 @@ from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBu
 from extended_envs.core import Agent, Obs, ObsSpec, obs_key
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one thread inside, restoring the caller's setting after.
+
+    These networks are tiny: on a busy 2-core machine DQN trains about 7x slower on 2 threads
+    than on 1, and reductions split over threads round differently, so results would also
+    depend on the thread count.
+    """
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 class SB3Agent(Agent):
     """Shared set-up of the SB3 agents; concrete classes also subclass an SB3 algorithm."""
 
@@ -49,7 +69,8 @@ class SB3Agent(Agent):
     ) -> None:
         Agent.__init__(self, n_actions, n_obs, seed, **hyperparams)
         agent_seed = self.seed
-        self.np_rng = np.random.default_rng(agent_seed)
+        draws_seed, buffer_seed = np.random.SeedSequence(agent_seed).spawn(2)
+        self.np_rng = np.random.default_rng(buffer_seed)
         self.torch_rng = torch.Generator().manual_seed(agent_seed)
         sb3_kwargs = dict(self.hyperparams)
         self.total_timesteps = int(sb3_kwargs.pop("total_timesteps"))
@@ -62,21 +83,21 @@ class SB3Agent(Agent):
         self.observation_space = spaces.Discrete(n_obs) if self.discrete_obs else n_obs
         self.action_space = spaces.Discrete(n_actions)
         self.n_envs = 1
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), one_torch_thread():
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=self.torch_rng)))
             self._setup_model()
         # Set only now: _setup_model seeds the global generators with self.seed unless None.
         self.seed = agent_seed
         self.policy.set_training_mode(False)
         self.set_logger(Logger(folder=None, output_formats=[]))
-        self.draws = StepDraws(self.np_rng, width=2)
+        self.draws = StepDraws(np.random.default_rng(draws_seed), width=2)
         self.cache: dict[Any, Any] = {}  # network outputs per observation, until the next update
 
     def cached(self, name: str, obs: Obs, compute: Callable[[torch.Tensor], Any]) -> Any:
         """``compute(obs as a tensor)``, remembered until the networks next change."""
         key = (name, obs_key(obs))
         if key not in self.cache:
-            with torch.no_grad():
+            with torch.no_grad(), one_torch_thread():
                 self.cache[key] = compute(self.obs_tensor(obs))
         return self.cache[key]
 
@@ -139,7 +160,8 @@ class DQNAgent(SB3Agent, DQN):
         frequency = self.train_freq.frequency
         if self.num_timesteps > self.learning_starts and self.num_timesteps % frequency == 0:
             steps = self.gradient_steps if self.gradient_steps >= 0 else frequency
-            DQN.train(self, gradient_steps=steps, batch_size=self.batch_size)
+            with one_torch_thread():
+                DQN.train(self, gradient_steps=steps, batch_size=self.batch_size)
             self.policy.set_training_mode(False)
             self.cache.clear()
         self.draws.advance()
@@ -156,6 +178,7 @@ class OnPolicyAgent(SB3Agent):
 
     def log_probs(self, obs: Obs) -> list[float]:
         """Log-probabilities of the actions at ``obs``."""
+
         def compute(o: torch.Tensor) -> list[float]:
             return self.policy.get_distribution(o).distribution.logits[0].tolist()
 
@@ -185,7 +208,8 @@ class OnPolicyAgent(SB3Agent):
             last_value = self.value(o_next)
             self.rollout_buffer.compute_returns_and_advantage(last_value, dones=np.zeros(1))
             self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
-            self.sb3_class.train(self)
+            with one_torch_thread():
+                self.sb3_class.train(self)
             self.policy.set_training_mode(False)
             self.rollout_buffer.reset()
             self.cache.clear()

@@ -6,6 +6,7 @@ from collections.abc import Generator
 from typing import Any
 
 import numpy as np
+import torch
 from stable_baselines3.common.buffers import ReplayBuffer, RolloutBuffer
 from stable_baselines3.common.type_aliases import ReplayBufferSamples, RolloutBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
@@ -27,6 +28,25 @@ class SeededReplayBuffer(ReplayBuffer):
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         upper_bound = self.buffer_size if self.full else self.pos
         return self._get_samples(self.rng.integers(0, upper_bound, size=batch_size), env=env)
+
+    def _get_samples(
+        self, batch_inds: np.ndarray, env: VecNormalize | None = None
+    ) -> ReplayBufferSamples:
+        """SB3's samples for one environment and no normalisation, without its extra copies.
+
+        Indexing with ``batch_inds`` already copies, so the arrays become tensors as they are.
+        """
+        if env is not None:
+            return super()._get_samples(batch_inds, env)
+        dones = self.dones[batch_inds, 0] * (1 - self.timeouts[batch_inds, 0])
+        data = (
+            self.observations[batch_inds, 0],
+            self.actions[batch_inds, 0],
+            self.next_observations[batch_inds, 0],
+            dones.reshape(-1, 1),
+            self.rewards[batch_inds, 0].reshape(-1, 1),
+        )
+        return ReplayBufferSamples(*(torch.from_numpy(array) for array in data))
 
 
 class SeededRolloutBuffer(RolloutBuffer):

@@ -1,5 +1,9 @@
 """Agents: semi-determinism (Definition 7), no global random state, SB3 update code in use."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -203,3 +207,15 @@ def test_network_output_cache_is_transparent(agent_class):
         fresh.train(*transition)
     if agent_class is not DQNAgent:
         assert np.array_equal(cached.rollout_buffer.values, fresh.rollout_buffer.values)
+
+
+def test_cheap_agents_load_without_torch():
+    code = (
+        "import sys; from extended_envs.agents import QLearner, RandomAgent; "
+        "assert 'torch' not in sys.modules and 'stable_baselines3' not in sys.modules; "
+        "from extended_envs.agents import DQNAgent; assert 'torch' in sys.modules; "
+        "import extended_envs.agents as agents; assert sorted(agents.__all__) == "
+        "sorted(name for name in agents.__all__ if hasattr(agents, name))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=root)

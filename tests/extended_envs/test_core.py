@@ -138,6 +138,35 @@ def test_environment_randomness_comes_from_the_run_seed():
     assert [env.step(0)[0] for _ in range(4)] == list(env_rewards)
 
 
+class GuessTheCoin(ExtendedEnvironment):
+    """+1 when the action equals a coin the environment flips from its own generator, else -1."""
+
+    n_actions, n_obs = 2, 1
+
+    def start(self):
+        self.coin = int(self.np_random.integers(2))
+        return 0
+
+    def step(self, action):
+        reward = 1.0 if action == self.coin else -1.0
+        self.coin = int(self.np_random.integers(2))
+        return reward, 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_environment_and_agent_streams_are_independent(seed):
+    # With one stream for both, RandomAgent's draws would be the environment's coins.
+    result = run_environment(GuessTheCoin, RandomAgent, 400, seed=seed)
+    assert abs(result["reward_per_step"]) < 0.2
+    env = GuessTheCoin(bind_agent(RandomAgent, 2, 1, seed))
+    env.seed(seed)
+    agent_streams = [np.random.default_rng(seed), *map(np.random.default_rng,
+                     np.random.SeedSequence(seed).spawn(2))]  # fmt: skip
+    env_draws = env.np_random.random(8)
+    for stream in agent_streams:
+        assert not np.isin(env_draws, stream.random(64)).any()
+
+
 class Bad(ExtendedEnvironment):
     n_actions, n_obs = 2, 1
 
