@@ -24,23 +24,24 @@ from omegaconf import DictConfig
 
 from .training.run import format_summary, load_run_config, train
 
-#: Overrides a resumed run accepts; everything else comes from the run's saved config.
-RESUME_OVERRIDES = ("resume", "total_timesteps")
+#: Overrides a resumed run accepts (none changes what the run learns: every vec_env plays the
+#: same episodes); everything else comes from the run's saved config.
+RESUME_OVERRIDES = ("resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar")
 
 
 def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The saved config of the run at ``cfg.resume``, with ``total_timesteps`` updated if it was
-    given on the command line; any other override is an error."""
+    """The saved config of the run at ``cfg.resume``, with the :data:`RESUME_OVERRIDES` given on
+    the command line applied; any other override is an error."""
     given = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
     unexpected = sorted(given - set(RESUME_OVERRIDES))
     if unexpected:
         raise ValueError(
             f"resume={cfg.resume} continues that run with its saved config; only "
-            f"total_timesteps may be changed, not {', '.join(unexpected)}"
+            f"{', '.join(RESUME_OVERRIDES[1:])} may be changed, not {', '.join(unexpected)}"
         )
     saved = load_run_config(cfg.resume)
-    if "total_timesteps" in given:
-        saved.total_timesteps = cfg.total_timesteps
+    for key in given - {"resume"}:
+        saved[key] = cfg[key]
     return saved
 
 

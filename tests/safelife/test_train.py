@@ -96,9 +96,10 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
     train(config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
     first = scalars(tmp_path / "tensorboard")["episode/length"]
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
-    cfg = resume_config(config("total_timesteps=160", f"resume={tmp_path}"),
-                        [f"resume={tmp_path}", "total_timesteps=160"])
+    cfg = resume_config(config("total_timesteps=160", "vec_env=dummy", f"resume={tmp_path}"),
+                        [f"resume={tmp_path}", "total_timesteps=160", "vec_env=dummy"])
     assert cfg.total_timesteps == 160 and cfg.callbacks.evaluation is None
+    assert cfg.vec_env == "dummy"  # how the envs run may change: they play the same episodes
     summary = train(cfg, tmp_path, resume=True)
     assert summary["timesteps"] == 160
     # checkpoints go on at multiples of save_every counted from the start of the run
@@ -107,7 +108,7 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
     steps = [e.step for e in scalars(tmp_path / "tensorboard")["episode/length"]]
     assert steps[: len(first)] == [e.step for e in first] and max(steps) > 64
     assert steps == sorted(steps)
-    with pytest.raises(ValueError, match="only total_timesteps"):
+    with pytest.raises(ValueError, match="only total_timesteps, vec_env.*not seed"):
         resume_config(config(f"resume={tmp_path}"), [f"resume={tmp_path}", "seed=3"])
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         (tmp_path / "empty").mkdir()
