@@ -15,8 +15,12 @@ discrete actions and any :class:`~extended_envs.core.AdaptableEnvironment` ``E``
   ``self.sim.train(o1, a, r, o2)`` becoming the agent's ``train((prev_obs, o1), (a_G, a), r,
   (o_G, o2))``.
 
-G's episodes are invisible to the agent (the interaction is continuing, as in the paper); the
-combination records each one's return and length (``summary()``), which Figures 1-2 plot.
+The interaction is continuing, but G's episode ends reach the agent and its simulated copies,
+as in the reference library: the step that ends one trains them on G's final observation with
+Gymnasium's ``terminated``/``truncated`` flags (:class:`~extended_envs.core.EpisodeEnd`), and
+the next observation starts G's new episode. Without them a learner bootstraps across the
+pole's fall and hardly learns CartPole. The combination records each episode's return and
+length (``summary()``), which Figures 1-2 plot.
 
 ``register_envs()`` (run on importing :mod:`extended_envs`) registers the Gymnasium ids
 ``ExtendedEnvs/CartPole-IgnoreRewards-v0`` and ``ExtendedEnvs/CartPole-IncentivizeLearningRate-v0``.
@@ -30,7 +34,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from extended_envs.core import AdaptableEnvironment, Agent, ExtendedEnvironment, Obs
+from extended_envs.core import (
+    AdaptableEnvironment,
+    Agent,
+    EpisodeEnd,
+    ExtendedEnvironment,
+    Obs,
+    takes_episode_ends,
+    train_agent,
+)
 from extended_envs.gym_adapter import ExtendedEnvGym
 
 GYM_NAMESPACE = "ExtendedEnvs"
@@ -49,11 +61,17 @@ class Combination(ExtendedEnvironment):
     G_obs_discrete: ClassVar[bool]
 
     def __init__(self, A: type[Agent]) -> None:
+        if not takes_episode_ends(A):
+            raise TypeError(
+                f"{A.__name__}.train does not take the terminated and truncated keywords, which "
+                f"a combination with {self.gym_id} passes at its episode ends"
+            )
         self.A = A
         self.G_instance = gym.make(self.gym_id, **self.gym_kwargs)
         self.prev_obs: np.ndarray | None = None  # G part of the last observation output
         self.a_G = 0
         self.o_G: np.ndarray | None = None
+        self.final_G: np.ndarray | None = None  # G's last observation when its episode ended
         self.E_instance = self.E(projected_agent_class(A, self))
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
@@ -89,15 +107,24 @@ class Combination(ExtendedEnvironment):
         o_G, r_G, terminated, truncated, _ = self.G_instance.step(a_G)
         r_G = float(r_G)
         self.G_terminated, self.G_truncated = bool(terminated), bool(truncated)
+        self.final_G = None
         if terminated or truncated:
+            self.final_G = self.G_part(o_G)
             o_G, _ = self.G_instance.reset()
         self.a_G, self.o_G = a_G, self.G_part(o_G)
         E_reward, o_E = self.E_instance.outcome(a_E)
         reward = min(r_G - 1, -1.0) if E_reward == -1 else r_G
         self.E_instance.train_sim(a_E, reward, o_E)
+        self.episode_end = self.end_with(o_E)
         self.prev_obs = self.o_G
         self.record(reward, episode_over=terminated or truncated)
         return reward, self.join_obs(self.o_G, o_E)
+
+    def end_with(self, o_E: Obs) -> EpisodeEnd | None:
+        """The episode end of this step, with E's part ``o_E`` of the final observation."""
+        if self.final_G is None:
+            return None
+        return EpisodeEnd(self.join_obs(self.final_G, o_E), self.G_terminated, self.G_truncated)
 
     def record(self, reward: float, episode_over: bool) -> None:
         self.episode_return += reward
@@ -132,11 +159,13 @@ def projected_agent_class(A: type[Agent], combo: Combination) -> type:
 
         def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
             assert combo.prev_obs is not None and combo.o_G is not None
-            self.agent.train(
+            train_agent(
+                self.agent,
                 combo.join_obs(combo.prev_obs, o_prev),
                 combo.join_action(combo.a_G, a),
                 r,
                 combo.join_obs(combo.o_G, o_next),
+                combo.end_with(o_next),
             )
 
         @classmethod
@@ -204,12 +233,19 @@ def cartpole_combination(env_name: str) -> type[Combination]:
 
 
 class CombinationGymEnv(ExtendedEnvGym):
-    """The Gymnasium view of G*E that also reports G's episode ends."""
+    """The Gymnasium view of G*E that also reports G's episode ends.
+
+    A step that ends one returns G's final observation with the flags; the following
+    ``reset()`` (no seed) returns the new episode's first observation.
+    """
 
     def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         obs, reward, _, _, info = super().step(action)
         assert isinstance(self.env, Combination)
-        return obs, reward, self.env.G_terminated, self.env.G_truncated, info
+        end = self.env.episode_end
+        if end is None:
+            return obs, reward, False, False, info
+        return end.final_obs, reward, end.terminated, end.truncated, info
 
 
 def make_cartpole_gym_env(

@@ -13,6 +13,17 @@ Agents
     identically created and trained instances act identically (semi-determinism, Definition 7)
     however often an environment asks a simulated copy what it would do.
 
+Episodes
+    Extended environments are one continuing interaction, but a combination with an episodic
+    Gymnasium environment (Definition 12) has episode ends, which the agent must see to learn
+    the Gymnasium task. After a step that ends one, ``env.episode_end`` is an
+    :class:`EpisodeEnd` (otherwise ``None``) and the agent is trained with
+    ``train(o_prev, a, r, final_obs, terminated=..., truncated=...)``, Gymnasium's meaning:
+    ``terminated`` (no value lies beyond ``final_obs``) or ``truncated`` (cut by a time limit);
+    its next ``act`` is on the new episode's first observation. Agents for such combinations
+    take these two keywords; other environments never pass them, so the paper's four-argument
+    ``train`` is all they need.
+
 Binding
     Environments receive a *bound* agent class ``A`` and instantiate it with no arguments,
     ``self.sim = A()``, exactly as in the paper's listings. :func:`bind_agent` makes one: a
@@ -43,12 +54,15 @@ Adaptable environments (Definition 11)
 Running
     :func:`run_environment` binds the agent class to the environment's sizes and the run's seed,
     creates the true agent and the environment, and runs
-    ``obs = env.start(); a = agent.act(obs); r, o2 = env.step(a); agent.train(obs, a, r, o2)``.
+    ``obs = env.start(); a = agent.act(obs); r, o2 = env.step(a); agent.train(obs, a, r, o2)``
+    (with the episode's end as above, when ``env.episode_end`` says so).
 """
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -97,8 +111,45 @@ class Agent(ABC):
         """The action for ``obs`` given the training so far. Must not change the agent."""
 
     @abstractmethod
-    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
-        """Learn from one transition."""
+    def train(
+        self,
+        o_prev: Obs,
+        a: int,
+        r: float,
+        o_next: Obs,
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
+        """Learn from one transition; the flags mark an episode's end (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """How the last step ended an episode of the environment's underlying task."""
+
+    final_obs: Obs
+    terminated: bool
+    truncated: bool
+
+
+def train_agent(
+    agent: Any, o_prev: Obs, a: int, r: float, o_next: Obs, end: EpisodeEnd | None
+) -> None:
+    """``agent.train`` on one transition, ended by ``end`` when it is not None."""
+    if end is None:
+        agent.train(o_prev, a, r, o_next)
+    else:
+        agent.train(
+            o_prev, a, r, end.final_obs, terminated=end.terminated, truncated=end.truncated
+        )
+
+
+def takes_episode_ends(agent_class: type) -> bool:
+    """Whether ``agent_class.train`` accepts the ``terminated`` and ``truncated`` keywords."""
+    parameters = inspect.signature(agent_class.train).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return {"terminated", "truncated"} <= set(parameters)
 
 
 def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
@@ -158,6 +209,8 @@ class ExtendedEnvironment(ABC):
 
     n_actions: ClassVar[int]
     n_obs: ClassVar[ObsSpec]
+    # Set after each step by environments with episodes (see the module docstring).
+    episode_end: EpisodeEnd | None = None
 
     def __init__(self, A: type[Agent]) -> None:
         self.A = A
@@ -259,7 +312,7 @@ def run_environment(
     for t in steps:
         action = check_action(agent.act(obs), env_class.n_actions)
         reward, next_obs = env.step(action)
-        agent.train(obs, action, reward, next_obs)
+        train_agent(agent, obs, action, reward, next_obs, env.episode_end)
         rewards[t] = reward
         obs = next_obs
     total = float(rewards.sum())

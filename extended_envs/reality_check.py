@@ -53,7 +53,15 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
                 return self.frozen_action
             return self.inner_act(obs)
 
-        def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+        def train(
+            self,
+            o_prev: Obs,
+            a: int,
+            r: float,
+            o_next: Obs,
+            terminated: bool = False,
+            truncated: bool = False,
+        ) -> None:
             if self.frozen_action is not None:
                 return
             expected = self.inner_act(o_prev)
@@ -62,7 +70,10 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
             if a != expected:
                 self.frozen_action = self.first_action if default_action is None else default_action
                 return
-            self.inner.train(o_prev, a, r, o_next)
+            if terminated or truncated:
+                self.inner.train(o_prev, a, r, o_next, terminated=terminated, truncated=truncated)
+            else:
+                self.inner.train(o_prev, a, r, o_next)
             self.memo = None
 
     suffix = "" if default_action is None else f"({default_action})"

@@ -37,7 +37,15 @@ class QLearner(Agent):
             return int(pick * self.n_actions)
         return values.index(max(values))
 
-    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
-        target = r + self.gamma * max(self.q[o_next])
+    def train(
+        self,
+        o_prev: Obs,
+        a: int,
+        r: float,
+        o_next: Obs,
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
+        target = r if terminated else r + self.gamma * max(self.q[o_next])
         self.q[o_prev][a] += self.learning_rate * (target - self.q[o_prev][a])
         self.draws.advance()

@@ -16,7 +16,11 @@ Semi-determinism:
 - nothing reads or advances NumPy's or torch's global random state.
 
 Observations: an int ``n_obs`` becomes ``Discrete(n_obs)`` (SB3 one-hot encodes it); a ``Box``
-is used as it is. The tasks are continuing, so no transition is terminal. The hyperparameters are
+is used as it is. Extended environments are continuing; where a step ends an episode (the
+``terminated``/``truncated`` flags of a Gymnasium combination), the agents do what SB3 does at
+an episode end: DQN stores the final observation with ``done = terminated`` (a truncated
+episode still bootstraps from it), PPO and A2C mark the next step as an episode start and, when
+truncated, add ``gamma * V(final observation)`` to the reward. The hyperparameters are
 the SB3 constructor's (same defaults) plus ``total_timesteps``, the horizon over which SB3's
 schedules (DQN's exploration rate, any learning-rate schedule) run, as ``learn(total_timesteps)``
 would set it.
@@ -91,6 +95,7 @@ class SB3Agent(Agent):
         self.policy.set_training_mode(False)
         self.set_logger(Logger(folder=None, output_formats=[]))
         self.draws = StepDraws(np.random.default_rng(draws_seed), width=2)
+        self._last_episode_starts = np.ones(1, dtype=np.float32)  # as SB3's first step
         self.cache: dict[Any, Any] = {}  # network outputs per observation, until the next update
 
     def cached(self, name: str, obs: Obs, compute: Callable[[torch.Tensor], Any]) -> Any:
@@ -149,11 +154,19 @@ class DQNAgent(SB3Agent, DQN):
             return int(pick * self.n_actions)
         return self.cached("greedy", obs, lambda o: int(self.q_net(o).argmax()))
 
-    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:  # type: ignore[override]
+    def train(  # type: ignore[override]
+        self,
+        o_prev: Obs,
+        a: int,
+        r: float,
+        o_next: Obs,
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
         self.num_timesteps += 1
         self.replay_buffer.add(
             self.obs_array(o_prev), self.obs_array(o_next), np.array([a]),
-            np.array([r], dtype=np.float32), np.zeros(1, dtype=np.float32), [{}],
+            np.array([r], dtype=np.float32), np.array([terminated], dtype=np.float32), [{}],
         )  # fmt: skip
         self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
         self._on_step()
@@ -196,17 +209,30 @@ class OnPolicyAgent(SB3Agent):
                 return action
         return self.n_actions - 1
 
-    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:  # type: ignore[override]
+    def train(  # type: ignore[override]
+        self,
+        o_prev: Obs,
+        a: int,
+        r: float,
+        o_next: Obs,
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
         log_prob = self.log_probs(o_prev)[a]
         value = self.value(o_prev)
         self.num_timesteps += 1
+        if truncated:  # as SB3's collect_rollouts: bootstrap a time limit's cut
+            r = r + self.gamma * float(self.value(o_next))
         self.rollout_buffer.add(
             self.obs_array(o_prev), np.array([a]), np.array([r], dtype=np.float32),
-            np.zeros(1, dtype=np.float32), value, torch.tensor([log_prob]),
+            self._last_episode_starts, value, torch.tensor([log_prob]),
         )  # fmt: skip
+        self._last_episode_starts = np.array([terminated or truncated], dtype=np.float32)
         if self.rollout_buffer.full:
             last_value = self.value(o_next)
-            self.rollout_buffer.compute_returns_and_advantage(last_value, dones=np.zeros(1))
+            self.rollout_buffer.compute_returns_and_advantage(
+                last_value, dones=self._last_episode_starts
+            )
             self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
             with one_torch_thread():
                 self.sb3_class.train(self)

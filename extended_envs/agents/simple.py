@@ -20,7 +20,15 @@ class RandomAgent(Agent):
     def act(self, obs: Obs) -> int:
         return int(self.draws.current[0] * self.n_actions)
 
-    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+    def train(
+        self,
+        o_prev: Obs,
+        a: int,
+        r: float,
+        o_next: Obs,
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
         self.draws.advance()
 
 
@@ -38,5 +46,13 @@ class ConstantAgent(Agent):
     def act(self, obs: Obs) -> int:
         return self.action
 
-    def train(self, o_prev: Obs, a: int, r: float, o_next: Obs) -> None:
+    def train(
+        self,
+        o_prev: Obs,
+        a: int,
+        r: float,
+        o_next: Obs,
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
         pass

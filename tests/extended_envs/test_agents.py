@@ -219,3 +219,51 @@ def test_cheap_agents_load_without_torch():
     )
     root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=root)
+
+
+def test_qlearner_does_not_bootstrap_past_a_terminal_observation():
+    agent = bind_agent(QLearner, 2, 3, seed=0, learning_rate=1.0, gamma=0.5)()
+    agent.train(1, 0, 4.0, 2)  # Q[1][0] = 4
+    agent.train(0, 1, 1.0, 1)  # bootstraps: 1 + 0.5 * 4
+    assert agent.q[0][1] == 3.0
+    agent.train(0, 1, 1.0, 1, terminated=True)
+    assert agent.q[0][1] == 1.0
+    agent.train(0, 1, 1.0, 1, truncated=True)  # a time limit's cut still bootstraps
+    assert agent.q[0][1] == 3.0
+
+
+def test_dqn_stores_terminated_not_truncated_as_done():
+    agent = bound(DQNAgent)()
+    agent.train(0, 1, 1.0, 2)
+    agent.train(2, 0, 1.0, 3, terminated=True)
+    agent.train(0, 2, 1.0, 1, truncated=True)
+    buffer = agent.replay_buffer
+    assert buffer.dones[:3, 0].tolist() == [0.0, 1.0, 0.0]
+    assert buffer.next_observations[:3, 0, 0].tolist() == [2, 3, 1]
+
+
+@pytest.mark.parametrize("agent_class", [PPOAgent, A2CAgent])
+def test_on_policy_agents_cut_returns_at_episode_ends(agent_class):
+    agent = bound(agent_class, n_steps=64, gamma=0.9)()
+    agent.train(0, 1, 1.0, 2)
+    agent.train(2, 0, 1.0, 3, terminated=True)
+    agent.train(0, 2, 1.0, 1)
+    agent.train(1, 2, 1.0, 3, truncated=True)
+    agent.train(0, 1, 1.0, 2)
+    buffer = agent.rollout_buffer
+    assert buffer.episode_starts[1:5, 0].tolist() == [0.0, 1.0, 0.0, 1.0]  # after each end
+    with torch.no_grad():
+        terminal_value = float(agent.policy.predict_values(torch.tensor([3])))
+    assert buffer.rewards[3, 0] == pytest.approx(1.0 + 0.9 * terminal_value, abs=1e-6)
+    assert buffer.rewards[:3, 0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_episode_ends_dont_break_semi_determinism():
+    stream = [(o, a, r, n, i % 7 == 6, i % 11 == 10) for i, (o, a, r, n) in
+              enumerate(transitions(60))]  # fmt: skip
+    for agent_class in SB3:
+        first, second = bound(agent_class)(), bound(agent_class)()
+        for o, a, r, n, terminated, truncated in stream:
+            for agent in (first, second):
+                agent.train(o, a, r, n, terminated=terminated, truncated=truncated)
+        assert policy(first) == policy(second)

@@ -25,8 +25,18 @@ class Recorder(Agent):
     def act(self, obs):
         return self.hyperparams["action"]
 
+    def train(self, o_prev, a, r, o_next, terminated=False, truncated=False):
+        self.trained.append((o_prev.copy(), a, r, o_next.copy(), terminated, truncated))
+
+
+class FourArgumentAgent(Agent):
+    """The paper's agent interface, without episode ends."""
+
+    def act(self, obs):
+        return 0
+
     def train(self, o_prev, a, r, o_next):
-        self.trained.append((o_prev.copy(), a, r, o_next.copy()))
+        pass
 
 
 def test_spaces_of_cartpole_times_ignore_rewards():
@@ -40,13 +50,48 @@ def test_simulation_is_trained_as_definition_12_says():
     env = CARTPOLE_IGNORE(A)
     env.seed(0)
     obs = env.start()
-    for _ in range(30):
+    ends = 0
+    for _ in range(60):
         reward, next_obs = env.step(1)  # a_G = 1, a_E = 0: never what the simulation does
-        o_prev, a, r, o_next = env.E_instance.sim.agent.trained[-1]
-        assert np.array_equal(o_prev, obs) and np.array_equal(o_next, next_obs)
+        o_prev, a, r, o_next, terminated, truncated = env.E_instance.sim.agent.trained[-1]
+        assert np.array_equal(o_prev, obs)
         assert (a, r) == (1, 0)  # (a_G, a_E) = (1, 0) joined; IgnoreRewards trains on reward 0
         assert reward == -1  # min(r_G - 1, -1) with r_G = 1
+        end = env.episode_end
+        if end is None:
+            assert np.array_equal(o_next, next_obs) and not (terminated or truncated)
+        else:  # pushing right topples the pole: trained on the fall, then a fresh pole
+            ends += 1
+            assert (terminated, truncated) == (True, False) == (end.terminated, end.truncated)
+            assert np.array_equal(o_next, end.final_obs)
+            assert abs(o_next[2]) > 0.2 and abs(next_obs[2]) < 0.05  # pole angle: fallen, new
+            assert np.array_equal(o_next[4:], next_obs[4:])  # the same E-observation
         obs = next_obs
+    assert ends >= 2
+
+
+def test_true_agent_sees_the_same_episode_ends_as_its_simulation():
+    instances = []
+
+    class Registered(Recorder):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            instances.append(self)
+
+    result = run_environment(CARTPOLE_IGNORE, Registered, 60, seed=0, action=1)
+    true_agent, sim = instances  # run_environment creates the true agent first
+    n_episodes = len(result["env_summary"]["episode_lengths"])
+    assert n_episodes >= 2
+    assert sum(record[4] for record in true_agent.trained) == n_episodes
+    for mine, its in zip(true_agent.trained, sim.trained, strict=True):
+        assert np.array_equal(mine[3], its[3]) and mine[4:] == its[4:]  # o_next and flags
+
+
+def test_agents_without_episode_ends_are_refused_by_combinations():
+    A = bind_agent(FourArgumentAgent, 4, CARTPOLE_IGNORE.n_obs, seed=0)
+    with pytest.raises(TypeError, match="does not take the terminated and truncated"):
+        CARTPOLE_IGNORE(A)
+    assert run_environment(TemptingButton, FourArgumentAgent, 5, seed=0)["num_steps"] == 5
 
 
 def test_matching_joystick_earns_the_gym_reward_and_episodes_are_recorded():
@@ -111,12 +156,16 @@ def test_registered_ids_train_with_sb3(name):
     env = gym.make(f"ExtendedEnvs/CartPole-{name}-v0", agent="RandomAgent")
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
-    ended = False
+    ended = 0
     for _ in range(300):
         obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
         assert reward in (1.0, -1.0)
-        ended = ended or terminated or truncated
-    assert ended  # CartPole's episode ends show up as Gymnasium episode ends
+        if terminated or truncated:  # CartPole's episode ends are Gymnasium episode ends,
+            ended += 1  # with the final observation; reset() gives the new episode's first
+            assert abs(obs[2]) > 0.2 or abs(obs[0]) > 2.4 or truncated
+            first, _ = env.reset()
+            assert abs(first[2]) < 0.05 and np.array_equal(first[4:], obs[4:])
+    assert ended >= 2
     model = DQN("MlpPolicy", env, learning_starts=50, policy_kwargs={"net_arch": [8]}, seed=0)
     model.learn(200)
     assert model.num_timesteps == 200

@@ -221,3 +221,15 @@ def test_reality_check_helps_q_learning_ignore_rewards():
     plain = run_environment(IgnoreRewards, QLearner, 3000, seed=0)["reward_per_step"]
     checked = run_environment(IgnoreRewards, reality_check(QLearner), 3000, seed=0)
     assert checked["reward_per_step"] > plain + 0.2
+
+
+def test_reality_check_passes_episode_ends_to_the_wrapped_agent():
+    checked = reality_check(bind_agent(QLearner, 2, 3, seed=0, learning_rate=1.0, epsilon=0.0))()
+    plain = bind_agent(QLearner, 2, 3, seed=0, learning_rate=1.0, epsilon=0.0)()
+    for agent in (checked, plain):
+        agent.train(1, agent.act(1), 4.0, 2)
+        agent.train(0, agent.act(0), 1.0, 1, terminated=True)
+        agent.train(2, agent.act(2), 1.0, 1, truncated=True)
+    assert checked.frozen_action is None
+    assert checked.inner.q == plain.q
+    assert plain.q[0][plain.act(0)] == 1.0  # the terminal transition did not bootstrap
