@@ -8,7 +8,7 @@ from gymnasium.utils.env_checker import check_env
 from extended_envs import Agent, ExtendedEnvGym, bind_agent, combine, run_environment
 from extended_envs.agents import ConstantAgent, DQNAgent, QLearner, RandomAgent
 from extended_envs.combination import cartpole_combination
-from extended_envs.envs import IgnoreRewards, IncentivizeLearningRate, TemptingButton
+from extended_envs.envs import IgnoreRewards, TemptingButton
 
 CARTPOLE_IGNORE = cartpole_combination("IgnoreRewards")
 
