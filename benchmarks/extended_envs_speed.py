@@ -1,7 +1,9 @@
 """Extended-environment speed: steps per second of our agents in TemptingButton, against the
 reference library on this machine (Q 130,750, DQN 819, A2C 326, PPO 465 steps/s; target 2x),
-and the framework's overhead: the same two learners (true agent and simulation) acting and
-training on a plain loop with the same observations and rewards (target at most 10%).
+with the simulated copy's updates shared (the default, :mod:`extended_envs.agents.shared_updates`)
+and not ("unshared"), and the framework's overhead: the same two learners (true agent and
+simulation) acting and training on a plain loop with the same observations and rewards, sharing
+too (target at most 10%).
 
 Rates are steps per second of process CPU time (the agents run torch on one thread), which a
 shared machine's load disturbs less than wall-clock time; the load average is printed beside.
@@ -22,6 +24,7 @@ import torch
 
 from extended_envs import bind_agent, run_environment
 from extended_envs.agents import A2CAgent, DQNAgent, PPOAgent, QLearner
+from extended_envs.agents.shared_updates import SHARED_UPDATES
 from extended_envs.envs import TemptingButton
 
 REFERENCE = {QLearner: 130_750, DQNAgent: 819, A2CAgent: 326, PPOAgent: 465}
@@ -31,6 +34,12 @@ def steps_per_cpu_second(steps: int, run: Callable[[], object]) -> float:
     start = time.process_time()
     run()
     return steps / (time.process_time() - start)
+
+
+def cold(steps: int, run: Callable[[], object]) -> float:
+    """Steps per CPU second of ``run`` with no update results stored from earlier runs."""
+    SHARED_UPDATES.clear()
+    return steps_per_cpu_second(steps, run)
 
 
 def plain_loop(agent_class: type, steps: int) -> Callable[[], None]:
@@ -57,15 +66,20 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"load average {os.getloadavg()[0]:.2f}")
-    print(f"{'agent':10} {'steps/s':>9} {'x ref':>6} {'plain/s':>9} {'overhead':>9}")
+    print(
+        f"{'agent':10} {'steps/s':>9} {'x ref':>6} {'unshared':>9} {'plain/s':>9} {'overhead':>9}"
+    )
     for agent_class, reference in REFERENCE.items():
-        run_environment(TemptingButton, agent_class, args.warmup, seed=0)
+        run_environment(TemptingButton, agent_class, args.warmup, seed=1)
         run = partial(run_environment, TemptingButton, agent_class, args.steps, seed=0)
-        extended = steps_per_cpu_second(args.steps, run)
-        plain = steps_per_cpu_second(args.steps, plain_loop(agent_class, args.steps))
+        extended = cold(args.steps, run)
+        SHARED_UPDATES.enabled = False
+        unshared = cold(args.steps, run)
+        SHARED_UPDATES.enabled = True
+        plain = cold(args.steps, plain_loop(agent_class, args.steps))
         print(
             f"{agent_class.__name__:10} {extended:9.0f} {extended / reference:6.2f}"
-            f" {plain:9.0f} {plain / extended - 1:9.1%}"
+            f" {unshared:9.0f} {plain:9.0f} {plain / extended - 1:9.1%}"
         )
     print(f"load average {os.getloadavg()[0]:.2f}")
 

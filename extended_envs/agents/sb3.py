@@ -41,6 +41,7 @@ from stable_baselines3.common.logger import Logger
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBuffer
+from extended_envs.agents.shared_updates import SHARED_UPDATES, History
 from extended_envs.core import Agent, Obs, ObsSpec, obs_key
 
 
@@ -96,7 +97,22 @@ class SB3Agent(Agent):
         self.set_logger(Logger(folder=None, output_formats=[]))
         self.draws = StepDraws(np.random.default_rng(draws_seed), width=2)
         self._last_episode_starts = np.ones(1, dtype=np.float32)  # as SB3's first step
-        self.cache: dict[Any, Any] = {}  # network outputs per observation, until the next update
+        unbound = getattr(type(self), "unbound", type(self))
+        self.history = History(
+            (unbound.__module__, unbound.__qualname__, n_actions, repr(n_obs), agent_seed,
+             sorted(self.hyperparams.items()))
+        )  # fmt: skip
+        # network outputs per observation until the next update, shared by identical copies
+        self.cache: dict[Any, Any] = SHARED_UPDATES.outputs_for(self.history.key())
+
+    def update(self, sb3_train: Callable[[], None]) -> None:
+        """SB3's update, shared with identically trained instances (:mod:`.shared_updates`)."""
+        key = self.history.key()
+        with one_torch_thread():
+            SHARED_UPDATES.run(key, self, sb3_train)
+        if self.policy.training:  # SB3's train() leaves it on
+            self.policy.set_training_mode(False)
+        self.cache = SHARED_UPDATES.outputs_for(key)
 
     def cached(self, name: str, obs: Obs, compute: Callable[[torch.Tensor], Any]) -> Any:
         """``compute(obs as a tensor)``, remembered until the networks next change."""
@@ -163,6 +179,7 @@ class DQNAgent(SB3Agent, DQN):
         terminated: bool = False,
         truncated: bool = False,
     ) -> None:
+        self.history.add(o_prev, a, r, o_next, terminated, truncated)
         self.num_timesteps += 1
         self.replay_buffer.add(
             self.obs_array(o_prev), self.obs_array(o_next), np.array([a]),
@@ -173,10 +190,7 @@ class DQNAgent(SB3Agent, DQN):
         frequency = self.train_freq.frequency
         if self.num_timesteps > self.learning_starts and self.num_timesteps % frequency == 0:
             steps = self.gradient_steps if self.gradient_steps >= 0 else frequency
-            with one_torch_thread():
-                DQN.train(self, gradient_steps=steps, batch_size=self.batch_size)
-            self.policy.set_training_mode(False)
-            self.cache.clear()
+            self.update(lambda: DQN.train(self, gradient_steps=steps, batch_size=self.batch_size))
         self.draws.advance()
 
 
@@ -218,6 +232,7 @@ class OnPolicyAgent(SB3Agent):
         terminated: bool = False,
         truncated: bool = False,
     ) -> None:
+        self.history.add(o_prev, a, r, o_next, terminated, truncated)
         log_prob = self.log_probs(o_prev)[a]
         value = self.value(o_prev)
         self.num_timesteps += 1
@@ -234,11 +249,8 @@ class OnPolicyAgent(SB3Agent):
                 last_value, dones=self._last_episode_starts
             )
             self._update_current_progress_remaining(self.num_timesteps, self.total_timesteps)
-            with one_torch_thread():
-                self.sb3_class.train(self)
-            self.policy.set_training_mode(False)
+            self.update(lambda: self.sb3_class.train(self))
             self.rollout_buffer.reset()
-            self.cache.clear()
         self.draws.advance()
 
 

@@ -15,9 +15,14 @@ from extended_envs.agents import A2CAgent, DQNAgent, PPOAgent, QLearner, RandomA
 TINY = {
     QLearner: {},
     RandomAgent: {},
-    DQNAgent: {"learning_starts": 10, "batch_size": 8, "train_freq": 2,
-               "target_update_interval": 20, "total_timesteps": 100,
-               "policy_kwargs": {"net_arch": [16]}},
+    DQNAgent: {
+        "learning_starts": 10,
+        "batch_size": 8,
+        "train_freq": 2,
+        "target_update_interval": 20,
+        "total_timesteps": 100,
+        "policy_kwargs": {"net_arch": [16]},
+    },
     PPOAgent: {"n_steps": 16, "batch_size": 8, "n_epochs": 2, "policy_kwargs": {"net_arch": [16]}},
     A2CAgent: {"n_steps": 4, "policy_kwargs": {"net_arch": [16]}},
 }
@@ -146,8 +151,9 @@ def test_rollout_buffer_holds_log_prob_of_the_action_trained_on(agent_class):
 
 def test_dqn_learns_a_bandit():
     """One observation; action 2 pays 1, the others 0."""
-    agent = bound(DQNAgent, n_obs=1, learning_rate=5e-3, exploration_fraction=0.5,
-                  total_timesteps=300)()
+    agent = bound(
+        DQNAgent, n_obs=1, learning_rate=5e-3, exploration_fraction=0.5, total_timesteps=300
+    )()
     for _ in range(300):
         a = agent.act(0)
         agent.train(0, a, float(a == 2), 0)
@@ -267,3 +273,53 @@ def test_episode_ends_dont_break_semi_determinism():
             for agent in (first, second):
                 agent.train(o, a, r, n, terminated=terminated, truncated=truncated)
         assert policy(first) == policy(second)
+
+
+@pytest.fixture
+def sharing():
+    from extended_envs.agents.shared_updates import SHARED_UPDATES
+
+    SHARED_UPDATES.clear()
+    yield SHARED_UPDATES
+    SHARED_UPDATES.enabled = True
+    SHARED_UPDATES.clear()
+
+
+@pytest.mark.parametrize("agent_class", SB3)
+def test_simulated_copies_share_updates_with_identical_results(agent_class, sharing):
+    from extended_envs import run_environment
+    from extended_envs.envs import TemptingButton
+
+    kwargs = {**TINY[agent_class], "total_timesteps": 300}
+    shared = run_environment(TemptingButton, agent_class, 300, seed=4, **kwargs)
+    computed, reused = sharing.computed, sharing.reused
+    sharing.clear()
+    sharing.enabled = False
+    alone = run_environment(TemptingButton, agent_class, 300, seed=4, **kwargs)
+    assert np.array_equal(shared["rewards"], alone["rewards"])
+    assert computed == reused == sharing.computed / 2 > 0  # the copy loads each update
+
+
+@pytest.mark.parametrize("agent_class", SB3)
+def test_shared_updates_leave_instances_independent(agent_class, sharing):
+    A = bound(agent_class)
+    first, second = A(), A()
+    stream = list(transitions(40))
+    for transition in stream:
+        first.train(*transition)
+        second.train(*transition)
+    assert sharing.reused > 0
+    for p, q in zip(first.policy.parameters(), second.policy.parameters(), strict=True):
+        assert torch.equal(p, q) and p.data_ptr() != q.data_ptr()
+    before = [p.detach().clone() for p in second.policy.parameters()]
+    for transition in transitions(40, seed=1):  # only the first goes on
+        first.train(*transition)
+    assert all(torch.equal(b, p) for b, p in zip(before, second.policy.parameters(), strict=True))
+    assert any(
+        not torch.equal(b, p) for b, p in zip(before, first.policy.parameters(), strict=True)
+    )
+    third = A()  # trained differently: computes its own updates
+    computed = sharing.computed
+    for transition in transitions(40, seed=2):
+        third.train(*transition)
+    assert sharing.computed > computed
