@@ -15,6 +15,10 @@ Semi-determinism:
 - ``act`` never changes the agent, so simulated copies may be asked anything any number of times;
 - nothing reads or advances NumPy's or torch's global random state.
 
+Speed: an instance's state is then a function of its binding and training history, so copies
+trained like the true agent load its update results and reuse its forward passes instead of
+recomputing them (:mod:`.shared_updates`).
+
 Observations: an int ``n_obs`` becomes ``Discrete(n_obs)`` (SB3 one-hot encodes it); a ``Box``
 is used as it is. Extended environments are continuing; where a step ends an episode (the
 ``terminated``/``truncated`` flags of a Gymnasium combination), the agents do what SB3 does at
