@@ -20,13 +20,16 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from .training.run import format_summary, load_run_config, train
 
 #: Overrides a resumed run accepts (none changes what the run learns: every vec_env plays the
-#: same episodes); everything else comes from the run's saved config.
-RESUME_OVERRIDES = ("resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar")
+#: same episodes, and level workers make the same levels); everything else comes from the run's
+#: saved config.
+RESUME_OVERRIDES = (
+    "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
+)  # fmt: skip
 
 
 def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
@@ -41,7 +44,7 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
         )
     saved = load_run_config(cfg.resume)
     for key in given - {"resume"}:
-        saved[key] = cfg[key]
+        OmegaConf.update(saved, key, OmegaConf.select(cfg, key))
     return saved
 
 
