@@ -108,6 +108,18 @@ def test_workers_give_the_same_levels():
                        generate_levels(params, seeds))
 
 
+def test_level_source_with_workers_gives_the_same_stream():
+    params = small("prune-still", 14)
+    ahead, here = ProceduralLevels(params, workers=1), ProceduralLevels(params)
+    try:
+        for seed in (5, 6):  # a reseed (new generator) restarts both streams alike
+            rngs = np.random.default_rng(seed), np.random.default_rng(seed)
+            assert same_levels([ahead.sample(rngs[0]) for _ in range(3)],
+                               [here.sample(rngs[1]) for _ in range(3)])
+    finally:
+        ahead.close()
+
+
 def test_level_source_follows_the_env_seed():
     source = ProceduralLevels(small("prune-still", 14))
     names = [source.sample(np.random.default_rng(s)).name for s in (1, 1, 2)]
