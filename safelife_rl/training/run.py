@@ -33,7 +33,10 @@ def plain(node: Any) -> Any:
 
 
 def _eval_env_factory(cfg: DictConfig) -> partial:
-    kwargs = {**plain(cfg.env.kwargs), **(plain(cfg.env.get("eval_kwargs")) or {})}
+    eval_kwargs = plain(cfg.env.get("eval_kwargs")) or {}
+    kwargs = {**plain(cfg.env.kwargs), **eval_kwargs}
+    if "levels" in eval_kwargs and "workers" not in eval_kwargs:
+        kwargs.pop("workers", None)  # the training envs' level workers: a fixed suite needs none
     return partial(make_env, cfg.env.id, kwargs, None)
 
 

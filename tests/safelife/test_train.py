@@ -17,7 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
 from safelife_rl.train import resume_config
 from safelife_rl.training.envs import make_env, make_vec_env, registered_id
-from safelife_rl.training.run import load_run_config, train
+from safelife_rl.training.run import _eval_env_factory, load_run_config, train
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -90,6 +90,16 @@ def test_same_seed_same_training(tmp_path):
                          "callbacks.evaluation.eval_every=1000000"), tmp_path / str(i))
             for i in range(2)]
     assert runs[0]["trained"] == runs[1]["trained"]
+
+
+def test_level_workers_of_training_envs_stay_out_of_suite_evaluation():
+    cfg = config("env.kwargs.workers=1")
+    del cfg.env.eval_kwargs.workers  # as in configs saved before eval_kwargs had the key
+    env = _eval_env_factory(cfg)()
+    try:
+        assert env.unwrapped.sampler is None and len(env.unwrapped.levels) == 100
+    finally:
+        env.close()
 
 
 def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
