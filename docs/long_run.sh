@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 SWEEP=outputs/train-sweep/long-run
-$PY -m safelife_rl.train -m experiment=paper env=prune-still,append-still \
+$PY -m safelife_rl.train -m experiment=paper env=prune-still,append-still env.kwargs.workers=1 \
     hydra/launcher=local hydra.sweep.dir=$SWEEP progress_bar=false "$@"
 $PY -m safelife_rl.training.plots $SWEEP/0 $SWEEP/1 --labels prune-still append-still \
     --out docs/long_run_curves.png
