@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from extended_envs.core import Agent, Obs, ObsSpec, bind_agent, is_bound, obs_key
+from extended_envs.core import (
+    Agent,
+    EpisodeEnd,
+    Obs,
+    ObsSpec,
+    bind_agent,
+    is_bound,
+    obs_key,
+    train_agent,
+)
 
 
 def reality_check(agent_class: type[Agent], default_action: int | None = None) -> type[Agent]:
@@ -70,10 +79,8 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
             if a != expected:
                 self.frozen_action = self.first_action if default_action is None else default_action
                 return
-            if terminated or truncated:
-                self.inner.train(o_prev, a, r, o_next, terminated=terminated, truncated=truncated)
-            else:
-                self.inner.train(o_prev, a, r, o_next)
+            end = EpisodeEnd(o_next, terminated, truncated) if terminated or truncated else None
+            train_agent(self.inner, o_prev, a, r, o_next, end)
             self.memo = None
 
     suffix = "" if default_action is None else f"({default_action})"
