@@ -1,0 +1,66 @@
+"""User errors: problems with what a user gave (a file, a key, a value, a flag).
+
+Code that checks input raises :class:`UserError` (or lets a missing file's ``OSError`` through)
+with a message naming the problem: the file or key, the value, and what is allowed. Every
+command-line tool runs inside :func:`one_line_errors`, which turns those into one line on stderr
+and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1`` (the
+variable Hydra itself reads) or a tool's ``--traceback`` flag shows the traceback of a user error
+too, for bug reports.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import Any, TypeVar
+
+class UserError(ValueError):
+    """Bad input; the message says what is wrong and what is allowed."""
+
+
+#: Exceptions that describe the user's input rather than a fault in the code.
+USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def tracebacks_wanted() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+
+
+def describe(error: BaseException) -> str:
+    """The error as one line (an ``OSError`` names its file)."""
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        text = f"{error.filename}: {error.strerror}"
+    else:
+        text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
+@contextmanager
+def one_line_errors(prog: str, traceback: bool = False) -> Iterator[None]:
+    """Report a user error raised inside as ``prog: error: ...`` and exit with status 2."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        if traceback or tracebacks_wanted():
+            raise
+        print(f"{prog}: error: {describe(error)}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def cli(prog: str) -> Callable[[F], F]:
+    """Decorate a command's entry point so that user errors end it with one line."""
+
+    def decorate(function: F) -> F:
+        @wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with one_line_errors(prog):
+                return function(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
