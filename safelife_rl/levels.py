@@ -7,27 +7,43 @@ Two formats are read, both written by the original SafeLife:
   ``points_table``;
 * an archive with one structured array ``levels`` whose records hold the same fields (with
   ``agent_loc`` as (x, y)), as in the benchmark suites.
+
+Every field is checked (type, shape, range, finiteness, cell kinds); a file that fails any
+check, or cannot be read at all, raises :class:`LevelFormatError` naming the file and, in an
+archive, the record. Files are read without unpickling anything.
 """
 
 from __future__ import annotations
 
 import os
+import tokenize
 import zipfile
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from . import cells
+from .errors import UserError
 from .files import atomic_path
 from .scoring import DEFAULT_POINTS_TABLE
 
 GAME_CLASS = "safelife.safelife_game.SafeLifeGame"
+#: Largest magnitude of a points-table entry, so that sums over a board stay finite.
+MAX_POINTS = 1e6
+
+# Everything numpy and zipfile raise on a corrupt archive or array header.
+_READ_ERRORS = (
+    zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, OSError, NotImplementedError,
+    OverflowError, MemoryError, tokenize.TokenError,
+)
 
 
-class LevelFormatError(ValueError):
-    """A level file or record that cannot be read as a SafeLife level."""
+class LevelFormatError(UserError):
+    """A level or trace file, or a level record, that cannot be read as a SafeLife level."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,7 +55,9 @@ class Level:
     :param agent_loc: the agent's (row, column).
     :param spawn_prob: probability that a spawner creates a given live neighbour per step.
     :param min_performance: fraction of available points needed to open the exit (negative:
-        always open).
+        always open; at most 1).
+    :param points_table: ``(8, 9)`` points per (goal colour, cell colour or empty), finite and
+        within ``MAX_POINTS``.
     """
 
     board: np.ndarray
@@ -51,7 +69,18 @@ class Level:
     name: str = ""
 
     def __post_init__(self) -> None:
-        _check_level(self)
+        where = f"level {self.name!r}" if self.name else "level"
+        loc = tuple(self.agent_loc)
+        if len(loc) != 2 or not all(isinstance(v, (int, np.integer)) for v in loc):
+            raise LevelFormatError(f"{where}: agent_loc must be two integers, got {self.agent_loc}")
+        for label, array in (("board", self.board), ("goals", self.goals)):
+            if not isinstance(array, np.ndarray) or array.dtype != np.uint16:
+                dtype = getattr(array, "dtype", type(array).__name__)
+                raise LevelFormatError(f"{where}: {label} must be a uint16 array, got {dtype}")
+        _check_level(
+            self.board, self.goals, self.agent_loc, self.spawn_prob, self.min_performance,
+            self.points_table, where,
+        )
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -62,32 +91,94 @@ class Level:
         return bool(np.any((self.board | self.goals) & cells.SPAWNING))
 
 
-def _check_level(level: Level) -> None:
-    where = f"level {level.name!r}" if level.name else "level"
-    board, goals = level.board, level.goals
+def _check_level(
+    board: np.ndarray,
+    goals: np.ndarray,
+    agent_loc: tuple[int, int],
+    spawn_prob: float,
+    min_performance: float,
+    points_table: np.ndarray,
+    where: str,
+) -> None:
+    """The rules every level obeys, whatever it was made from."""
     for label, array in (("board", board), ("goals", goals)):
-        if not isinstance(array, np.ndarray) or array.ndim != 2 or 0 in array.shape:
-            shape = getattr(array, "shape", None)
-            raise LevelFormatError(f"{where}: {label} must be a non-empty 2-D array, got {shape}")
-        if array.dtype != np.uint16:
-            raise LevelFormatError(f"{where}: {label} must have dtype uint16, got {array.dtype}")
+        if array.ndim != 2 or 0 in array.shape:
+            raise LevelFormatError(f"{where}: {label} must be a non-empty 2-D array, got shape "
+                                   f"{array.shape}")
     if board.shape != goals.shape:
         raise LevelFormatError(f"{where}: board {board.shape} and goals {goals.shape} differ")
-    row, col = level.agent_loc
+    unknown = [int(v) for v in np.unique(board) if cells.kind_name(v) == "unknown"]
+    if unknown:
+        raise LevelFormatError(
+            f"{where}: board has cells of no SafeLife kind: {unknown[:5]} "
+            f"(flags allowed: {', '.join(cells.KINDS)}, plus colour and orientation bits)"
+        )
+    row, col = agent_loc
     if not (0 <= row < board.shape[0] and 0 <= col < board.shape[1]):
-        raise LevelFormatError(f"{where}: agent location {level.agent_loc} is off the board")
+        raise LevelFormatError(
+            f"{where}: agent location (row {row}, col {col}) is off the board {board.shape}"
+        )
     if not board[row, col] & cells.AGENT:
-        raise LevelFormatError(f"{where}: no agent at its location {level.agent_loc}")
+        raise LevelFormatError(f"{where}: no agent at its location (row {row}, col {col})")
     n_agents = int(np.count_nonzero(board & cells.AGENT))
     if n_agents != 1:
         raise LevelFormatError(f"{where}: exactly one agent is supported, found {n_agents}")
-    if not 0.0 <= level.spawn_prob <= 1.0:
-        raise LevelFormatError(f"{where}: spawn_prob {level.spawn_prob} is not in [0, 1]")
-    if np.shape(level.points_table) != (8, 9):
-        raise LevelFormatError(f"{where}: points_table must have shape (8, 9)")
+    if not (_is_real(spawn_prob) and 0.0 <= spawn_prob <= 1.0):
+        raise LevelFormatError(f"{where}: spawn_prob {spawn_prob!r} is not a number in [0, 1]")
+    if not (_is_real(min_performance) and -np.inf < min_performance <= 1.0):
+        raise LevelFormatError(
+            f"{where}: min_performance {min_performance!r} is not a finite number <= 1 "
+            "(negative: exit always open)"
+        )
+    table = np.asarray(points_table)
+    if table.shape != (8, 9) or table.dtype.kind not in "uif":
+        raise LevelFormatError(
+            f"{where}: points_table must be (8, 9) numbers, got {table.dtype} {table.shape}"
+        )
+    if not np.all(np.abs(table) <= MAX_POINTS):  # also false for NaN
+        raise LevelFormatError(
+            f"{where}: points_table holds {table[~(np.abs(table) <= MAX_POINTS)][0]}; entries "
+            f"must be finite and within +-{MAX_POINTS:g}"
+        )
 
 
-def _uint16(value: object, label: str, where: str) -> np.ndarray:
+def _is_real(value: object) -> bool:
+    return np.ndim(value) == 0 and np.asarray(value).dtype.kind in "uif"
+
+
+def _numbers(value: object, label: str, where: str, shape: tuple[int, ...] | None) -> np.ndarray:
+    """``value`` as a real array of the given shape (``None``: any)."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "uif":
+        raise LevelFormatError(f"{where}: {label} must be numbers, got dtype {array.dtype}")
+    if shape is not None and array.shape != shape:
+        raise LevelFormatError(
+            f"{where}: {label} must have shape {shape}, got {array.shape}"
+        )
+    return array
+
+
+def whole_numbers(
+    value: object, label: str, where: str, shape: tuple[int, ...] | None = None
+) -> np.ndarray:
+    """``value`` as an int64 array; fractions, NaN and values beyond int64 are refused."""
+    array = _numbers(value, label, where, shape)
+    if array.dtype.kind == "f":
+        bad = ~(np.isfinite(array) & (array == np.round(array)) & (np.abs(array) < 2.0**63))
+        if bad.any():
+            raise LevelFormatError(
+                f"{where}: {label} must be whole numbers, got {array[bad].flat[0]}"
+            )
+    elif array.dtype == np.uint64 and array.size and array.max() >= 2**63:
+        raise LevelFormatError(f"{where}: {label} holds {array.max()}, beyond int64")
+    return array.astype(np.int64)
+
+
+def _number(value: object, label: str, where: str) -> float:
+    return float(_numbers(value, label, where, ()))
+
+
+def _cells(value: object, label: str, where: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype.kind not in "ui" or array.ndim != 2:
         raise LevelFormatError(
@@ -98,74 +189,115 @@ def _uint16(value: object, label: str, where: str) -> np.ndarray:
     return array.astype(np.uint16)
 
 
+def _agent_loc(fields: Mapping[str, Any], where: str) -> tuple[int, int]:
+    """(row, column) from ``agent_locs`` (row, column) or ``agent_loc`` (x, y)."""
+    if "agent_locs" in fields:
+        locs = whole_numbers(fields["agent_locs"], "agent_locs", where)
+        if locs.ndim not in (1, 2) or locs.shape[-1] != 2:
+            raise LevelFormatError(
+                f"{where}: agent_locs must be (row, column) pairs, got shape {locs.shape}"
+            )
+        locs = locs.reshape(-1, 2)
+        if len(locs) != 1:
+            raise LevelFormatError(f"{where}: exactly one agent is supported, found {len(locs)}")
+        return int(locs[0, 0]), int(locs[0, 1])
+    x, y = whole_numbers(fields["agent_loc"], "agent_loc", where, (2,))
+    return int(y), int(x)
+
+
 def level_from_record(record: object, where: str, name: str = "") -> Level:
-    """Build a level from an original level record or a single-level ``.npz`` mapping."""
-    keys = set(record.dtype.names) if hasattr(record, "dtype") else set(record.keys())
-    missing = sorted({"board", "goals"} - keys)
-    if not keys & {"agent_loc", "agent_locs"}:
+    """Build a level from an original level record or a single-level ``.npz`` mapping;
+    ``where`` (the file and record) starts every error message."""
+    if isinstance(record, Mapping):
+        fields: Mapping[str, Any] = record
+    elif isinstance(getattr(record, "dtype", None), np.dtype) and record.dtype.names:
+        fields = {key: record[key] for key in record.dtype.names}
+    else:
+        raise LevelFormatError(f"{where}: not a level record (a structured array with fields)")
+    missing = sorted({"board", "goals"} - set(fields))
+    if not set(fields) & {"agent_loc", "agent_locs"}:
         missing.append("agent_loc")
     if missing:
         raise LevelFormatError(f"{where}: missing field(s) {', '.join(missing)}")
-    board = _uint16(record["board"], "board", where).copy()
-    goals = _uint16(record["goals"], "goals", where).copy()
-    if "agent_locs" in keys:
-        locs = np.asarray(record["agent_locs"]).reshape(-1, 2)
-        if len(locs) != 1:
-            raise LevelFormatError(f"{where}: exactly one agent is supported, found {len(locs)}")
-        row, col = (int(v) for v in locs[0])
-    else:
-        x, y = (int(v) for v in np.asarray(record["agent_loc"]).reshape(2))
-        row, col = y, x
-    if not (0 <= row < board.shape[0] and 0 <= col < board.shape[1]):
-        raise LevelFormatError(f"{where}: agent location (row {row}, col {col}) is off the board")
-    if "orientation" in keys:
-        orientation = int(np.asarray(record["orientation"])) & 3
-        board[row, col] &= ~np.uint16(cells.ORIENTATION)
-        board[row, col] |= np.uint16(orientation << cells.ORIENTATION_BIT)
+    board = _cells(fields["board"], "board", where).copy()
+    goals = _cells(fields["goals"], "goals", where).copy()
+    agent_loc = _agent_loc(fields, where)
+    spawn_prob = _number(fields.get("spawn_prob", 0.3), "spawn_prob", where)
+    min_performance = _number(fields.get("min_performance", -1.0), "min_performance", where)
     table = DEFAULT_POINTS_TABLE
-    if "points_table" in keys:
-        table = np.asarray(record["points_table"], np.float64)
-        table = table.reshape(table.shape[-2:]) if table.ndim == 3 and len(table) == 1 else table
-    if "name" in keys:
-        name = str(np.asarray(record["name"]))
-    return Level(
-        board=board,
-        goals=goals,
-        agent_loc=(row, col),
-        spawn_prob=float(np.asarray(record["spawn_prob"])) if "spawn_prob" in keys else 0.3,
-        min_performance=(
-            float(np.asarray(record["min_performance"])) if "min_performance" in keys else -1.0
-        ),
-        points_table=table,
-        name=name,
-    )
+    if "points_table" in fields:
+        table = _numbers(fields["points_table"], "points_table", where, None)
+        table = table.reshape(table.shape[1:]) if table.shape == (1, 8, 9) else table
+        table = table.astype(np.float64)
+    _check_level(board, goals, agent_loc, spawn_prob, min_performance, table, where)
+    if "orientation" in fields:
+        orientation = int(whole_numbers(fields["orientation"], "orientation", where, ())[()])
+        if not 0 <= orientation <= 3:
+            raise LevelFormatError(
+                f"{where}: orientation {orientation} is not 0-3 (up, right, down, left)"
+            )
+        board[agent_loc] &= ~np.uint16(cells.ORIENTATION)
+        board[agent_loc] |= np.uint16(orientation << cells.ORIENTATION_BIT)
+    if "name" in fields:
+        text = np.asarray(fields["name"])
+        if text.dtype.kind != "U" or text.ndim != 0:
+            raise LevelFormatError(f"{where}: name must be one string, got {text.dtype} "
+                                   f"{text.shape}")
+        name = str(text)
+    return Level(board, goals, agent_loc, spawn_prob, min_performance, table, name)
+
+
+def read_npz(path: str | os.PathLike, what: str = "level file") -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file; any failure to read it (not a zip archive, corrupt or
+    truncated data, pickled objects) raises :class:`LevelFormatError` naming the file."""
+    path = Path(path)
+    with open(path, "rb") as handle:  # a missing file raises FileNotFoundError naming it
+        if handle.read(2) != b"PK":
+            raise LevelFormatError(f"{path}: not a {what} (an .npz zip archive)")
+        handle.seek(0)
+        key = None
+        try:
+            with np.load(handle, allow_pickle=False) as data:
+                arrays = {}
+                for key in data.files:
+                    arrays[key] = np.asarray(data[key])
+        except _READ_ERRORS as error:
+            member = f" (array {key!r})" if key is not None else ""
+            if isinstance(error, ValueError) and "allow_pickle" in str(error):
+                raise LevelFormatError(
+                    f"{path}: holds pickled Python objects{member}, which are never loaded"
+                ) from error
+            raise LevelFormatError(
+                f"{path}: not a readable {what}{member}: {type(error).__name__}: {error}"
+            ) from error
+    return arrays
 
 
 def load_levels(path: str | os.PathLike) -> list[Level]:
     """Load every level of a ``.npz`` file (single level or archive) or a directory of them."""
+    if not os.fspath(path):
+        raise LevelFormatError("levels path is empty: give a .npz level file or a directory")
     path = Path(path)
     if path.is_dir():
         files = sorted(path.rglob("*.npz"))
         if not files:
             raise LevelFormatError(f"{path}: directory holds no .npz level files")
         return [level for f in files for level in load_levels(f)]
-    if not path.exists():
-        raise FileNotFoundError(f"level file not found: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if "levels" in data.files:
-                records = data["levels"]
-                if records.dtype.names is None:
-                    raise LevelFormatError(f"{path}: 'levels' is not an array of level records")
-                return [
-                    level_from_record(r, f"{path} level {i}", f"{path.stem}-{i:03d}")
-                    for i, r in enumerate(records)
-                ]
-            return [level_from_record({k: data[k] for k in data.files}, str(path), path.stem)]
-    except LevelFormatError:
-        raise
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as error:
-        raise LevelFormatError(f"{path}: not a readable SafeLife level file ({error})") from error
+    arrays = read_npz(path)
+    if "levels" not in arrays:
+        return [level_from_record(arrays, str(path), path.stem)]
+    records = arrays["levels"]
+    if records.dtype.names is None or records.ndim != 1:
+        raise LevelFormatError(
+            f"{path}: 'levels' must be a 1-D array of level records, got {records.dtype} "
+            f"{records.shape}"
+        )
+    if not len(records):
+        raise LevelFormatError(f"{path}: the archive holds no levels")
+    return [
+        level_from_record(r, f"{path} level {i}", f"{path.stem}-{i:03d}")
+        for i, r in enumerate(records)
+    ]
 
 
 def _record(level: Level) -> dict[str, np.ndarray]:

@@ -12,24 +12,34 @@ from pathlib import Path
 import numpy as np
 
 from .game import SafeLifeGame
-from .levels import Level, LevelFormatError, write_npz, level_from_record
+from .levels import Level, LevelFormatError, level_from_record, read_npz, whole_numbers, write_npz
 from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
+from .physics import N_ACTIONS
 from .side_effects import side_effect_score
 
 
 def load_trace(path: str | os.PathLike) -> tuple[Level, np.ndarray, dict[str, np.ndarray]]:
-    """Read a trace file: its level, its actions and all of its arrays."""
+    """Read a trace file: its level, its actions (integers 0-8) and all of its arrays."""
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError, EOFError) as error:
-        raise LevelFormatError(f"{path}: not a readable trace file ({error})") from error
+    arrays = read_npz(path, "trace file")
     for key in ("level", "actions"):
         if key not in arrays:
             raise LevelFormatError(f"{path}: trace has no '{key}' array")
-    level = level_from_record(arrays["level"].reshape(-1)[0], f"{path} level")
-    return level, arrays["actions"].astype(np.int64), arrays
+    record = arrays["level"]
+    if record.dtype.names is None or record.size != 1:
+        raise LevelFormatError(
+            f"{path}: 'level' must hold one level record, got {record.dtype} {record.shape}"
+        )
+    level = level_from_record(record.reshape(-1)[0], f"{path} level")
+    actions = whole_numbers(arrays["actions"], "actions", str(path))
+    if actions.ndim != 1:
+        raise LevelFormatError(f"{path}: actions must be 1-D, got shape {actions.shape}")
+    bad = (actions < 0) | (actions >= N_ACTIONS)
+    if bad.any():
+        raise LevelFormatError(
+            f"{path}: action {actions[bad][0]} at step {np.argmax(bad)} is not 0-{N_ACTIONS - 1}"
+        )
+    return level, actions, arrays
 
 
 def observe(game: SafeLifeGame, index: int = 0) -> np.ndarray:

@@ -59,7 +59,7 @@ def test_truncated_file_is_rejected(benchmarks, tmp_path):
 def test_garbage_file_is_rejected(tmp_path):
     bad = tmp_path / "garbage.npz"
     bad.write_bytes(b"this is not a level")
-    with pytest.raises(LevelFormatError, match="not a readable"):
+    with pytest.raises(LevelFormatError, match="garbage.npz: not a level file"):
         load_levels(bad)
 
 
