@@ -7,7 +7,9 @@ Agents
     ``range(n_actions)``. Observations are ints in ``range(n_obs)`` when ``n_obs`` is an int, or
     NumPy arrays inside ``n_obs`` when it is a :class:`gymnasium.spaces.Box` (used by the
     Gymnasium combinations of Definition 12). Hyperparameters an agent accepts, and their
-    defaults, are the class attribute ``default_hyperparams``; unknown ones are an error.
+    defaults, are the class attribute ``default_hyperparams``; unknown ones are an error, and so
+    is a value outside the hyperparameter's range in ``hyperparam_ranges``
+    (:mod:`extended_envs.hyperparams`; every library agent gives one for each hyperparameter).
 
     ``act`` must not change the agent: everything that changes it goes through ``train``. Then
     identically created and trained instances act identically (semi-determinism, Definition 7)
@@ -55,13 +57,20 @@ Running
     :func:`run_environment` binds the agent class to the environment's sizes and the run's seed,
     creates the true agent and the environment, and runs
     ``obs = env.start(); a = agent.act(obs); r, o2 = env.step(a); agent.train(obs, a, r, o2)``
-    (with the episode's end as above, when ``env.episode_end`` says so).
+    (with the episode's end as above, when ``env.episode_end`` says so). Every action,
+    observation and reward crossing between them is checked (:mod:`extended_envs.checks`): a
+    bool, NaN, None or out-of-range value ends the run with a
+    :class:`~safelife_rl.errors.UserError` naming who gave it. Agents and environments must not
+    use NumPy's global generator; whatever they do to it is undone when the run ends, so the
+    caller's ``np.random`` stream is the same as if the run had not happened.
 """
 
 from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -69,12 +78,21 @@ import numpy as np
 from gymnasium import spaces
 from tqdm.auto import tqdm
 
+from extended_envs.checks import (
+    Obs,
+    ObsSpec,
+    check_action,
+    check_count,
+    check_obs,
+    check_reward,
+    check_seed,
+    is_int,
+)
+from extended_envs.hyperparams import Allowed, check_hyperparams
+from safelife_rl.errors import UserError
+
 # Spawn key of environments' generators; agents seed theirs with the bare seed or spawn keys 0, 1.
 ENV_SPAWN_KEY = 0x5EED_E7
-
-Obs = Any  # int in range(n_obs), or an ndarray in a Box space
-ObsSpec = int | spaces.Box
-
 
 def fresh_seed() -> int:
     """A seed from OS entropy, for runs that were given none."""
@@ -85,6 +103,7 @@ class Agent(ABC):
     """Base of agent classes: stores sizes, seed and validated hyperparameters."""
 
     default_hyperparams: ClassVar[dict[str, Any]] = {}
+    hyperparam_ranges: ClassVar[dict[str, Allowed]] = {}
 
     def __init__(
         self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
@@ -92,18 +111,20 @@ class Agent(ABC):
         check_sizes(n_actions, n_obs)
         self.n_actions = n_actions
         self.n_obs = n_obs
-        self.seed = fresh_seed() if seed is None else int(seed)
+        self.seed = fresh_seed() if seed is None else check_seed(seed)
         self.hyperparams = self.resolve_hyperparams(hyperparams)
 
     @classmethod
     def resolve_hyperparams(cls, hyperparams: dict[str, Any]) -> dict[str, Any]:
-        """Defaults overridden by ``hyperparams``; an unknown name is an error."""
+        """Defaults overridden by ``hyperparams``; an unknown name or a value out of range is an
+        error."""
         unknown = sorted(set(hyperparams) - set(cls.default_hyperparams))
         if unknown:
             known = ", ".join(sorted(cls.default_hyperparams)) or "none"
-            raise TypeError(
+            raise UserError(
                 f"{cls.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
             )
+        check_hyperparams(cls.__name__, cls.hyperparam_ranges, hyperparams)
         return {**cls.default_hyperparams, **hyperparams}
 
     @abstractmethod
@@ -153,12 +174,10 @@ def takes_episode_ends(agent_class: type) -> bool:
 
 
 def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
-    if not isinstance(n_actions, (int, np.integer)) or n_actions < 1:
-        raise ValueError(f"n_actions must be a positive int, got {n_actions!r}")
-    if isinstance(n_obs, spaces.Box):
-        return
-    if not isinstance(n_obs, (int, np.integer)) or n_obs < 1:
-        raise ValueError(f"n_obs must be a positive int or a gymnasium Box, got {n_obs!r}")
+    check_count("n_actions", n_actions)
+    if not isinstance(n_obs, spaces.Box):
+        if not is_int(n_obs) or n_obs < 1:
+            raise UserError(f"n_obs must be an int >= 1 or a gymnasium Box, got {n_obs!r}")
 
 
 def bind_agent(
@@ -174,7 +193,7 @@ def bind_agent(
     """
     base: type[Agent] = getattr(agent_class, "unbound", agent_class)
     check_sizes(n_actions, n_obs)
-    bound_seed = fresh_seed() if seed is None else int(seed)
+    bound_seed = fresh_seed() if seed is None else check_seed(seed)
     bound_hyperparams = base.resolve_hyperparams(hyperparams)
 
     def __init__(self: Agent) -> None:
@@ -267,15 +286,36 @@ def obs_key(obs: Obs) -> Any:
     return obs
 
 
-def check_action(action: Any, n_actions: int) -> int:
-    """``action`` as an int, or a ValueError naming the problem."""
-    if type(action) is int and 0 <= action < n_actions:  # the common case, checked first
-        return action
-    if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
-        action = action.item()
-    if not isinstance(action, (int, np.integer)) or not 0 <= action < n_actions:
-        raise ValueError(f"invalid action {action!r}: expected an int in range({n_actions})")
-    return int(action)
+@contextmanager
+def global_numpy_state_kept() -> Iterator[None]:
+    """Restore NumPy's global generator on leaving, whatever the code inside did to it."""
+    state = np.random.get_state()
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def check_step(result: Any, source: str) -> tuple[Any, Obs]:
+    """``result`` of ``step`` as ``(reward, obs)``, unchecked inside; a UserError if not a pair."""
+    if type(result) is tuple and len(result) == 2:
+        return result
+    raise UserError(f"{source} returned {result!r}: expected a pair (reward, observation)")
+
+
+def check_episode_end(end: Any, n_obs: ObsSpec, source: str) -> EpisodeEnd:
+    """``end`` with its final observation checked; a UserError if it is not an episode end."""
+    if (
+        not isinstance(end, EpisodeEnd)
+        or not isinstance(end.terminated, bool)
+        or not isinstance(end.truncated, bool)
+        or not (end.terminated or end.truncated)
+    ):
+        raise UserError(
+            f"{source} set episode_end to {end!r}: expected None or an EpisodeEnd with bool "
+            "flags, at least one of them True"
+        )
+    return EpisodeEnd(check_obs(end.final_obs, n_obs, source), end.terminated, end.truncated)
 
 
 def run_environment(
@@ -293,28 +333,41 @@ def run_environment(
     :return: ``total_reward``, ``reward_per_step``, ``num_steps``, ``seed``, ``rewards`` (the
         reward of each step, float64) and ``env_summary`` (the environment's ``summary()``).
     """
-    if num_steps < 1:
-        raise ValueError(f"num_steps must be positive, got {num_steps}")
-    if seed is None:
-        seed = fresh_seed()
+    check_count("num_steps", num_steps)
+    seed = fresh_seed() if seed is None else check_seed(seed)
     if is_bound(agent_class):
         if agent_hyperparams:
             raise TypeError("hyperparameters given for an already bound agent class")
         A = agent_class
     else:
         A = bind_agent(agent_class, env_class.n_actions, env_class.n_obs, seed, **agent_hyperparams)
-    agent = A()
-    env = env_class(A)
-    env.seed(seed)
-    rewards = np.empty(num_steps, dtype=np.float64)
-    obs = env.start()
-    steps = tqdm(range(num_steps), desc=env_class.__name__) if progress else range(num_steps)
-    for t in steps:
-        action = check_action(agent.act(obs), env_class.n_actions)
-        reward, next_obs = env.step(action)
-        train_agent(agent, obs, action, reward, next_obs, env.episode_end)
-        rewards[t] = reward
-        obs = next_obs
+    n_actions, n_obs = env_class.n_actions, env_class.n_obs
+    discrete = not isinstance(n_obs, spaces.Box)
+    acted, stepped = f"{A.__name__}.act", f"{env_class.__name__}.step"
+    rewards: list[float] = []
+    # Each check below is a fast test inline, then the full rule (extended_envs.checks).
+    with global_numpy_state_kept():
+        agent = A()
+        env = env_class(A)
+        env.seed(seed)
+        obs = check_obs(env.start(), n_obs, f"{env_class.__name__}.start")
+        steps = tqdm(range(num_steps), desc=env_class.__name__) if progress else range(num_steps)
+        for _ in steps:
+            action = agent.act(obs)
+            if type(action) is not int or not 0 <= action < n_actions:
+                action = check_action(action, n_actions, acted)
+            reward, next_obs = check_step(env.step(action), stepped)
+            if type(reward) is not int and (type(reward) is not float or reward - reward != 0):
+                reward = check_reward(reward, stepped)
+            if not discrete or type(next_obs) is not int or not 0 <= next_obs < n_obs:
+                next_obs = check_obs(next_obs, n_obs, stepped)
+            end = env.episode_end
+            if end is not None:
+                end = check_episode_end(end, n_obs, stepped)
+            train_agent(agent, obs, action, reward, next_obs, end)
+            rewards.append(reward)
+            obs = next_obs
+    rewards = np.array(rewards, dtype=np.float64)
     total = float(rewards.sum())
     return {
         "total_reward": total,

@@ -36,13 +36,8 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from extended_envs.benchmark import agent_class
-from extended_envs.core import (
-    Agent,
-    ExtendedEnvironment,
-    bind_agent,
-    check_action,
-    run_environment,
-)
+from extended_envs.checks import check_action
+from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
 from safelife_rl.files import atomic_path, write_text
 
 BOB_OBS = 0  # Bob sees nothing: one observation

@@ -16,7 +16,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from extended_envs.core import Agent, ExtendedEnvironment, Obs, bind_agent, check_action
+from extended_envs.checks import check_action
+from extended_envs.core import Agent, ExtendedEnvironment, Obs, bind_agent
 from extended_envs.reality_check import reality_check
 
 

@@ -12,6 +12,7 @@ from extended_envs import (
     run_environment,
 )
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
+from safelife_rl.errors import UserError
 
 
 class IgnoreRewardsListing1(ExtendedEnvironment):
@@ -87,9 +88,9 @@ def test_rebind_changes_only_the_named_hyperparameters():
 
 
 def test_unknown_hyperparameter_is_named():
-    with pytest.raises(TypeError, match="learnin_rate"):
+    with pytest.raises(UserError, match="learnin_rate"):
         bind_agent(QLearner, 2, 2, learnin_rate=0.1)
-    with pytest.raises(TypeError, match="learnin_rate"):
+    with pytest.raises(UserError, match="learnin_rate"):
         run_environment(CoinRewards, QLearner, 5, learnin_rate=0.1)
 
 
