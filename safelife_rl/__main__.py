@@ -1,55 +1,75 @@
-"""Command line: ``python -m safelife_rl {play,replay,random-run} ...``."""
+"""Command line: ``python -m safelife_rl {play,replay,random-run} ...``.
+
+A user error (a bad file, flag or value) ends the command with one line ``prog: error: ...``
+and exit status 2; ``--traceback`` (or ``HYDRA_FULL_ERROR=1``) shows its traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import NoReturn
 
+from .errors import one_line_errors
 from .registration import TASKS
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags end with one line, like every other user error (``--help`` shows usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m safelife_rl", description=__doc__)
+    parser = _Parser(prog="python -m safelife_rl", description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true",
+                        help="show the traceback of a user error (for bug reports)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    replay = commands.add_parser("replay", help="replay a recorded trace with this engine")
+    replay = commands.add_parser("replay", parents=[common],
+                                 help="replay a recorded trace with this engine")
     replay.add_argument("trace", help="trace .npz file (level + actions)")
     replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
-    replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness")
+    replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness (>= 0)")
     replay.add_argument("--gif", help="also render the replayed boards to this GIF")
 
-    play = commands.add_parser("play", help="play in the terminal (arrow keys, space, q)")
+    play = commands.add_parser("play", parents=[common],
+                               help="play in the terminal (arrow keys, space, q)")
     play.add_argument("source", nargs="?", default="append-still", help="task name or level path")
     play.add_argument("--gif", help="save the session as a GIF")
-    play.add_argument("--time-limit", type=int, default=1000)
+    play.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
 
-    rand = commands.add_parser("random-run", help="play random actions, log to TensorBoard")
+    rand = commands.add_parser("random-run", parents=[common],
+                               help="play random actions, log to TensorBoard")
     rand.add_argument("--task", default="append-still", choices=sorted(TASKS))
     rand.add_argument("--levels", help="level file or directory (default: the task's fixed suite)")
-    rand.add_argument("--episodes", type=int, default=20)
-    rand.add_argument("--time-limit", type=int, default=1000)
-    rand.add_argument("--seed", type=int, default=0)
+    rand.add_argument("--episodes", type=int, default=20, help="episodes to play (>= 1)")
+    rand.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
+    rand.add_argument("--seed", type=int, default=0, help="random seed (>= 0)")
     rand.add_argument("--logdir", help="TensorBoard directory (default: outputs/random-run/...)")
 
     args = parser.parse_args(argv)
-    if args.command == "replay":
-        from .replay import replay_file
+    with one_line_errors(f"{parser.prog} {args.command}", args.traceback):
+        if args.command == "replay":
+            from .replay import replay_file
 
-        replay_file(args.trace, args.out, seed=args.seed, gif=args.gif)
-        print(f"wrote {args.out}" + (f" and {args.gif}" if args.gif else ""))
-    elif args.command == "play":
-        from .play import main as play_main
+            replay_file(args.trace, args.out, seed=args.seed, gif=args.gif)
+            print(f"wrote {args.out}" + (f" and {args.gif}" if args.gif else ""))
+        elif args.command == "play":
+            from .play import main as play_main
 
-        result = play_main(args.source, args.gif, args.time_limit)
-        print(f"levels completed: {result['levels_completed']}")
-    else:
-        from .random_run import random_run
+            result = play_main(args.source, args.gif, args.time_limit)
+            print(f"levels completed: {result['levels_completed']}")
+        else:
+            from .random_run import random_run
 
-        summary = random_run(
-            args.task, args.levels, args.episodes, args.time_limit, args.seed, args.logdir
-        )
-        print(json.dumps(summary, indent=2))
+            summary = random_run(
+                args.task, args.levels, args.episodes, args.time_limit, args.seed, args.logdir
+            )
+            print(json.dumps(summary, indent=2))
     return 0
 
 

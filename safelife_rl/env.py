@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from .errors import UserError
 from .game import SafeLifeGame
 from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
@@ -87,13 +88,19 @@ class SafeLifeEnv(gym.Env):
         self.sampler: LevelSampler | None = levels if hasattr(levels, "sample") else None
         self.levels = [] if self.sampler is not None else list(levels)
         if self.sampler is None and not self.levels:
-            raise ValueError("SafeLifeEnv needs at least one level")
+            raise UserError("SafeLifeEnv needs at least one level")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        if time_limit < 1:
-            raise ValueError(f"time_limit must be positive, got {time_limit}")
-        if any(not 0 <= c < 32 for c in channels) or not channels:
-            raise ValueError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
+            raise UserError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
+        if not isinstance(time_limit, (int, np.integer)) or time_limit < 1:
+            raise UserError(f"time_limit must be a positive integer, got {time_limit!r}")
+        if len(view_shape) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1
+                                           for v in view_shape):
+            raise UserError(f"view_shape must be two positive integers, got {tuple(view_shape)}")
+        if not channels or not all(isinstance(c, (int, np.integer)) and 0 <= c < 32
+                                   for c in channels):
+            raise UserError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
         self.view_shape = tuple(int(v) for v in view_shape)
         self.channels = tuple(int(c) for c in channels)
         self.time_limit = time_limit

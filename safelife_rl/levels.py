@@ -32,6 +32,12 @@ from .files import atomic_path
 from .scoring import DEFAULT_POINTS_TABLE
 
 GAME_CLASS = "safelife.safelife_game.SafeLifeGame"
+# The bits a cell's flags use; the others (bit 14) mean nothing to the engine.
+_CELL_BITS = np.uint16(
+    cells.ALIVE | cells.AGENT | cells.PUSHABLE | cells.DESTRUCTIBLE | cells.FROZEN
+    | cells.PRESERVING | cells.INHIBITING | cells.SPAWNING | cells.EXIT | cells.COLORS
+    | cells.ORIENTATION | cells.PULLABLE
+)
 #: Largest magnitude of a points-table entry, so that sums over a board stay finite.
 MAX_POINTS = 1e6
 
@@ -107,12 +113,13 @@ def _check_level(
                                    f"{array.shape}")
     if board.shape != goals.shape:
         raise LevelFormatError(f"{where}: board {board.shape} and goals {goals.shape} differ")
-    unknown = [int(v) for v in np.unique(board) if cells.kind_name(v) == "unknown"]
-    if unknown:
-        raise LevelFormatError(
-            f"{where}: board has cells of no SafeLife kind: {unknown[:5]} "
-            f"(flags allowed: {', '.join(cells.KINDS)}, plus colour and orientation bits)"
-        )
+    for label, array in (("board", board), ("goals", goals)):
+        if np.any(array & ~_CELL_BITS):
+            value = int(array[(array & ~_CELL_BITS) != 0][0])
+            raise LevelFormatError(
+                f"{where}: {label} has cell {value:#06x} with bits that mean nothing "
+                f"(cells use bits 0-13 and 15, see safelife_rl.cells)"
+            )
     row, col = agent_loc
     if not (0 <= row < board.shape[0] and 0 <= col < board.shape[1]):
         raise LevelFormatError(

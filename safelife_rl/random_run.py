@@ -3,7 +3,6 @@ agent must beat, and a check that an installation works end to end."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -13,6 +12,8 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from .env import SafeLifeEnv
+from .errors import UserError
+from .files import write_json
 from .registration import suite_file
 
 
@@ -29,8 +30,14 @@ def random_run(
     :returns: mean episode reward, length, performance and success rate (also written to
         ``summary.json`` in ``logdir``).
     """
-    env = SafeLifeEnv(levels or suite_file(task), time_limit=time_limit)
+    if episodes < 1:
+        raise UserError(f"episodes must be at least 1, got {episodes}")
+    if seed < 0:
+        raise UserError(f"seed must be a non-negative integer, got {seed}")
     logdir = Path(logdir or Path("outputs") / "random-run" / time.strftime("%Y-%m-%d_%H-%M-%S"))
+    if logdir.exists() and not logdir.is_dir():
+        raise UserError(f"{logdir}: logdir is a file, not a directory")
+    env = SafeLifeEnv(levels if levels is not None else suite_file(task), time_limit=time_limit)
     rng = np.random.default_rng(seed)
     stats: dict[str, list[float]] = {"reward": [], "length": [], "performance": [], "success": []}
     total_steps = 0
@@ -49,5 +56,5 @@ def random_run(
                 writer.add_scalar(f"episode/{key}", float(info[key]), total_steps)
     summary = {f"mean_{key}": float(np.mean(values)) for key, values in stats.items()}
     summary["episodes"] = episodes
-    (logdir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_json(logdir / "summary.json", summary)
     return summary

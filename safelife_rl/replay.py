@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import UserError
 from .game import SafeLifeGame
 from .levels import Level, LevelFormatError, level_from_record, read_npz, whole_numbers, write_npz
 from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
@@ -53,6 +54,8 @@ def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str,
 
     As in the traces, ``side_effects`` (JSON text) is given for deterministic levels only.
     """
+    if seed is not None and seed < 0:
+        raise UserError(f"seed must be a non-negative integer, got {seed}")
     game = SafeLifeGame([level], rng=np.random.default_rng(seed))
     boards, goals = [game.boards[0].copy()], [game.goals[0].copy()]
     rewards, dones = [], []
