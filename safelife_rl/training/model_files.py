@@ -1,0 +1,131 @@
+"""Loading SB3 model files without running code from them.
+
+An SB3 ``.zip`` holds network weights (``*.pth``, read by ``torch.load(weights_only=True)``)
+and a JSON ``data`` entry whose values marked ``":serialized:"`` (the policy class, spaces,
+schedules, buffers) SB3 unpickles with cloudpickle: a crafted file runs code there.
+:func:`load_model` rebuilds every serialized value from the run's config and env instead, so
+it unpickles nothing; ``trusted=True`` is SB3's own full load, for files the user trusts.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import stable_baselines3
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from ..errors import UserError
+
+SERIALIZED = ":serialized:"
+#: Saved values always taken from the rebuilt model: they decide the network's shape.
+REBUILT = ("policy_class", "policy_kwargs", "observation_space", "action_space")
+MAX_DATA_BYTES = 64 << 20
+#: What SB3's load raises on a file that is corrupt or does not fit the model.
+LOAD_ERRORS = (ValueError, KeyError, RuntimeError, AssertionError, pickle.UnpicklingError)
+
+
+def read_model_file(path: str | Path) -> tuple[bytes, dict[str, Any]]:
+    """The file's bytes and its ``data`` entry as plain JSON (nothing unpickled)."""
+    content = Path(path).read_bytes()
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            info = archive.getinfo("data")
+            if info.file_size > MAX_DATA_BYTES:
+                raise UserError(f"{path}: its data entry has {info.file_size} bytes, over the "
+                                f"{MAX_DATA_BYTES} an SB3 model's has")
+            data = json.loads(archive.read(info))
+    except (zipfile.BadZipFile, KeyError, ValueError, EOFError) as error:
+        if isinstance(error, UserError):
+            raise
+        raise UserError(f"{path}: not an SB3 model file (a zip with a JSON data entry): "
+                        f"{error}") from error
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: its data entry is not a JSON object")
+    return content, data
+
+
+def saved_algo(data: dict[str, Any], path: str | Path) -> str:
+    """The algorithm (``PPO``, ``A2C`` or ``DQN``) whose ``save`` wrote ``data``, told by the
+    values only it saves."""
+    if "exploration_schedule" in data:
+        return "DQN"
+    if "clip_range" in data:
+        return "PPO"
+    if "rollout_buffer_class" in data:
+        return "A2C"
+    raise UserError(f"{path}: not a PPO, A2C or DQN model (its data has none of their values)")
+
+
+def observation_shape(data: dict[str, Any]) -> tuple[int, ...] | None:
+    """The shape of the model's observations, from the readable copy SB3 saves next to the
+    pickled space (``None`` if it is missing or odd)."""
+    space = data.get("observation_space")
+    try:
+        shape = json.loads(space["_shape"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    valid = isinstance(shape, list) and all(isinstance(n, int) and n > 0 for n in shape)
+    return tuple(shape) if valid else None
+
+
+def _rebuilt_values(data: dict[str, Any], fresh: BaseAlgorithm, path: Path) -> dict[str, Any]:
+    """SB3's ``custom_objects``: every serialized (and every :data:`REBUILT`) value of ``data``
+    taken from ``fresh``. Values a fresh model does not save are refused."""
+    saved = set(vars(fresh)) - set(fresh._excluded_save_params())
+    unknown = sorted(set(data) - saved)
+    if unknown:
+        raise UserError(f"{path}: saved values {', '.join(unknown)} are not values of a "
+                        f"{type(fresh).__name__} model")
+    return {
+        key: getattr(fresh, key) for key, value in data.items()
+        if key in REBUILT or (isinstance(value, dict) and SERIALIZED in value)
+    }
+
+
+def load_model(
+    path: str | Path,
+    cfg: DictConfig | None,
+    env: Any,
+    device: str = "auto",
+    trusted: bool = False,
+) -> BaseAlgorithm:
+    """The model saved at ``path``, to continue or run on ``env``.
+
+    Without ``trusted`` nothing in the file is unpickled: a model built from ``cfg`` (the run's
+    resolved config, its ``_target_`` s checked by
+    :func:`~safelife_rl.training.config_targets.check_targets`) and ``env`` gives every
+    serialized value, and SB3 loads the rest (plain JSON values, weights, optimizer state) as in
+    its full load, so training continues exactly as after it.
+
+    :param cfg: needed unless ``trusted``; its algorithm must be the file's.
+    :param trusted: SB3's full load, which runs code pickled in the file.
+    :raises UserError: the file is not a model of the config's algorithm, or does not fit it.
+    """
+    path = Path(path)
+    content, data = read_model_file(path)
+    algo = saved_algo(data, path)
+    if cfg is None and not trusted:
+        raise UserError(f"{path}: loading it without unpickling needs its run's config")
+    cls = get_class(cfg.algo._target_) if cfg is not None else getattr(stable_baselines3, algo)
+    if cls.__name__ != algo:
+        raise UserError(f"{path}: a {algo} model, not {cls.__name__}")
+    custom_objects = None
+    if not trusted:
+        from .run import build_model  # run.py loads models through this module
+
+        fresh = build_model(OmegaConf.merge(cfg, {"device": device}), env)
+        custom_objects = _rebuilt_values(data, fresh, path)
+        del fresh
+    try:
+        return cls.load(io.BytesIO(content), env=env, device=device,
+                        custom_objects=custom_objects)
+    except LOAD_ERRORS as error:
+        raise UserError(f"{path}: cannot be loaded as the {algo} model of this run: "
+                        f"{' '.join(str(error).split())[:300]}") from error
