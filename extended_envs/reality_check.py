@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from extended_envs.checks import is_int
 from extended_envs.core import (
     Agent,
     EpisodeEnd,
@@ -14,6 +15,7 @@ from extended_envs.core import (
     obs_key,
     train_agent,
 )
+from safelife_rl.errors import UserError
 
 
 def reality_check(agent_class: type[Agent], default_action: int | None = None) -> type[Agent]:
@@ -39,13 +41,19 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
 
     class RealityCheck(Agent):
         default_hyperparams = inner_class.default_hyperparams
+        hyperparam_ranges = inner_class.hyperparam_ranges
 
         def __init__(
             self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
         ) -> None:
             super().__init__(n_actions, n_obs, seed, **hyperparams)
-            if default_action is not None and not 0 <= default_action < n_actions:
-                raise ValueError(f"default_action {default_action} not in range({n_actions})")
+            if default_action is not None and not (
+                is_int(default_action) and 0 <= default_action < n_actions
+            ):
+                raise UserError(
+                    f"reality check default_action={default_action!r} is not allowed: "
+                    f"an int in range({n_actions})"
+                )
             self.inner = inner_class(n_actions, n_obs, self.seed, **self.hyperparams)
             self.first_action: int | None = None
             self.frozen_action: int | None = None

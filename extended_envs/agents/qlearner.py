@@ -8,6 +8,8 @@ import numpy as np
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
+from extended_envs.hyperparams import POSITIVE_UNIT, UNIT
+from safelife_rl.errors import UserError
 
 
 class QLearner(Agent):
@@ -19,11 +21,12 @@ class QLearner(Agent):
     """
 
     default_hyperparams = {"learning_rate": 0.1, "gamma": 0.9, "epsilon": 0.1}
+    hyperparam_ranges = {"learning_rate": POSITIVE_UNIT, "gamma": UNIT, "epsilon": UNIT}
 
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)
         if not isinstance(n_obs, (int, np.integer)):
-            raise ValueError(f"QLearner needs discrete observations (an int n_obs), got {n_obs!r}")
+            raise UserError(f"QLearner needs discrete observations (an int n_obs), got {n_obs!r}")
         self.learning_rate = float(self.hyperparams["learning_rate"])
         self.gamma = float(self.hyperparams["gamma"])
         self.epsilon = float(self.hyperparams["epsilon"])

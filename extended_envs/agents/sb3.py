@@ -47,6 +47,34 @@ from extended_envs.agents.draws import StepDraws
 from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBuffer
 from extended_envs.agents.shared_updates import SHARED_UPDATES, History
 from extended_envs.core import Agent, Obs, ObsSpec, obs_key
+from extended_envs.hyperparams import (
+    COUNT,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_UNIT,
+    UNIT,
+    Allowed,
+    Flag,
+    Interval,
+    Keywords,
+)
+from safelife_rl.errors import UserError
+
+# Ranges of the hyperparameters the three agents share (SB3's own checks come later or never).
+SHARED_RANGES: dict[str, Allowed] = {
+    "learning_rate": POSITIVE,
+    "gamma": UNIT,
+    "max_grad_norm": Interval(0, open_low=True),  # inf: no clipping
+    "policy_kwargs": Keywords(),
+    "total_timesteps": COUNT,
+}
+ON_POLICY_RANGES: dict[str, Allowed] = {
+    **SHARED_RANGES,
+    "gae_lambda": UNIT,
+    "ent_coef": NON_NEGATIVE,
+    "vf_coef": NON_NEGATIVE,
+    "normalize_advantage": Flag(),
+}
 
 
 @contextmanager
@@ -94,7 +122,13 @@ class SB3Agent(Agent):
         self.n_envs = 1
         with torch.random.fork_rng(devices=[]), one_torch_thread():
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=self.torch_rng)))
-            self._setup_model()
+            try:
+                self._setup_model()
+            except (TypeError, ValueError) as error:  # only policy_kwargs is not checked above
+                raise UserError(
+                    f"{type(self).__name__} hyperparameter policy_kwargs="
+                    f"{self.hyperparams['policy_kwargs']!r} is not allowed: {error}"
+                ) from error
         # Set only now: _setup_model seeds the global generators with self.seed unless None.
         self.seed = agent_seed
         self.policy.set_training_mode(False)
@@ -159,6 +193,19 @@ class DQNAgent(SB3Agent, DQN):
         "max_grad_norm": 10.0,
         "policy_kwargs": None,
         "total_timesteps": 100_000,
+    }
+    hyperparam_ranges: ClassVar[dict[str, Allowed]] = {
+        **SHARED_RANGES,
+        "buffer_size": COUNT,
+        "learning_starts": Interval(0, ints=True),
+        "batch_size": COUNT,
+        "tau": POSITIVE_UNIT,
+        "train_freq": COUNT,
+        "gradient_steps": Interval(-1, ints=True),  # -1: as many as steps since the last update
+        "target_update_interval": COUNT,
+        "exploration_fraction": POSITIVE_UNIT,
+        "exploration_initial_eps": UNIT,
+        "exploration_final_eps": UNIT,
     }
 
     def buffer_kwargs(self) -> dict[str, Any]:
@@ -279,6 +326,15 @@ class PPOAgent(OnPolicyAgent, PPO):
         "policy_kwargs": None,
         "total_timesteps": 100_000,
     }
+    hyperparam_ranges: ClassVar[dict[str, Allowed]] = {
+        **ON_POLICY_RANGES,
+        "n_steps": Interval(2, ints=True),  # SB3 normalises advantages over the rollout
+        "batch_size": Interval(2, ints=True),  # and over minibatches
+        "n_epochs": COUNT,
+        "clip_range": POSITIVE,
+        "clip_range_vf": Interval(0, open_low=True, open_high=True, none=True),
+        "target_kl": Interval(0, open_low=True, open_high=True, none=True),
+    }
 
 
 class A2CAgent(OnPolicyAgent, A2C):
@@ -298,4 +354,10 @@ class A2CAgent(OnPolicyAgent, A2C):
         "normalize_advantage": False,
         "policy_kwargs": None,
         "total_timesteps": 100_000,
+    }
+    hyperparam_ranges: ClassVar[dict[str, Allowed]] = {
+        **ON_POLICY_RANGES,
+        "n_steps": COUNT,
+        "rms_prop_eps": POSITIVE,
+        "use_rms_prop": Flag(),
     }

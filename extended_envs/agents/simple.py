@@ -8,6 +8,8 @@ import numpy as np
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
+from extended_envs.hyperparams import Interval
+from safelife_rl.errors import UserError
 
 
 class RandomAgent(Agent):
@@ -36,12 +38,16 @@ class ConstantAgent(Agent):
     """Always the action given by the ``action`` hyperparameter."""
 
     default_hyperparams = {"action": 0}
+    hyperparam_ranges = {"action": Interval(0, ints=True)}  # and below n_actions
 
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)
         self.action = int(self.hyperparams["action"])
         if not 0 <= self.action < n_actions:
-            raise ValueError(f"ConstantAgent action {self.action} not in range({n_actions})")
+            raise UserError(
+                f"ConstantAgent hyperparameter action={self.action} is not allowed: "
+                f"an int in range({n_actions}), the environment's actions"
+            )
 
     def act(self, obs: Obs) -> int:
         return self.action
