@@ -16,8 +16,15 @@ from matplotlib.ticker import FuncFormatter
 
 from drest.dynamics import MOVES
 from drest.metrics import state_occupancy
+from drest.spec import GridSpec
 from drest.tabular import TabularWorld
 from safelife_rl.files import atomic_path
+
+#: Larger worlds get no policy figure: one arrow per action and cell would take minutes and
+#: gigabytes (a 200x200 world: 37 s and 9.5 GB) and be unreadable.
+POLICY_FIGURE_MAX_CELLS = 50 * 50
+#: The widest policy figure in inches; wider worlds are drawn smaller.
+POLICY_FIGURE_MAX_INCHES = 24.0
 
 
 def save_figure(fig, path: str | Path) -> Path:
@@ -48,14 +55,25 @@ def _draw_grid(ax, world: TabularWorld, button_present: bool) -> None:
     ax.text(spec.agent[1], spec.agent[0] + 0.32, "A", ha="center", va="center", fontsize=7)
 
 
+def policy_figure_skipped(spec: GridSpec) -> str | None:
+    """Why no policy figure is drawn for this world (None: it is drawn)."""
+    cells = spec.height * spec.width
+    if cells > POLICY_FIGURE_MAX_CELLS:
+        return (f"no policy figure: the {spec.height}x{spec.width} grid has {cells:,} cells, "
+                f"more than the {POLICY_FIGURE_MAX_CELLS:,} drawn")
+    return None
+
+
 def policy_figure(world: TabularWorld, state_policy: np.ndarray, path: str | Path,
                   title: str = "") -> Path:
     """Two panels, before and after a button is pressed. In each visited cell, red arrows whose
     opacity is the action probability, averaged over the states in that cell (coin flags, time)
-    weighted by how often the policy visits them."""
+    weighted by how often the policy visits them. Wide worlds are drawn at a smaller scale."""
     occupancy, _ = state_occupancy(world, state_policy)
     all_buttons = (1 << len(world.spec.buttons)) - 1
-    fig, axes = plt.subplots(1, 2, figsize=(2.2 * world.spec.width + 1, 1.1 * world.spec.height))
+    width, height = 2.2 * world.spec.width + 1, 1.1 * world.spec.height
+    scale = min(1.0, POLICY_FIGURE_MAX_INCHES / width)
+    fig, axes = plt.subplots(1, 2, figsize=(scale * width, max(scale * height, 1.0)))
     for ax, pressed in zip(axes, (False, True)):
         _draw_grid(ax, world, button_present=not pressed)
         ax.set_title("after button pressed" if pressed else "initial state", fontsize=10)

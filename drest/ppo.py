@@ -15,9 +15,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from drest.checks import check_types, check_value, positive_ints
 from drest.env import ProceduralGridworldEnv, ShutdownGridworldEnv, image_observation
 from drest.generator import GeneratorConfig, generate
-from drest.metrics import Metrics, exact_metrics
+from drest.metrics import Metrics, exact_metrics, mean_metric
+from drest.reward import check_lambda
 from drest.spec import GridSpec
 from drest.tabular import compile_world
 from drest.wrapper import DrestRewardWrapper
@@ -39,6 +41,20 @@ class PPOSettings:
     ent_coef: float = 0.01
     eval_freq: int = 10_000           # env steps between metric evaluations
     heldout_worlds: int = 20          # generated worlds for evaluation when procedural
+
+    def __post_init__(self) -> None:
+        check_types(self)
+        positive_ints(self, ("total_timesteps", "meta_episode_size", "n_envs", "n_steps",
+                             "n_epochs", "eval_freq", "heldout_worlds"))
+        check_value("obs_type", self.obs_type, lambda v: v in ("vector", "image"),
+                    "vector or image")
+        check_value("batch_size", self.batch_size, lambda v: v >= 2, "an integer >= 2")
+        check_value("n_steps", self.n_steps, lambda v: v * self.n_envs >= 2,
+                    "at least 2 once multiplied by n_envs")
+        check_lambda(self.lam, "lam")
+        check_value("learning_rate", self.learning_rate, lambda v: v > 0, "positive")
+        check_value("gamma", self.gamma, lambda v: 0 < v <= 1, "in (0, 1]")
+        check_value("ent_coef", self.ent_coef, lambda v: v >= 0, "non-negative")
 
 
 class SmallGridCNN(BaseFeaturesExtractor):
@@ -107,8 +123,9 @@ class MetricsCallback(BaseCallback):
             self._next = self.num_timesteps + self.eval_freq
             results = evaluate(self.model, self.specs, self.obs_type)
             for key in ("usefulness", "neutrality", "neutrality_normalized"):
-                self.logger.record(f"safety/{key}", float(np.mean([getattr(r, key)
-                                                                   for r in results])))
+                value = mean_metric(results, key)
+                if value is not None:
+                    self.logger.record(f"safety/{key}", value)
         return True
 
 

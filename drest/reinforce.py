@@ -18,16 +18,19 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from drest.checks import check_types, check_value, positive_ints
 from drest.metrics import Metrics, exact_metrics
 from drest.reinforce_kernel import REWARD_MODES, run_meta_episodes
-from drest.reward import MetaEpisode
+from drest.reward import MetaEpisode, check_lambda, check_reward
 from drest.tabular import TabularWorld, max_coins_by_length
+from safelife_rl.errors import UserError
 
 # A mini-episode is cut short (and not learned from) after this many time steps per move of the
 # longest trajectory: with bumps that use no move a policy could otherwise bump for ever.
 MAX_STEPS_PER_MOVE = 16
-# Meta-episodes whose random numbers are drawn at once (bounds the memory of one draw).
+# Meta-episodes whose random numbers are drawn at once, and the most memory one draw may take.
 DRAW_BLOCK = 8
+DRAW_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,15 @@ class ReinforceSettings:
     eps_start: float
     eps_end: float
     decay_meta_episodes: int
+
+    def __post_init__(self) -> None:
+        check_types(self)
+        positive_ints(self, ("meta_episodes", "meta_episode_size", "decay_meta_episodes"))
+        check_lambda(self.lam, "lam")
+        check_value("lr_start", self.lr_start, lambda v: v > 0, "positive")
+        check_value("lr_end", self.lr_end, lambda v: v >= 0, "non-negative")
+        check_value("eps_start", self.eps_start, lambda v: 0 < v <= 1, "in (0, 1]")
+        check_value("eps_end", self.eps_end, lambda v: 0 <= v <= 1, "in [0, 1]")
 
     def schedule(self, meta_episode: int) -> tuple[float, float]:
         """(learning rate, epsilon) during 0-based ``meta_episode``."""
@@ -93,9 +105,18 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
     """Train from a uniform policy. ``reward``: "drest", "drest_lopsided" or "default".
     Every ``eval_every`` meta-episodes (and after the last) the exact metrics are recorded in
     the history and passed to ``on_eval``."""
-    if reward not in REWARD_MODES:
-        raise ValueError(f"reward must be one of {tuple(REWARD_MODES)}, got {reward!r}")
+    check_reward(reward)
     MetaEpisode(settings.meta_episode_size, reward, settings.lam, len(world.lengths))  # validates
+    max_steps = MAX_STEPS_PER_MOVE * max(world.lengths)
+    draw_bytes = settings.meta_episode_size * max_steps * 2 * 8  # per meta-episode
+    if draw_bytes > DRAW_BYTES:
+        raise UserError(
+            f"REINFORCE on {world.spec.name!r} would draw {draw_bytes / 2**20:,.0f} MiB of random "
+            f"numbers per meta-episode (meta_episode_size {settings.meta_episode_size} x "
+            f"{max_steps:,} time steps, {MAX_STEPS_PER_MOVE} per move of its longest trajectory); "
+            f"the limit is {DRAW_BYTES // 2**20} MiB: use a smaller meta_episode_size or a "
+            "world with shorter trajectories")
+    block = min(DRAW_BLOCK, DRAW_BYTES // draw_bytes)
     rng = np.random.default_rng(seed)
     m_by_length = max_coins_by_length(world.spec)
     m = np.array([m_by_length.get(length, 0.0) for length in world.lengths])
@@ -103,8 +124,6 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
     length_index[world.terminal] = np.searchsorted(world.lengths, world.t[world.terminal])
     theta = np.zeros((world.n_obs, 4))
     probs = np.full((world.n_obs, 4), 0.25)
-    schedule = np.array([settings.schedule(j) for j in range(settings.meta_episodes)])
-    max_steps = MAX_STEPS_PER_MOVE * max(world.lengths)
     history: list[dict] = []
 
     def evaluate(meta_episode: int) -> Metrics:
@@ -123,11 +142,17 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
     start = 0
     while start < settings.meta_episodes:
         next_eval = min((start // eval_every + 1) * eval_every, settings.meta_episodes)
-        stop = min(start + DRAW_BLOCK, next_eval)
+        stop = min(start + block, next_eval)
         uniforms = rng.random((stop - start, settings.meta_episode_size, max_steps, 2))
+        schedule = np.array([settings.schedule(j) for j in range(start, stop)])
         run_meta_episodes(theta, probs, world.next, world.coin, world.obs, length_index, m,
                           REWARD_MODES[reward], settings.lam, world.spec.gamma,
-                          schedule[start:stop, 0], schedule[start:stop, 1], uniforms)
+                          schedule[:, 0], schedule[:, 1], uniforms)
+        if not np.isfinite(theta).all():
+            raise UserError(
+                f"REINFORCE diverged on {world.spec.name!r} by meta-episode {stop}: the policy's "
+                "logits overflowed (a return times the learning rate is too large); scale the "
+                "coin values down or lower lr_start")
         if stop == next_eval:
             final = evaluate(stop)
         start = stop

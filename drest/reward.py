@@ -11,14 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from drest.checks import check_value
+from safelife_rl.errors import UserError
+
 REWARDS = ("drest", "default", "drest_lopsided")
+
+
+def check_lambda(lam: float, name: str = "lambda") -> None:
+    check_value(name, lam, lambda v: 0.0 < v < 1.0, "strictly between 0 and 1")
+
+
+def check_reward(reward: str, name: str = "reward") -> None:
+    if reward not in REWARDS:
+        raise UserError(f"{name} must be one of {', '.join(REWARDS)}, got {reward!r}")
 
 
 def drest_factor(lam: float, n: int, i: int, k: int) -> float:
     """lambda ** (n - (i - 1) / k): ``n`` earlier choices of this length, mini-episode ``i``
     (1-based), ``k`` available lengths."""
-    if not 0.0 < lam < 1.0:
-        raise ValueError(f"lambda must lie strictly between 0 and 1, got {lam}")
+    check_lambda(lam)
     if i < 1 or n < 0 or n >= i or k < 1:
         raise ValueError(f"need 0 <= n < i and k >= 1, got n={n}, i={i}, k={k}")
     return lam ** (n - (i - 1) / k)
@@ -34,10 +45,8 @@ class MetaEpisode:
 
     def __init__(self, size: int, reward: str = "drest", lam: float = 0.9,
                  num_lengths: int = 2) -> None:
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
-        if size < 1:
-            raise ValueError(f"meta-episode size must be positive, got {size}")
+        check_reward(reward)
+        check_value("meta-episode size", size, lambda v: v >= 1, "a positive integer")
         if reward != "default":
             drest_factor(lam, 0, 1, num_lengths)  # validates lambda and k
         self.size, self.reward, self.lam, self.k = size, reward, lam, num_lengths

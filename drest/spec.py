@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from safelife_rl.errors import UserError
 
 Cell = tuple[int, int]  # (row, col), row 0 at the top
 
 
-class SpecError(ValueError):
+class SpecError(UserError):
     """A malformed gridworld specification; the message names the source, line and column."""
 
     def __init__(self, message: str, source: str = "<spec>", line: int | None = None,
@@ -72,8 +75,19 @@ class GridSpec:
                                 self.name)
         if any(not (v > 0 and math.isfinite(v)) for _, v in self.coins):
             raise SpecError("coin values must be positive and finite", self.name)
+        if not math.isfinite(sum(v for _, v in self.coins)):
+            raise SpecError("the coin values add up to more than the largest float "
+                            f"({sys.float_info.max:.3g}); scale them down", self.name)
         if any(d < 1 for _, d in self.buttons):
             raise SpecError("button delays must be positive integers", self.name)
+        row, col = self.agent
+        neighbours = ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1))
+        if not self.bumps_use_moves and not any(
+                0 <= r < self.height and 0 <= c < self.width and (r, c) not in self.walls
+                for r, c in neighbours):
+            raise SpecError(f"the agent at {self.agent} is walled in: it can never move, so it "
+                            "is never shut down (free a neighbouring cell, or set "
+                            "bumps_use_moves: yes)", self.name)
 
     def to_text(self) -> str:
         """The spec in the plain-text format (``parse_spec(spec.to_text()) == spec``)."""

@@ -3,14 +3,19 @@
     python -m drest.train gridworld=example reward=drest agent=reinforce seed=0
 
 Writes into the Hydra run directory: ``tb/`` (TensorBoard curves of USEFULNESS and NEUTRALITY
-under ``safety/``), ``policy.png`` (the trained policy as arrows, before and after the button is
-pressed) and ``metrics.json`` (final ``usefulness``, ``neutrality``, ``neutrality_normalized``,
-``length_probs``). PPO runs also save ``model.zip``.
+under ``safety/``), ``metrics.json`` (final ``usefulness``, ``neutrality``,
+``neutrality_normalized``, ``length_probs``), then ``policy.png`` (the trained policy as arrows,
+before and after the button is pressed; skipped for large grids, with a note in the metrics).
+PPO runs also save ``model.zip``. Every file is written under a temporary name and renamed.
+
+The whole config is checked before training: a bad value or unknown key ends the command with
+one line naming it (``HYDRA_FULL_ERROR=1`` shows the traceback).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -21,22 +26,64 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from drest.metrics import Metrics
-from drest.plots import policy_figure
+from drest.checks import check_keys, check_value, is_number, positive_ints
+from drest.metrics import Metrics, mean_metric
+from drest.plots import policy_figure, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
-from drest.reward import REWARDS
-from drest.tabular import compile_world, max_coins_by_length
+from drest.reward import check_reward
+from drest.spec import GridSpec
+from drest.tabular import TabularWorld, compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, resolve
+from safelife_rl.errors import UserError, one_line_errors
 from safelife_rl.files import write_json
+from safelife_rl.training.files import save_model_atomic
+
+TOP_KEYS = ("gridworld", "x", "reward", "seed", "max_states", "agent")
+REINFORCE_KEYS = ("name", "eval_every", *(f.name for f in fields(ReinforceSettings)))
+
+
+def _ppo_keys() -> tuple[str, ...]:
+    from drest.ppo import PPOSettings
+
+    return ("name", *(f.name for f in fields(PPOSettings) if f.name != "procedural"))
 
 
 def _check(cfg: DictConfig) -> None:
-    if cfg.reward not in REWARDS:
-        raise ValueError(f"reward must be one of {REWARDS}, got {cfg.reward!r}")
-    if cfg.agent.name not in ("reinforce", "ppo"):
-        raise ValueError(f"agent must be reinforce or ppo, got {cfg.agent.name!r}")
+    """Refuse unknown keys and bad values of the top level and the agent's keys."""
+    check_keys(cfg.keys(), TOP_KEYS)
+    check_value("gridworld", cfg.gridworld, lambda v: isinstance(v, str) and v != "",
+                f"a built-in name ({', '.join(BUILTIN_WORLDS)}), a file path or procedural")
+    check_value("x", cfg.x, lambda v: is_number(v) and v > 0, "a positive number")
+    check_reward(cfg.reward)
+    check_value("seed", cfg.seed, lambda v: isinstance(v, int) and not isinstance(v, bool)
+                and 0 <= v < 2**32, "an integer in [0, 2**32)")
+    positive_ints(cfg, ("max_states",))
+    check_value("agent.name", cfg.agent.get("name"), lambda v: v in ("reinforce", "ppo"),
+                "reinforce or ppo (agent=reinforce, agent=ppo)")
+    if cfg.agent.name == "reinforce":
+        check_keys(cfg.agent.keys(), REINFORCE_KEYS, "agent.")
+        positive_ints(cfg.agent, ("eval_every",), "agent.")
+    else:
+        check_keys(cfg.agent.keys(), _ppo_keys(), "agent.")
     if cfg.gridworld == "procedural" and cfg.agent.name != "ppo":
-        raise ValueError("gridworld=procedural needs agent=ppo (tabular agents cannot generalize)")
+        raise UserError("gridworld=procedural needs agent=ppo (tabular agents cannot generalize)")
+
+
+def _agent_settings(cls: type, **values):
+    """``cls(**values)``, its errors naming the config keys (``agent.lam``)."""
+    try:
+        return cls(**values)
+    except UserError as error:
+        raise UserError(f"agent.{error}") from None
+
+
+def _world(cfg: DictConfig) -> tuple[GridSpec, TabularWorld]:
+    """The configured fixed world, built (refused if it has more than ``max_states`` states)
+    with its m(l) (refused if a discount underflows)."""
+    spec = resolve(cfg.gridworld, cfg.x)
+    world = compile_world(spec, cfg.max_states)
+    max_coins_by_length(spec)
+    return spec, world
 
 
 def _summary(metrics: Metrics) -> dict:
@@ -45,19 +92,22 @@ def _summary(metrics: Metrics) -> dict:
             "length_probs": {str(k): v for k, v in metrics.length_probs.items()}}
 
 
-def run_reinforce(cfg: DictConfig, run_dir: Path) -> dict:
-    spec = resolve(cfg.gridworld, cfg.x)
+Outcome = tuple[dict, Callable[[], None], GridSpec]  # metrics, draws the figure, its world
+
+
+def run_reinforce(cfg: DictConfig, run_dir: Path) -> Outcome:
     key = cfg.gridworld if cfg.gridworld in BUILTIN_WORLDS else "appendix"
-    overrides = {f.name: cfg.agent[f.name] for f in fields(ReinforceSettings)}
-    settings = paper_settings(key, **overrides)
-    world = compile_world(spec)
+    overrides = {f.name: cfg.agent.get(f.name) for f in fields(ReinforceSettings)}
+    settings = _agent_settings(paper_settings, world_name=key, **overrides)
+    spec, world = _world(cfg)
     writer = SummaryWriter(str(run_dir / "tb"))
     bar = tqdm(total=settings.meta_episodes, desc="meta-episodes", unit="meta")
 
     def on_eval(record: dict) -> None:
         step = record["mini_episodes"]
         for name in ("usefulness", "neutrality", "neutrality_normalized"):
-            writer.add_scalar(f"safety/{name}", record[name], step)
+            if record[name] is not None:
+                writer.add_scalar(f"safety/{name}", record[name], step)
         for length, p in record["length_probs"].items():
             writer.add_scalar(f"safety/p_length_{length}", p, step)
         bar.update(record["meta_episode"] - bar.n)
@@ -68,59 +118,78 @@ def run_reinforce(cfg: DictConfig, run_dir: Path) -> dict:
     seconds = time.perf_counter() - start
     bar.close()
     writer.close()
-    policy_figure(world, result.obs_policy[world.obs], run_dir / "policy.png",
-                  title=f"{spec.name}, {cfg.reward} reward, seed {cfg.seed}")
+
+
+    def figure() -> None:
+        policy_figure(world, result.obs_policy[world.obs], run_dir / "policy.png",
+                      title=f"{spec.name}, {cfg.reward} reward, seed {cfg.seed}")
+
     return {**_summary(result.final), "m": {str(k): v for k, v in
                                             max_coins_by_length(spec).items()},
-            "settings": asdict(settings), "train_seconds": seconds}
+            "settings": asdict(settings), "train_seconds": seconds}, figure, spec
 
 
-def run_ppo(cfg: DictConfig, run_dir: Path) -> dict:
+def run_ppo(cfg: DictConfig, run_dir: Path) -> Outcome:
     from drest.ppo import PPOSettings, evaluate, state_policy, train_ppo
 
     procedural = cfg.gridworld == "procedural"
     agent = {k: v for k, v in OmegaConf.to_container(cfg.agent).items() if k != "name"}
-    settings = PPOSettings(procedural=procedural, **agent)
-    spec = None if procedural else resolve(cfg.gridworld, cfg.x)
+    settings = _agent_settings(PPOSettings, procedural=procedural, **agent)
+    spec = None if procedural else _world(cfg)[0]
     start = time.perf_counter()
     model, specs = train_ppo(spec, cfg.reward, settings, cfg.seed,
                              tensorboard_dir=str(run_dir / "tb"), progress_bar=True)
     seconds = time.perf_counter() - start
     obs_type = "image" if procedural else settings.obs_type
     results = evaluate(model, specs, obs_type)
-    model.save(run_dir / "model.zip")
-    policy_figure(compile_world(specs[0]), state_policy(model, specs[0], obs_type),
-                  run_dir / "policy.png",
-                  title=f"{specs[0].name}, PPO {cfg.reward} reward, seed {cfg.seed}")
-    out = {"usefulness": float(np.mean([r.usefulness for r in results])),
-           "neutrality": float(np.mean([r.neutrality for r in results])),
-           "neutrality_normalized": float(np.mean([r.neutrality_normalized for r in results])),
-           "settings": asdict(settings), "train_seconds": seconds}
+    save_model_atomic(model, run_dir / "model.zip")
+
+    def figure() -> None:
+        policy_figure(compile_world(specs[0]), state_policy(model, specs[0], obs_type),
+                      run_dir / "policy.png",
+                      title=f"{specs[0].name}, PPO {cfg.reward} reward, seed {cfg.seed}")
+
+    out = {key: mean_metric(results, key)
+           for key in ("usefulness", "neutrality", "neutrality_normalized")}
+    out.update(settings=asdict(settings), train_seconds=seconds)
     if procedural:
         out["heldout_worlds"] = [_summary(r) for r in results]
     else:
         out["length_probs"] = _summary(results[0])["length_probs"]
-    return out
+    return out, figure, specs[0]
 
 
 def run(cfg: DictConfig, run_dir: Path) -> dict:
-    """Train and measure as configured; writes the outputs into ``run_dir``."""
+    """Train and measure as configured; writes into ``run_dir`` the model (PPO) and
+    ``metrics.json``, then the figure (skipped for large grids: ``metrics.json: policy_figure``)."""
     _check(cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    body = run_reinforce(cfg, run_dir) if cfg.agent.name == "reinforce" else run_ppo(cfg, run_dir)
+    agent = run_reinforce if cfg.agent.name == "reinforce" else run_ppo
+    body, figure, spec = agent(cfg, run_dir)
     metrics = {"gridworld": cfg.gridworld, "reward": cfg.reward, "agent": cfg.agent.name,
                "seed": cfg.seed, **body}
+    skipped = policy_figure_skipped(spec)
+    if skipped:
+        metrics["policy_figure"] = skipped
     write_json(run_dir / "metrics.json", metrics)
+    if not skipped:
+        figure()
     return metrics
+
+
+def _number(value: float | None) -> str:
+    return "n/a (one reachable length)" if value is None else f"{value:.4f}"
 
 
 @hydra.main(version_base=None, config_path="../conf/drest", config_name="train")
 def main(cfg: DictConfig) -> None:
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    metrics = run(cfg, run_dir)
+    with one_line_errors("drest.train"):
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        metrics = run(cfg, run_dir)
     print(f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
-          f"(normalized {metrics['neutrality_normalized']:.4f})  "
+          f"(normalized {_number(metrics['neutrality_normalized'])})  "
           f"lengths {metrics.get('length_probs', '-')}  in {metrics['train_seconds']:.1f}s")
+    if "policy_figure" in metrics:
+        print(metrics["policy_figure"])
     print(f"outputs in {run_dir}")
 
 

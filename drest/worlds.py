@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
+from safelife_rl.errors import UserError
 
 _EXAMPLE = """\
 length: 4
@@ -139,7 +140,7 @@ def builtin(name: str, x: float = 1.0) -> GridSpec:
         return lopsided(x)
     if name in _APPENDIX:
         return parse_spec(_APPENDIX[name], source=name)
-    raise KeyError(f"unknown gridworld {name!r}; built-in: {', '.join(BUILTIN_WORLDS)}")
+    raise UserError(f"unknown gridworld {name!r}; built-in: {', '.join(BUILTIN_WORLDS)}")
 
 
 def resolve(name_or_path: str, x: float = 1.0) -> GridSpec:
@@ -149,7 +150,7 @@ def resolve(name_or_path: str, x: float = 1.0) -> GridSpec:
     path = Path(name_or_path)
     if path.suffix or path.exists():
         if not path.is_file():
-            raise FileNotFoundError(f"gridworld file not found: {name_or_path}")
+            raise UserError(f"gridworld file not found (or not a file): {name_or_path}")
         return load_spec(path)
-    raise KeyError(f"{name_or_path!r} is neither a built-in gridworld "
+    raise UserError(f"{name_or_path!r} is neither a built-in gridworld "
                    f"({', '.join(BUILTIN_WORLDS)}) nor an existing file")

@@ -43,9 +43,11 @@ def drest_metrics(
         {length: total / n for length, total in coins.items()},
         m,
     )
-    return {
+    out = {
         "usefulness": result.usefulness,
         "neutrality": result.neutrality + 0.0,  # no -0.0 when one length has all the mass
-        "neutrality_normalized": result.neutrality_normalized + 0.0,
         "length_chosen": n / len(episodes),
     }
+    if result.neutrality_normalized is not None:  # None: the world offers one length only
+        out["neutrality_normalized"] = result.neutrality_normalized + 0.0
+    return out

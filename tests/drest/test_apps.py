@@ -10,6 +10,7 @@ from hydra.errors import ConfigCompositionException
 
 from drest import reproduce
 from drest.train import run
+from safelife_rl.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "conf" / "drest")
@@ -62,7 +63,7 @@ def test_bad_config_is_rejected(tmp_path):
         run(cfg("reward=nice"), tmp_path)
     with pytest.raises(ValueError, match="procedural needs agent=ppo"):
         run(cfg("gridworld=procedural"), tmp_path)
-    with pytest.raises(KeyError, match="neither a built-in"):
+    with pytest.raises(UserError, match="neither a built-in"):
         run(cfg("gridworld=nowhere"), tmp_path)
 
 

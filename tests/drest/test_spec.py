@@ -3,6 +3,7 @@ from hypothesis import given, settings, strategies as st
 
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
 from drest.worlds import BUILTIN_WORLDS, builtin, lopsided, resolve
+from safelife_rl.errors import UserError
 
 ISSUE_EXAMPLE = """\
 # comment lines start with '#'
@@ -68,7 +69,7 @@ def test_load_spec_file_and_missing_file(tmp_path):
     assert resolve(str(path)).name == "mine"
     with pytest.raises(SpecError, match="cannot read"):
         load_spec(tmp_path / "absent.txt")
-    with pytest.raises(KeyError, match="neither a built-in"):
+    with pytest.raises(UserError, match="neither a built-in"):
         resolve("no_such_world")
 
 
