@@ -20,10 +20,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from drest.checks import check_value
 from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
 from drest.worlds import APPENDIX_WORLDS, builtin
+from safelife_rl.errors import UserError, one_line_errors
 from safelife_rl.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
@@ -41,6 +43,8 @@ PAPER_LOPSIDED = {0.01: 0.0, 0.0178: 0.0, 0.0316: 0.0, 0.0562: 0.24, 0.1: 0.57, 
 LOPSIDED_XS = tuple(round(10 ** (-2 + j / 4), 4) for j in range(17))
 QUICK_XS = (0.1, 0.3162, 1.0, 3.1623, 10.0)
 REWARDS = ("default", "drest")
+MAX_SEEDS = 1000
+MAX_WORKERS = 4 * mp.cpu_count()
 
 
 def _job(job: dict) -> dict:
@@ -159,23 +163,36 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="2 seeds, 1/8 of the budgets, 5 lopsided x values")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 10)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help=f"seeds per arm, 1 to {MAX_SEEDS} (default 10)")
     parser.add_argument("--scale", type=float, default=None,
                         help="multiply the paper's meta-episode budgets and decay periods")
-    parser.add_argument("--workers", type=int, default=mp.cpu_count())
+    parser.add_argument("--workers", type=int, default=mp.cpu_count(),
+                        help="worker processes (default: one per CPU core)")
     parser.add_argument("--out", type=Path, default=Path("outputs/drest_reproduce"))
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the traceback of a user error (for bug reports)")
     args = parser.parse_args(argv)
-    seeds = args.seeds or (2 if args.quick else 10)
-    scale = args.scale or (0.125 if args.quick else 1.0)
-    if seeds < 1 or scale <= 0 or args.workers < 1:
-        parser.error("--seeds, --scale and --workers must be positive")
+    with one_line_errors("drest.reproduce", traceback=args.traceback):
+        return _reproduce(args)
+
+
+def _reproduce(args: argparse.Namespace) -> dict:
+    seeds = (2 if args.quick else 10) if args.seeds is None else args.seeds
+    scale = (0.125 if args.quick else 1.0) if args.scale is None else args.scale
+    check_value("--seeds", seeds, lambda v: 1 <= v <= MAX_SEEDS, f"from 1 to {MAX_SEEDS}")
+    check_value("--scale", scale, lambda v: v > 0, "a positive number")
+    check_value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
+                f"from 1 to {MAX_WORKERS} (4 per CPU core)")
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out}: exists and is not a directory")
+    args.out.mkdir(parents=True, exist_ok=True)  # before training: a bad --out fails at once
     xs = QUICK_XS if args.quick else LOPSIDED_XS
     jobs = _jobs(seeds, scale, xs)
     start = time.perf_counter()
-    with mp.get_context("spawn").Pool(args.workers) as pool:
+    with mp.get_context("spawn").Pool(min(args.workers, len(jobs))) as pool:
         results = list(tqdm(pool.imap_unordered(_job, jobs), total=len(jobs), desc="runs"))
     wall = time.perf_counter() - start
-    args.out.mkdir(parents=True, exist_ok=True)
     text = _report(results, args.out, seeds, scale, xs, wall)
     _figures(results, args.out, xs)
     write_json(args.out / "results.json",
