@@ -2,8 +2,9 @@
 
 Configs live in ``conf/`` (``train.yaml`` and the groups ``env``, ``algo``, ``policy``,
 ``wrappers``, ``callbacks``); ``-m`` sweeps through Hydra's launchers. ``resume=RUN_DIR``
-continues a killed run from its newest checkpoint with the config it saved (only
-``total_timesteps`` may be changed).
+continues a stopped run from its newest saved model with the config it saved (only the
+settings in :data:`~safelife_rl.training.resume.RESUME_OVERRIDES` may be changed). User errors
+end the app with one line; ``HYDRA_FULL_ERROR=1`` shows their traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 # made training 6x slower than one thread; sleeping ones keep it close.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,39 +24,40 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .training.run import format_summary, load_run_config, train
+from .errors import one_line_errors
+from .training.callbacks import RunStopped
+from .training.resume import resume_config
+from .training.run import format_summary, train
 
-#: Overrides a resumed run accepts (none changes what the run learns: every vec_env plays the
-#: same episodes, and level workers make the same levels); everything else comes from the run's
-#: saved config.
-RESUME_OVERRIDES = (
-    "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
-)  # fmt: skip
+__all__ = ["main", "resume_config"]
 
 
-def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """The saved config of the run at ``cfg.resume``, with the :data:`RESUME_OVERRIDES` given on
-    the command line applied; any other override is an error."""
-    given = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
-    unexpected = sorted(given - set(RESUME_OVERRIDES))
-    if unexpected:
-        raise ValueError(
-            f"resume={cfg.resume} continues that run with its saved config; only "
-            f"{', '.join(RESUME_OVERRIDES[1:])} may be changed, not {', '.join(unexpected)}"
-        )
-    saved = load_run_config(cfg.resume)
-    for key in given - {"resume"}:
-        OmegaConf.update(saved, key, OmegaConf.select(cfg, key))
-    return saved
+def _hydra_dir(resume: str | None, new: str) -> str:
+    """Hydra's own folder for this run: a new run's, or ``resumes/DATE_TIME`` inside a resumed
+    run (Hydra's record of each resume stays with the run, not as a stray folder)."""
+    if resume in (None, "None", "null", ""):
+        return new
+    return str(Path(resume) / "resumes" / Path(new).name)
+
+
+if not OmegaConf.has_resolver("hydra_dir"):
+    OmegaConf.register_new_resolver("hydra_dir", _hydra_dir)
 
 
 @hydra.main(version_base=None, config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> dict[str, Any]:
-    if cfg.resume is not None:
-        run_dir = Path(cfg.resume)
-        summary = train(resume_config(cfg, list(HydraConfig.get().overrides.task)), run_dir, True)
-    else:
-        summary = train(cfg, HydraConfig.get().runtime.output_dir)
+    with one_line_errors("safelife_rl.train"):
+        try:
+            if cfg.resume is not None:
+                run_dir = Path(cfg.resume)
+                resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))
+                summary = train(resumed, run_dir, True, trusted=resumed.trust_pickle)
+            else:
+                run_dir = Path(HydraConfig.get().runtime.output_dir)
+                summary = train(cfg, run_dir)
+        except RunStopped as stopped:
+            print(f"safelife_rl.train: {stopped}; continue with resume={run_dir}", file=sys.stderr)
+            raise SystemExit(128 + stopped.signum) from None
     print(format_summary(summary))
     return summary
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..levels import Level
+from ..workers import detach_from_signals
 from .generator import generate_level
 from .params import load_params
 
@@ -70,7 +71,7 @@ class ProceduralLevels:
         if self.workers == 0:
             return seed, None
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers)
+            self._pool = ProcessPoolExecutor(self.workers, initializer=detach_from_signals)
         return seed, self._pool.submit(generate_level, self.params, seed,
                                        _level_name(self.label, seed))
 
@@ -138,7 +139,7 @@ def iter_levels(
         raise ValueError(f"{len(seeds)} seeds but {len(names)} names")
     jobs: Iterable[Level]
     if workers > 0:
-        pool = ProcessPoolExecutor(workers)
+        pool = ProcessPoolExecutor(workers, initializer=detach_from_signals)
         jobs = pool.map(generate_level, [params] * len(seeds), seeds, names)
     else:
         pool = None

@@ -15,6 +15,7 @@ import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
+from ..errors import UserError
 from ..files import write_json
 from .evaluation import Policy, episode_scalars, evaluate, summarize
 from .files import save_model_atomic
@@ -24,11 +25,19 @@ CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
 Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]
 
 
-def _tensorboard_writer(logger: Any) -> Any:
+def tensorboard_writer(logger: Any) -> Any:
     for output in logger.output_formats:
         if isinstance(output, TensorBoardOutputFormat):
             return output.writer
     raise RuntimeError("these callbacks need the model's logger to write TensorBoard")
+
+
+def flush_tensorboard(logger: Any) -> None:
+    """Write out the TensorBoard events the logger's writer holds (it flushes only every 2
+    minutes by itself; a killed run would lose them)."""
+    for output in logger.output_formats:
+        if isinstance(output, TensorBoardOutputFormat):
+            output.writer.flush()
 
 
 class EpisodeLogger(BaseCallback):
@@ -41,7 +50,7 @@ class EpisodeLogger(BaseCallback):
     """
 
     def _init_callback(self) -> None:
-        self._writer = _tensorboard_writer(self.logger)
+        self._writer = tensorboard_writer(self.logger)
 
     def _on_step(self) -> bool:
         for done, info in zip(self.locals["dones"], self.locals["infos"]):
@@ -52,37 +61,60 @@ class EpisodeLogger(BaseCallback):
         return True
 
 
-class StopOnSignal(BaseCallback):
-    """End training at the next step once SIGTERM or SIGINT arrives (``stopped`` tells).
+class RunStopped(Exception):
+    """A signal ended the run; the message says where and how to continue."""
 
-    Stopping between steps, rather than raising inside one, lets the env workers close cleanly
-    and the run save a checkpoint to resume from.
+    def __init__(self, signum: int, message: str) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+
+class StopOnSignal(BaseCallback):
+    """Catch SIGTERM and SIGINT for the whole run (``with StopOnSignal() as stop:``).
+
+    While the model learns, a signal ends training at the next step (``stopped`` tells), so the
+    env workers close cleanly and the run saves a checkpoint to resume from. Before and after
+    learning (building the envs, the final save, evaluation and plots), and at a second signal,
+    it raises :class:`RunStopped` at once, naming ``phase``, so the run never ends silently.
     """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def __init__(self) -> None:
         super().__init__()
         self.stopped = False
+        self.signum: int | None = None
+        self.phase = "setting up the run"
+        self._learning = False
+        self._previous: dict[int, Any] = {}
 
-    def _init_callback(self) -> None:
+    def __enter__(self) -> StopOnSignal:
         try:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(signum, self._request_stop)
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._on_signal)
         except ValueError:  # not the main thread (some sweep launchers): leave signals alone
             pass
+        return self
 
-    def _request_stop(self, signum: int, frame: Any) -> None:
-        self.stopped = True
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        first = not self.stopped
+        self.stopped, self.signum = True, signum
+        if not (self._learning and first):
+            raise RunStopped(signum, f"stopped by {signal.Signals(signum).name} while {self.phase}")
+
+    def _on_training_start(self) -> None:
+        self._learning = True
+
+    def _on_training_end(self) -> None:
+        self._learning = False
 
     def _on_step(self) -> bool:
         return not self.stopped
-
-    def _on_training_end(self) -> None:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            try:
-                signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT
-                              else signal.SIG_DFL)
-            except ValueError:
-                pass
 
 
 class TrainingClock(BaseCallback):
@@ -124,7 +156,10 @@ class PeriodicEvaluation(BaseCallback):
     ):
         super().__init__()
         if eval_every < 1 or n_episodes < 1:
-            raise ValueError("eval_every and n_episodes must be positive")
+            raise UserError(
+                f"callbacks.evaluation: eval_every and n_episodes must be positive, got "
+                f"{eval_every} and {n_episodes}"
+            )
         self.make_env = make_env
         self.history_path = Path(run_dir) / "evaluations.json"
         self.eval_every, self.n_episodes, self.seed = eval_every, n_episodes, seed
@@ -132,11 +167,11 @@ class PeriodicEvaluation(BaseCallback):
         self.metrics = metrics
 
     def _init_callback(self) -> None:
-        self._writer = _tensorboard_writer(self.logger)
-        self._history = (
-            json.loads(self.history_path.read_text()) if self.history_path.exists() else []
-        )
-        # a resumed run starts from the checkpoint's step count
+        self._writer = tensorboard_writer(self.logger)
+        # a resumed run starts from the checkpoint's step count: evaluations the killed run
+        # made after it are made again
+        history = json.loads(self.history_path.read_text()) if self.history_path.exists() else []
+        self._history = [h for h in history if h["step"] <= self.model.num_timesteps]
         self._next = (self.model.num_timesteps // self.eval_every + 1) * self.eval_every
 
     def play(self, policy: Policy) -> dict[str, float]:
@@ -151,17 +186,26 @@ class PeriodicEvaluation(BaseCallback):
         return summary
 
     def run(self) -> dict[str, float]:
-        """Evaluate the model now, log and record the result."""
+        """Evaluate the model now, record the result and log it (the record is written first:
+        it is what a resumed run goes by)."""
         summary = self.play(
             lambda obs: self.model.predict(obs, deterministic=self.deterministic)[0]
         )
+        self._history.append({"step": self.num_timesteps, **summary})
+        write_json(self.history_path, self._history)
         for key, value in summary.items():
             if key != "episodes":
                 tag = key.removeprefix("mean_")
                 self._writer.add_scalar(f"eval/{tag}", value, self.num_timesteps)
-        self._history.append({"step": self.num_timesteps, **summary})
-        write_json(self.history_path, self._history)
+        self._writer.flush()
         return summary
+
+    def final(self) -> dict[str, float]:
+        """The evaluation at the model's current step: the one already made there (a periodic
+        one, or one a killed run recorded), else a new one."""
+        if self._history and self._history[-1]["step"] == self.model.num_timesteps:
+            return {k: v for k, v in self._history[-1].items() if k != "step"}
+        return self.run()
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self._next:
@@ -173,22 +217,33 @@ class PeriodicEvaluation(BaseCallback):
 class AtomicCheckpoint(BaseCallback):
     """Save the model every ``save_every`` env steps to ``model_<steps>_steps.zip`` in
     ``<run_dir>/checkpoints``, writing a temporary file first so a killed run never leaves half a
-    checkpoint; keeps the newest ``keep`` checkpoints (all if ``keep`` is 0)."""
+    checkpoint; keeps the newest ``keep`` checkpoints (all if ``keep`` is 0). ``run_config``
+    (the run's resolved config as YAML) is saved in each checkpoint."""
 
-    def __init__(self, run_dir: str | os.PathLike, save_every: int = 50_000, keep: int = 0):
+    def __init__(
+        self,
+        run_dir: str | os.PathLike,
+        save_every: int = 50_000,
+        keep: int = 0,
+        run_config: str | None = None,
+    ):
         super().__init__()
         if save_every < 1 or keep < 0:
-            raise ValueError("save_every must be positive and keep non-negative")
+            raise UserError(
+                f"callbacks.checkpoint: save_every must be positive and keep non-negative, got "
+                f"{save_every} and {keep}"
+            )
         self.save_path = Path(run_dir) / "checkpoints"
-        self.save_every, self.keep = save_every, keep
+        self.save_every, self.keep, self.run_config = save_every, keep, run_config
 
     def _init_callback(self) -> None:
         self.save_path.mkdir(parents=True, exist_ok=True)
         self._next = (self.model.num_timesteps // self.save_every + 1) * self.save_every
 
     def save(self) -> Path:
+        flush_tensorboard(self.logger)  # what was logged up to the checkpoint is on disk
         name = f"model_{self.num_timesteps}_steps.zip"
-        path = save_model_atomic(self.model, self.save_path / name)
+        path = save_model_atomic(self.model, self.save_path / name, self.run_config)
         if self.keep:
             for old in checkpoints(self.save_path)[: -self.keep]:
                 old.unlink()

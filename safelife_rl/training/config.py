@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import inspect
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.utils import get_class
+
+from ..errors import UserError
 
 
 class VecEnvKind(str, Enum):
@@ -33,6 +38,50 @@ class TrainSchema:
     log_interval: int = 1
     progress_bar: bool = True
     resume: str | None = None
+    trust_pickle: bool = False  # resume: load the checkpoint with SB3's full (pickle) load
 
 
 ConfigStore.instance().store(name="train_schema", node=TrainSchema)
+
+
+#: Ranges of the SB3 algorithm settings a config may give (a key outside an algorithm's
+#: constructor is refused on its own).
+_POSITIVE = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
+             "target_update_interval", "learning_rate", "clip_range", "max_grad_norm")
+_NON_NEGATIVE = ("learning_starts", "ent_coef", "vf_coef", "clip_range_vf", "tau")
+_UNIT = ("gamma", "gae_lambda", "exploration_initial_eps", "exploration_final_eps",
+         "exploration_fraction")  # fmt: skip
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_settings(cfg: Any) -> None:
+    """Refuse run settings that would train nonsense or fail deep inside SB3, naming the key."""
+    for key in ("total_timesteps", "n_envs", "torch_threads", "log_interval"):
+        if cfg[key] < 1:
+            raise UserError(f"{key} must be a positive integer, got {cfg[key]}")
+    if cfg.algo is None or "_target_" not in cfg.algo:
+        raise UserError("algo must name an SB3 algorithm with _target_ (e.g. algo=ppo)")
+    parameters = inspect.signature(get_class(cfg.algo._target_)).parameters
+    for key, value in cfg.algo.items():
+        if key == "_target_":
+            continue
+        if key not in parameters:
+            raise UserError(
+                f"algo.{key}: not a setting of {cfg.algo._target_} "
+                f"(it takes {', '.join(p for p in parameters if p not in ('policy', 'env'))})"
+            )
+        if not _number(value):
+            continue
+        if not math.isfinite(value):
+            raise UserError(f"algo.{key} must be finite, got {value}")
+        if key in _POSITIVE and value <= 0:
+            raise UserError(f"algo.{key} must be positive, got {value}")
+        if key in _NON_NEGATIVE and value < 0:
+            raise UserError(f"algo.{key} must be non-negative, got {value}")
+        if key in _UNIT and not 0 <= value <= 1:
+            raise UserError(f"algo.{key} must be in [0, 1], got {value}")
+    if cfg.algo.get("gradient_steps", 1) == 0:
+        raise UserError("algo.gradient_steps must not be 0 (-1: as many as env steps)")

@@ -17,6 +17,7 @@ from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from ..workers import in_worker
 from .batched import BatchedSafeLifeVecEnv, BatchSlot
 
 VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy")
@@ -118,5 +119,5 @@ def make_vec_env(
     if kind == "batched":
         return BatchedSafeLifeVecEnv(factories)
     if kind == "subproc" and n_envs > 1:
-        return SubprocVecEnv(factories, start_method=start_method)
+        return SubprocVecEnv([partial(in_worker, f) for f in factories], start_method=start_method)
     return DummyVecEnv(factories)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import signal
 import time
 from functools import partial
 from pathlib import Path
@@ -15,17 +16,32 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
-from stable_baselines3.common.logger import configure
 
 from ..files import write_json, write_text
-from .callbacks import PeriodicEvaluation, StopOnSignal, TrainingClock, checkpoints
+from .callbacks import (
+    PeriodicEvaluation,
+    RunStopped,
+    StopOnSignal,
+    TrainingClock,
+    flush_tensorboard,
+)
+from .config import check_settings
 from .envs import make_env, make_vec_env
 from .evaluation import random_policy
 from .files import save_model_atomic
+from .logs import run_logger
 from .plots import plot_runs
+from .resume import (
+    CONFIG_FILE,
+    SavedModel,
+    check_resumable,
+    latest_model,
+    load_run_config,
+    remove_stale_temporaries,
+)
 from .wrappers import sync_training_steps
 
-CONFIG_FILE = "config.yaml"
+__all__ = ["build_model", "load_run_config", "train"]
 
 
 def plain(node: Any) -> Any:
@@ -40,10 +56,10 @@ def _eval_env_factory(cfg: DictConfig) -> partial:
     return partial(make_env, cfg.env.id, kwargs, None)
 
 
-def _callbacks(cfg: DictConfig, run_dir: Path) -> list[BaseCallback]:
-    """The configured callbacks; each gets ``run_dir`` and ``make_env`` (an evaluation env
-    factory) if its constructor takes them."""
-    context = {"run_dir": run_dir, "make_env": _eval_env_factory(cfg)}
+def _callbacks(cfg: DictConfig, run_dir: Path, run_config: str) -> list[BaseCallback]:
+    """The configured callbacks; each gets ``run_dir``, ``make_env`` (an evaluation env
+    factory) and ``run_config`` (the resolved config as YAML) if its constructor takes them."""
+    context = {"run_dir": run_dir, "make_env": _eval_env_factory(cfg), "run_config": run_config}
     built = [TrainingClock()]
     for config in (cfg.callbacks or {}).values():
         if config is None:
@@ -67,80 +83,112 @@ def build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
     )
 
 
-def train(cfg: DictConfig, run_dir: str | Path, resume: bool = False) -> dict[str, Any]:
-    """Train as ``cfg`` says, writing everything into ``run_dir``:
+def _load(saved: SavedModel, cfg: DictConfig, env: Any, trusted: bool) -> BaseAlgorithm:
+    return get_class(cfg.algo._target_).load(saved.path, env=env, device=cfg.device)
 
-    ``config.yaml`` (resolved config), ``tensorboard/``, ``checkpoints/``, ``final_model.zip``,
-    ``evaluations.json`` (periodic evaluations), ``evaluation.json`` (the final policy and a
-    random agent on the same evaluation episodes) and ``learning_curve.png``.
 
-    :param resume: continue from the newest checkpoint in ``run_dir/checkpoints`` (keeping the
-        step count, so TensorBoard curves carry on where they were).
-    :returns: the final summary (also printed by the app).
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(cfg.torch_threads)
-    env = make_vec_env(
-        cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
-    )
+def _finished_summary(run_dir: Path, saved: SavedModel) -> dict[str, Any] | None:
+    """The saved summary of a run that finished at ``saved`` (``None`` if it has none yet)."""
+    path = run_dir / "evaluation.json"
+    if not (saved.final and path.is_file()):
+        return None
     try:
-        if resume:
-            found = checkpoints(run_dir / "checkpoints")
-            if not found:
-                raise FileNotFoundError(f"no checkpoint to resume from in {run_dir}/checkpoints")
-            model = get_class(cfg.algo._target_).load(found[-1], env=env, device=cfg.device)
-        else:
-            model = build_model(cfg, env)
-        write_text(run_dir / CONFIG_FILE, OmegaConf.to_yaml(cfg, resolve=True))
-        model.set_logger(configure(str(run_dir / "tensorboard"), ["tensorboard", "csv"]))
-        sync_training_steps(env, model.num_timesteps)
-        callbacks = _callbacks(cfg, run_dir)
-        stop = StopOnSignal()
-        start_steps, start_time = model.num_timesteps, time.perf_counter()
-        model.learn(
-            total_timesteps=max(0, cfg.total_timesteps - model.num_timesteps),
-            callback=CallbackList([stop, *callbacks]),
-            log_interval=cfg.log_interval,
-            reset_num_timesteps=not resume,
-            progress_bar=cfg.progress_bar,
-        )
-        seconds = time.perf_counter() - start_time
-        if stop.stopped:
-            name = f"model_{model.num_timesteps}_steps.zip"
-            save_model_atomic(model, run_dir / "checkpoints" / name)
-        else:
-            save_model_atomic(model, run_dir / "final_model.zip")
-    finally:
-        env.close()
-    if stop.stopped:
-        model.logger.close()
-        raise SystemExit(
-            f"stopped by a signal at {model.num_timesteps} steps; continue with "
-            f"resume={run_dir}"
-        )
-    summary: dict[str, Any] = {
-        "env": cfg.env.id,
-        "algo": cfg.algo._target_.rsplit(".", 1)[-1],
-        "timesteps": model.num_timesteps,
-        "steps_per_second": (model.num_timesteps - start_steps) / max(seconds, 1e-9),
-    }
-    evaluation = next((c for c in callbacks if isinstance(c, PeriodicEvaluation)), None)
-    if evaluation is not None:
-        summary["trained"] = evaluation.run()
-        summary["random"] = evaluation.play(random_policy(env.action_space.n, cfg.seed))
-    model.logger.close()
-    write_json(run_dir / "evaluation.json", summary)
-    plot_runs([run_dir], run_dir / "learning_curve.png")
+        summary = json.loads(path.read_text())
+    except ValueError:
+        return None  # written atomically, so only a hand-edited file gets here: evaluate again
+    if not isinstance(summary, dict) or summary.get("timesteps") != saved.steps:
+        return None
     return summary
 
 
-def load_run_config(run_dir: str | Path) -> DictConfig:
-    """The resolved config a run saved when it started."""
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
-    return OmegaConf.load(path)
+def train(
+    cfg: DictConfig, run_dir: str | Path, resume: bool = False, trusted: bool = False
+) -> dict[str, Any]:
+    """Train as ``cfg`` says, writing everything into ``run_dir``:
+
+    ``config.yaml`` (resolved config), ``tensorboard/`` (with ``progress.csv``),
+    ``checkpoints/``, ``final_model.zip``, ``evaluations.json`` (periodic evaluations),
+    ``evaluation.json`` (the final policy and a random agent on the same evaluation episodes)
+    and ``learning_curve.png``.
+
+    :param resume: continue from the newest saved model in ``run_dir`` (keeping the step count,
+        so TensorBoard curves carry on where they were; what the killed run logged after that
+        model is dropped). A finished run is only evaluated if its evaluation is missing.
+    :param trusted: load the checkpoint with SB3's full load, which unpickles code (for files
+        the user trusts; see docs/security.md).
+    :returns: the final summary (also printed by the app).
+    :raises RunStopped: a signal ended the run; its message says how to continue.
+    """
+    run_dir = Path(run_dir)
+    saved = None
+    if resume:
+        saved = latest_model(run_dir)
+        check_resumable(cfg, saved)
+    check_settings(cfg)
+    if saved is not None and saved.steps >= cfg.total_timesteps:
+        summary = _finished_summary(run_dir, saved)
+        if summary is not None:
+            return summary
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if resume:
+        remove_stale_temporaries(run_dir)
+    torch.set_num_threads(cfg.torch_threads)
+    run_config = OmegaConf.to_yaml(cfg, resolve=True)
+    with StopOnSignal() as stop:
+        env = make_vec_env(
+            cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
+        )
+        try:
+            model = build_model(cfg, env) if saved is None else _load(saved, cfg, env, trusted)
+            write_text(run_dir / CONFIG_FILE, run_config)
+            model.set_logger(run_logger(run_dir / "tensorboard", saved and saved.steps))
+            sync_training_steps(env, model.num_timesteps)
+            callbacks = _callbacks(cfg, run_dir, run_config)
+            start_steps, start_time = model.num_timesteps, time.perf_counter()
+            if model.num_timesteps < cfg.total_timesteps:
+                stop.phase = "training"
+                model.learn(
+                    total_timesteps=cfg.total_timesteps - model.num_timesteps,
+                    callback=CallbackList([stop, *callbacks]),
+                    log_interval=cfg.log_interval,
+                    reset_num_timesteps=not resume,
+                    progress_bar=cfg.progress_bar,
+                )
+                flush_tensorboard(model.logger)  # on disk before the model that ends it
+                if stop.stopped:
+                    stop.phase = "saving the stop checkpoint"
+                    name = f"model_{model.num_timesteps}_steps.zip"
+                    save_model_atomic(model, run_dir / "checkpoints" / name, run_config)
+                    signame = signal.Signals(stop.signum or signal.SIGTERM).name
+                    raise RunStopped(
+                        stop.signum or signal.SIGTERM,
+                        f"stopped by {signame} at {model.num_timesteps} steps (saved "
+                        f"checkpoints/{name})",
+                    )
+                stop.phase = "saving the final model"
+                save_model_atomic(model, run_dir / "final_model.zip", run_config)
+            seconds = time.perf_counter() - start_time
+        finally:
+            env.close()
+        stop.phase = "evaluating the final model"
+        summary: dict[str, Any] = {
+            "env": cfg.env.id,
+            "algo": cfg.algo._target_.rsplit(".", 1)[-1],
+            "timesteps": model.num_timesteps,
+            "steps_per_second": (model.num_timesteps - start_steps) / max(seconds, 1e-9),
+        }
+        evaluation = next((c for c in callbacks if isinstance(c, PeriodicEvaluation)), None)
+        if evaluation is not None:
+            if evaluation.model is None:  # a finished run resumed for its evaluation alone
+                evaluation.init_callback(model)
+            summary["trained"] = evaluation.final()
+            summary["random"] = evaluation.play(random_policy(env.action_space.n, cfg.seed))
+        model.logger.close()
+        stop.phase = "writing the evaluation"
+        write_json(run_dir / "evaluation.json", summary)
+        stop.phase = "plotting the learning curve"
+        plot_runs([run_dir], run_dir / "learning_curve.png")
+    return summary
 
 
 def format_summary(summary: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
+from safelife_rl.errors import UserError
 from safelife_rl.train import resume_config
 from safelife_rl.training.envs import make_env, make_vec_env, registered_id
 from safelife_rl.training.run import _eval_env_factory, load_run_config, train
@@ -57,7 +58,9 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path):
     for who in ("trained", "random"):
         assert evaluation[who]["episodes"] == 2 and evaluation[who]["mean_length"] == 30
     history = json.loads((tmp_path / "evaluations.json").read_text())
-    assert [h["step"] for h in history] == [64, 128, 128]  # two periodic, then the final one
+    # two periodic evaluations; the final summary is the one at the last step
+    assert [h["step"] for h in history] == [64, 128]
+    assert {k: v for k, v in history[-1].items() if k != "step"} == evaluation["trained"]
     logged = scalars(tmp_path / "tensorboard")
     lengths = [e.value for e in logged["episode/length"]]
     assert lengths == [30.0] * 4  # 128 steps = 64 per env: 2 episodes each
@@ -67,7 +70,7 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path):
     # training starts at the original curriculum's 0.001 exit fraction
     fractions = [e.value for e in logged["schedule/exit_fraction"]]
     assert fractions and all(f == pytest.approx(0.001) for f in fractions)
-    assert [e.step for e in logged["eval/performance"]] == [64, 128, 128]
+    assert [e.step for e in logged["eval/performance"]] == [64, 128]
     assert all(math.isfinite(e.value) and e.value >= 0 for e in logged["train/value_loss"])
 
 
@@ -122,7 +125,7 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
     assert steps == sorted(steps)
     with pytest.raises(ValueError, match="only total_timesteps, vec_env.*not seed"):
         resume_config(config(f"resume={tmp_path}"), [f"resume={tmp_path}", "seed=3"])
-    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+    with pytest.raises(UserError, match="no checkpoint"):
         (tmp_path / "empty").mkdir()
         (tmp_path / "empty" / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
         train(cfg, tmp_path / "empty", resume=True)
@@ -197,7 +200,7 @@ def test_drest_example_trains_and_logs_usefulness_and_neutrality(tmp_path):
     logged = scalars(tmp_path / "tensorboard")
     assert len(logged["episode/trajectory_length"]) >= 20
     assert all(math.isfinite(e.value) for e in logged["episode/reward"])
-    assert [e.step for e in logged["eval/usefulness"]] == [128, 256, 256]
+    assert [e.step for e in logged["eval/usefulness"]] == [128, 256]
     assert "eval/neutrality" in logged and "train/value_loss" in logged
 
 

@@ -13,6 +13,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from safelife_rl import SafeLifeEnv, load_levels
 from safelife_rl.training import AtomicCheckpoint, EpisodeLogger, SafeLifeCNN
+from safelife_rl.errors import UserError
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.evaluation import episode_scalars, side_effect_scalars
 
@@ -95,7 +96,7 @@ def test_checkpoints_are_whole_and_pruned(tmp_path):
     assert PPO.load(saved[-1]).num_timesteps == 160
     (tmp_path / "checkpoints" / "model_99_steps.zip.bak").write_text("not a checkpoint")
     assert checkpoints(tmp_path / "checkpoints") == saved
-    with pytest.raises(ValueError, match="save_every"):
+    with pytest.raises(UserError, match="save_every"):
         AtomicCheckpoint(tmp_path, save_every=0)
 
 
@@ -122,7 +123,7 @@ def test_a_signal_stops_training_between_steps():
 
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from safelife_rl.training.callbacks import StopOnSignal
+    from safelife_rl.training.callbacks import RunStopped, StopOnSignal
 
     class TerminateAt(BaseCallback):
         def _on_step(self):
@@ -130,9 +131,13 @@ def test_a_signal_stops_training_between_steps():
                 os.kill(os.getpid(), signal.SIGTERM)
             return True
 
-    stop = StopOnSignal()
     model = PPO("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), n_steps=32,
                 batch_size=32, n_epochs=1, policy_kwargs={"net_arch": [8]}, seed=0)
-    model.learn(10_000, callback=[stop, TerminateAt()])
-    assert stop.stopped and 40 <= model.num_timesteps < 64
+    with StopOnSignal() as stop:
+        model.learn(10_000, callback=[stop, TerminateAt()])
+        assert stop.stopped and 40 <= model.num_timesteps < 64
+        # outside learning (the final save, evaluation, plots) a signal ends the run at once
+        stop.phase = "evaluating"
+        with pytest.raises(RunStopped, match="stopped by SIGTERM while evaluating"):
+            os.kill(os.getpid(), signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

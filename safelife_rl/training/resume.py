@@ -1,0 +1,181 @@
+"""What continuing a run needs: its newest saved model, the config each checkpoint was trained
+with, and the checks that refuse a resume the run cannot honour.
+
+Every checkpoint (and the final model) carries the resolved config it was trained with as a
+YAML entry of its zip (see :func:`~safelife_rl.training.files.save_model_atomic`), so a resumed run compares that with the run's ``config.yaml`` (which a
+user may have edited) plus the overrides given, and refuses differences other than
+:data:`RESUME_OVERRIDES`, naming them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from ..errors import UserError
+from .callbacks import checkpoints
+from .files import CONFIG_ENTRY
+
+CONFIG_FILE = "config.yaml"
+FINAL_MODEL = "final_model.zip"
+
+#: Settings a resumed run may change: none changes what the run learns (every vec_env plays the
+#: same episodes, level workers make the same levels, and a device only changes where the same
+#: computation runs).
+RESUME_OVERRIDES = (
+    "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
+    "device", "trust_pickle",
+)  # fmt: skip
+
+#: A temporary file of :func:`safelife_rl.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?")
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    path: Path
+    steps: int
+    final: bool
+
+
+def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
+    """The resolved config a run saved when it started (or last resumed)."""
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
+    try:
+        config = OmegaConf.load(path)
+    except Exception as error:  # YAML and OmegaConf raise many kinds on a damaged file
+        raise UserError(f"{path}: not a readable config ({' '.join(str(error).split())})") from None
+    if not isinstance(config, DictConfig):
+        raise UserError(f"{path}: not a config mapping")
+    return config
+
+
+def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """The saved config of the run at ``cfg.resume``, with the :data:`RESUME_OVERRIDES` given on
+    the command line applied; any other override is an error."""
+    given = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
+    unexpected = sorted(given - set(RESUME_OVERRIDES))
+    if unexpected:
+        raise UserError(
+            f"resume={cfg.resume} continues that run with its saved config; only "
+            f"{', '.join(RESUME_OVERRIDES[1:])} may be changed, not {', '.join(unexpected)}"
+        )
+    saved = load_run_config(cfg.resume)
+    for key in given - {"resume"}:
+        OmegaConf.update(saved, key, OmegaConf.select(cfg, key), force_add=True)
+    return saved
+
+
+def _open_model_zip(path: Path) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise UserError(f"{path}: not a readable model file ({error})") from None
+
+
+def trained_config(path: Path) -> dict[str, Any] | None:
+    """The config a saved model was trained with (``None`` for models saved without one)."""
+    with _open_model_zip(path) as archive:
+        if CONFIG_ENTRY not in archive.namelist():
+            return None
+        try:
+            config = yaml.safe_load(archive.read(CONFIG_ENTRY))
+        except (yaml.YAMLError, zipfile.BadZipFile, OSError) as error:
+            raise UserError(f"{path}: damaged {CONFIG_ENTRY} ({error})") from None
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: damaged {CONFIG_ENTRY} (not a mapping)")
+    return config
+
+
+def saved_steps(path: Path) -> int:
+    """The step count a saved SB3 model reached, read from its JSON ``data`` entry alone."""
+    with _open_model_zip(path) as archive:
+        try:
+            data = json.loads(archive.read("data"))
+            steps = data["num_timesteps"]
+        except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError) as error:
+            raise UserError(f"{path}: not an SB3 model file (no step count: {error})") from None
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise UserError(f"{path}: damaged step count {steps!r}")
+    return steps
+
+
+def latest_model(run_dir: Path) -> SavedModel:
+    """The newest saved model of a run: its last checkpoint, or the final model if that has at
+    least as many steps (a finished run, or one extended past its end)."""
+    found = checkpoints(run_dir / "checkpoints")
+    latest = None
+    if found:
+        path = found[-1]
+        latest = SavedModel(path, int(path.name.split("_")[1]), final=False)
+    final = run_dir / FINAL_MODEL
+    if final.is_file():
+        steps = saved_steps(final)
+        if latest is None or steps >= latest.steps:
+            latest = SavedModel(final, steps, final=True)
+    if latest is None:
+        raise UserError(f"no checkpoint to resume from in {run_dir}/checkpoints")
+    return latest
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        if not node and prefix:
+            return {prefix: {}}
+        flat: dict[str, Any] = {}
+        for key, value in node.items():
+            flat.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: node}
+
+
+def config_differences(trained: dict[str, Any], resumed: DictConfig) -> list[str]:
+    """Settings that differ between the config a model was trained with and the one a resume
+    would use, as ``key (old -> new)``, apart from :data:`RESUME_OVERRIDES`."""
+    old = _flat(trained)
+    new = _flat(OmegaConf.to_container(resumed, resolve=True))
+    changed = []
+    for key in sorted(old.keys() | new.keys()):
+        if any(key == k or key.startswith(k + ".") for k in RESUME_OVERRIDES):
+            continue
+        if old.get(key, "<unset>") != new.get(key, "<unset>"):
+            changed.append(f"{key} ({old.get(key, '<unset>')!r} -> {new.get(key, '<unset>')!r})")
+    return changed
+
+
+def check_resumable(cfg: DictConfig, model: SavedModel) -> None:
+    """Refuse a resume whose config differs from the one ``model`` was trained with."""
+    trained = trained_config(model.path)
+    if trained is None:
+        return
+    changed = config_differences(trained, cfg)
+    if changed:
+        raise UserError(
+            f"cannot resume from {model.path.name}: the run's {CONFIG_FILE} differs from the "
+            f"config it was trained with in {'; '.join(changed)}. Resume continues the same "
+            f"run; restore these settings, or start a new run with them"
+        )
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Delete temporary files that a killed run left half-written in the run's folders."""
+    removed = []
+    for folder in (run_dir, run_dir / "checkpoints", run_dir / "tensorboard"):
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            match = _TEMPORARY.fullmatch(path.name)
+            if match and path.is_file() and match["name"].endswith(match["suffix"] or ""):
+                path.unlink()
+                removed.append(path)
+    return removed
