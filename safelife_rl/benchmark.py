@@ -19,19 +19,29 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from . import registration
+from .__main__ import _Parser as OneLineParser  # bad flags end with one line too
 from .env import SafeLifeEnv
+from .errors import UserError, one_line_errors
 from .files import atomic_path
 from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS
-from . import registration
 from .registration import TASKS
+from .training.config_targets import check_targets
+from .training.model_files import load_model, observation_shape, read_model_file, saved_algo
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
 COLUMNS = ("performance", "length", "green", "yellow")
+CONFIG_FILE = "config.yaml"  # a training run's saved config (safelife_rl.training.run)
+#: SafeLifeEnv arguments that shape what a model sees.
+OBSERVATION_KWARGS = ("view_shape", "channels", "remove_white_goals")
+ALGOS = ("ppo", "a2c", "dqn")
 
 
 def resolve_suite(suite: str, original: bool = False) -> Path:
@@ -40,33 +50,103 @@ def resolve_suite(suite: str, original: bool = False) -> Path:
         return registration.benchmark_file(suite) if original else registration.suite_file(suite)
     path = Path(suite)
     if not path.exists():
-        raise FileNotFoundError(f"{suite!r} is neither a task ({', '.join(TASKS)}) nor a path")
+        raise UserError(f"{suite!r} is neither a task ({', '.join(TASKS)}) nor a path")
     return path
 
 
-def make_policy(spec: str, seed: int, algo: str = "ppo", device: str = "cpu") -> tuple[Policy, dict]:
-    """A batch policy from ``random``, ``noop`` or an SB3 checkpoint, and env settings it needs."""
+def run_config(model: Path) -> tuple[Path, DictConfig] | None:
+    """The ``config.yaml`` of the run that saved ``model`` (in its folder or the parent, as in
+    ``RUN/final_model.zip`` and ``RUN/checkpoints/model_N_steps.zip``), its targets checked."""
+    for folder in (model.parent, model.parent.parent):
+        path = folder / CONFIG_FILE
+        if path.is_file():
+            try:
+                cfg = OmegaConf.load(path)
+            except Exception as error:  # OmegaConf raises many kinds on a bad YAML file
+                raise UserError(f"{path}: not a readable config: {error}") from error
+            if not isinstance(cfg, DictConfig):
+                raise UserError(f"{path}: not a config (a YAML mapping)")
+            check_targets(cfg, str(path))
+            return path, cfg
+    return None
+
+
+def observation_settings(model: Path, shape: tuple[int, ...] | None,
+                         run: tuple[Path, DictConfig] | None) -> dict[str, Any]:
+    """The env settings that give ``model`` its observations: those of its run's config, or the
+    defaults when the model's observation shape is theirs (19 channels)."""
+    if run is not None:
+        path, cfg = run
+        env_id = OmegaConf.select(cfg, "env.id")
+        if not isinstance(env_id, str) or not env_id.startswith("safelife_rl/"):
+            raise UserError(f"{path}: the model was trained on env {env_id!r}, not a SafeLife task")
+        kwargs = OmegaConf.to_container(cfg.env.get("kwargs") or {})
+        return {k: kwargs[k] for k in OBSERVATION_KWARGS if k in kwargs}
+    channels = len(DEFAULT_CHANNELS)
+    if shape is not None and len(shape) == 3 and shape[2] == channels:
+        return {"view_shape": shape[:2]}
+    raise UserError(
+        f"{model}: the model sees observations of shape {shape} and its run's {CONFIG_FILE} is "
+        f"in neither {model.parent} nor {model.parent.parent}; without it only the default "
+        f"{channels} channels are known"
+    )
+
+
+def load_policy(
+    spec: str,
+    levels: list[Level],
+    algo: str | None = None,
+    device: str = "cpu",
+    trusted: bool = False,
+) -> tuple[Policy, dict[str, Any]]:
+    """A batch policy from an SB3 model file, and the env settings it needs.
+
+    The model is rebuilt from its run's config without unpickling anything from the file
+    (:func:`~safelife_rl.training.model_files.load_model`); ``trusted`` is SB3's full load.
+
+    :param algo: the algorithm the file must hold (``ppo``, ``a2c``, ``dqn``); any if ``None``.
+    """
+    model_path = Path(spec)
+    if not model_path.is_file():
+        raise UserError(f"policy {spec!r} is not random, noop or a model file")
+    _, data = read_model_file(model_path)
+    saved = saved_algo(data, model_path)
+    if algo is not None and algo.upper() != saved:
+        raise UserError(f"{spec}: a {saved} model, not {algo.upper()} (--algo {algo})")
+    run = run_config(model_path)
+    if run is None and not trusted:
+        raise UserError(
+            f"{spec}: no {CONFIG_FILE} of its run in {model_path.parent} or its parent; the model "
+            "is rebuilt from it so that nothing in the file runs (--trust-pickle loads a file "
+            "you trust as SB3 does)"
+        )
+    shape = observation_shape(data)
+    settings = observation_settings(model_path, shape, run)
+    env = SafeLifeEnv(levels, **settings)
+    expected = env.observation_space.shape
+    if shape is not None and shape != expected:
+        raise UserError(f"{spec}: the model sees observations of shape {shape}, its run's "
+                        f"settings {settings} give {expected}")
+    model = load_model(model_path, run[1] if run else None, env, device, trusted)
+    return (lambda obs: model.predict(obs, deterministic=True)[0]), settings
+
+
+def make_policy(
+    spec: str,
+    levels: list[Level],
+    seed: int,
+    algo: str | None = None,
+    device: str = "cpu",
+    trusted: bool = False,
+) -> tuple[Policy, dict[str, Any]]:
+    """A batch policy from ``random``, ``noop`` or a model file (:func:`load_policy`), and the
+    env settings it needs."""
     if spec == "random":
         rng = np.random.default_rng(seed)
         return (lambda obs: rng.integers(0, 9, len(obs))), {}
     if spec == "noop":
         return (lambda obs: np.zeros(len(obs), np.int64)), {}
-    from stable_baselines3 import A2C, DQN, PPO
-
-    algos = {"ppo": PPO, "a2c": A2C, "dqn": DQN}
-    if algo not in algos:
-        raise ValueError(f"unknown algo {algo!r}; choose from {', '.join(algos)}")
-    if not Path(spec).is_file():
-        raise FileNotFoundError(f"policy {spec!r} is not random, noop or a checkpoint file")
-    try:
-        model = algos[algo].load(spec, device=device)
-    except Exception as error:  # SB3 raises many kinds on a corrupt or foreign file
-        raise ValueError(f"{spec}: not a readable {algo.upper()} checkpoint ({error})") from error
-    shape = model.observation_space.shape
-    settings = {"view_shape": tuple(shape[:2])}
-    if shape[2] != len(DEFAULT_CHANNELS):
-        raise ValueError(f"{spec}: model expects {shape[2]} channels; only the default 19 are known")
-    return (lambda obs: model.predict(obs, deterministic=True)[0]), settings
+    return load_policy(spec, levels, algo, device, trusted)
 
 
 def _normalised(side_effects: dict[str, list[float]], name: str) -> float:
@@ -183,32 +263,58 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= {minimum}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m safelife_rl.benchmark", description=__doc__.splitlines()[0]
     )
     parser.add_argument("suite", help="task name or level file/directory")
     parser.add_argument("--original", action="store_true", help="use the original suite")
     parser.add_argument("--policy", default="random", help="random, noop or an SB3 .zip")
-    parser.add_argument("--algo", default="ppo", help="algorithm of the checkpoint")
-    parser.add_argument("--episodes", type=int, default=10, help="plays per level")
-    parser.add_argument("--levels", type=int, default=None, help="only the first N levels")
-    parser.add_argument("--time-limit", type=int, default=1000)
-    parser.add_argument("--n-envs", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--algo", choices=ALGOS, default=None,
+                        help="algorithm the model file must hold (default: the file's)")
+    parser.add_argument("--trust-pickle", action="store_true",
+                        help="load the model as SB3 does, running code pickled in it: only for "
+                             "files you trust (see docs/security.md)")
+    parser.add_argument("--episodes", type=_at_least(1), default=10, help="plays per level")
+    parser.add_argument("--levels", type=_at_least(1), default=None,
+                        help="only the first N levels")
+    parser.add_argument("--time-limit", type=_at_least(1), default=1000)
+    parser.add_argument("--n-envs", type=_at_least(1), default=16)
+    parser.add_argument("--seed", type=_at_least(0), default=0)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the traceback of a user error (for bug reports)")
     args = parser.parse_args(argv)
+    with one_line_errors(parser.prog, args.traceback):
+        return _run(args)
 
+
+def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     path = resolve_suite(args.suite, args.original)
     levels = load_levels(path)[: args.levels]
-    policy, env_kwargs = make_policy(args.policy, args.seed, args.algo)
+    policy, env_kwargs = make_policy(
+        args.policy, levels, args.seed, args.algo, trusted=args.trust_pickle
+    )
     env_kwargs["time_limit"] = args.time_limit
-    policy_name = "random" if args.policy == "random" else Path(args.policy).stem
+    policy_name = args.policy if args.policy in ("random", "noop") else Path(args.policy).stem
     out = Path(args.out or Path("outputs") / "benchmark" /
                f"{path.stem}-{policy_name}-{time.strftime('%Y-%m-%d_%H-%M-%S')}")
-    out.mkdir(parents=True, exist_ok=True)
     rows = run_suite(levels, policy, args.episodes, args.seed, args.n_envs, env_kwargs)
     summary = summarise(rows)
+    out.mkdir(parents=True, exist_ok=True)
     _write_csv(out / "episodes.csv", rows)
     _write_csv(out / "summary.csv", [
         {"suite": path.stem, "policy": policy_name, "episodes": len(rows),
