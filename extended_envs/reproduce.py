@@ -3,6 +3,10 @@
     python -m extended_envs.reproduce table1 [--quick] [--steps N] [--seeds K] [--jobs J]
     python -m extended_envs.reproduce figures [--quick] [--steps N] [--seeds K] [--jobs J]
 
+``--steps``, ``--seeds`` and ``--jobs`` are ints >= 1. A bad flag or a bad saved run ends the
+command with one line ``extended_envs.reproduce: error: ...`` (``--traceback`` for the whole
+traceback).
+
 ``table1``: Q, DQN, A2C and PPO on TemptingButton (Example 2), 100k steps, 5 seeds; average
 reward per step ± standard error beside the paper's numbers (table1.csv, table1.md,
 table1.png). ``figures``: DQN, PPO and their reality checks on CartPole * IgnoreRewards and
@@ -20,12 +24,14 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import matplotlib
 
@@ -35,8 +41,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from extended_envs import agents, reality_check, run_environment
+from extended_envs.checks import check_count, is_int
 from extended_envs.combination import cartpole_combination
+from safelife_rl.errors import UserError, one_line_errors
 from safelife_rl.files import atomic_path, write_text
+
+PROG = "extended_envs.reproduce"
 
 PAPER_TABLE1 = {
     "QLearner": -0.44858,
@@ -63,26 +73,59 @@ def save_figure(path: Path, fig: plt.Figure) -> None:
     plt.close(fig)
 
 
-def load_run(path: Path) -> Any:
+def load_run(path: Path, valid: Callable[[Any], bool]) -> Any:
+    """The run result saved in ``path``; a UserError unless it is one that ``valid`` accepts."""
     try:
-        return json.loads(path.read_text())
+        result = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(
-            f"{path} is not a saved run result ({error}); delete it to rerun"
-        ) from None
+        raise UserError(f"{path} is not a saved run result ({error}); delete it to rerun") from None
+    if not valid(result):
+        raise UserError(
+            f"{path} is not a saved run result of this run (it holds {result!r:.80}); "
+            "delete it to rerun"
+        )
+    return result
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float, as JSON gives them (``true``, ``NaN`` and ``Infinity`` are not)."""
+    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def is_saved(result: Any, head: list[Any], numbers: int, lists: int = 0) -> bool:
+    """Whether ``result`` is ``head`` followed by ``lists`` lists of numbers, then ``numbers``
+    numbers (a saved run's layout). Types are compared too: JSON's ``true`` is not the seed 1."""
+    tail = numbers + lists
+    return (
+        isinstance(result, list)
+        and len(result) == len(head) + tail
+        and all(type(x) is type(y) and x == y for x, y in zip(result, head))
+        and all(
+            isinstance(x, list) and all(map(is_number, x))
+            for x in result[len(head) : len(head) + lists]
+        )
+        and all(map(is_number, result[len(head) + lists :]))
+    )
 
 
 def run_all(
-    jobs: Iterable[tuple[Any, ...]], worker: Callable, n_jobs: int, runs: Path
+    jobs: Iterable[tuple[Any, ...]],
+    worker: Callable,
+    n_jobs: int,
+    runs: Path,
+    valid: Callable[[tuple[Any, ...], Any], bool],
 ) -> list[Any]:
     """``worker(*job)`` for every job, in ``n_jobs`` processes, with a progress bar.
 
     Each result is saved as JSON in ``runs/`` as it arrives; a job whose file exists is not run
-    again (its saved result is used).
+    again (its saved result is used, if ``valid(job, result)``).
     """
     jobs = list(jobs)
     paths = [runs / ("_".join(map(str, job)) + ".json") for job in jobs]
-    results: list[Any] = [load_run(p) if p.exists() else None for p in paths]
+    results: list[Any] = [
+        load_run(p, lambda result, job=job: valid(job, result)) if p.exists() else None
+        for p, job in zip(paths, jobs)
+    ]
     todo = [i for i, result in enumerate(results) if result is None]
 
     def save(i: int, result: Any) -> None:
@@ -108,10 +151,16 @@ def table1_run(agent_name: str, seed: int, steps: int) -> tuple[str, int, float,
     return agent_name, seed, result["reward_per_step"], time.perf_counter() - start
 
 
+def table1_saved(job: tuple[str, int, int], result: Any) -> bool:
+    """Whether ``result`` is what :func:`table1_run` returns for ``job``, as JSON."""
+    agent_name, seed, _ = job
+    return is_saved(result, [agent_name, seed], numbers=2) and result[3] >= 0
+
+
 def table1(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
     jobs = [(name, seed, steps) for seed in range(seeds) for name in TABLE1_AGENTS]
     start = time.perf_counter()
-    results = run_all(jobs, table1_run, n_jobs, out / "runs")
+    results = run_all(jobs, table1_run, n_jobs, out / "runs", table1_saved)
     elapsed = time.perf_counter() - start
     rows, per_seed = [], {}
     for name in TABLE1_AGENTS:
@@ -156,10 +205,19 @@ def figure_run(env_name: str, agent_name: str, checked: bool, seed: int, steps: 
     hyperparams = {**FIGURE_AGENTS[agent_name], "total_timesteps": steps}
     combination = cartpole_combination(env_name)
     result = run_environment(combination, agent_class, steps, seed, **hyperparams)
-    short = agent_name.removesuffix("Agent")
-    label = f"RC({short})" if checked else short
     returns = result["env_summary"]["episode_returns"]
-    return env_name, label, seed, returns, result["reward_per_step"]
+    return env_name, figure_label(agent_name, checked), seed, returns, result["reward_per_step"]
+
+
+def figure_saved(job: tuple[str, str, bool, int, int], result: Any) -> bool:
+    """Whether ``result`` is what :func:`figure_run` returns for ``job``, as JSON."""
+    env_name, agent_name, checked, seed, _ = job
+    return is_saved(result, [env_name, figure_label(agent_name, checked), seed], 1, lists=1)
+
+
+def figure_label(agent_name: str, checked: bool) -> str:
+    short = agent_name.removesuffix("Agent")
+    return f"RC({short})" if checked else short
 
 
 def smooth(values: np.ndarray, window: int) -> np.ndarray:
@@ -175,7 +233,7 @@ def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
         for agent_name in FIGURE_AGENTS
         for checked in (False, True)
     ]
-    results = run_all(jobs, figure_run, n_jobs, out / "runs")
+    results = run_all(jobs, figure_run, n_jobs, out / "runs", figure_saved)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["env", "agent", "seed", "episode", "return"])
@@ -210,21 +268,38 @@ def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
     return markdown
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, raising its errors as UserErrors (one line, not usage and error)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    argv = sys.argv[1:] if argv is None else argv
+    with one_line_errors(PROG, traceback="--traceback" in argv):
+        run(argv)
+
+
+def run(argv: list[str]) -> None:
+    parser = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["table1", "figures"])
     parser.add_argument("--quick", action="store_true", help="a smoke run: few steps, one seed")
     parser.add_argument("--steps", type=int, help="per run (default 100000)")
     parser.add_argument("--seeds", type=int, help="per agent (table1 5, figures 3)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
     parser.add_argument("--out", type=Path, help="output folder")
+    parser.add_argument("--traceback", action="store_true", help="show a user error's traceback")
     args = parser.parse_args(argv)
     full_steps, full_seeds = (100_000, 5) if args.command == "table1" else (100_000, 3)
-    steps = args.steps or (2_000 if args.quick else full_steps)
-    seeds = args.seeds or (1 if args.quick else full_seeds)
-    if steps < 1 or seeds < 1:
-        parser.error("--steps and --seeds must be positive")
+    steps = (2_000 if args.quick else full_steps) if args.steps is None else args.steps
+    seeds = (1 if args.quick else full_seeds) if args.seeds is None else args.seeds
+    check_count("--steps", steps)
+    check_count("--seeds", seeds)
+    check_count("--jobs", args.jobs)
     out = args.out or Path("outputs/extended_envs") / args.command
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     command = table1 if args.command == "table1" else figures
     print(command(out, steps, seeds, args.jobs))

@@ -85,7 +85,8 @@ def test_other_instances_and_global_seeds_do_not_interfere(agent_class):
 @pytest.mark.parametrize("agent_class", LEARNERS)
 def test_different_learning_rates_act_differently(agent_class):
     lr = bound(agent_class).hyperparams["learning_rate"]
-    slow, fast = bound(agent_class)(), bound(agent_class, learning_rate=lr * 50)()
+    fast_lr = min(lr * 50, 1.0)  # QLearner's learning rate is at most 1
+    slow, fast = bound(agent_class)(), bound(agent_class, learning_rate=fast_lr)()
     differed = False
     for transition in transitions(200):
         slow.train(*transition)

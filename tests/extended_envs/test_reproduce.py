@@ -4,8 +4,11 @@ import csv
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from extended_envs import reproduce
+from safelife_rl.errors import UserError
 
 
 def test_table1_writes_results_and_resumes_from_saved_runs(tmp_path):
@@ -25,8 +28,8 @@ def test_table1_writes_results_and_resumes_from_saved_runs(tmp_path):
     reproduce.main(args)
     assert "+0.12300" in (tmp_path / "table1.md").read_text()
     saved.write_text("{not json")
-    with pytest.raises(ValueError, match="QLearner_1_40.json is not a saved run result"):
-        reproduce.main(args)
+    with pytest.raises(UserError, match="QLearner_1_40.json is not a saved run result"):
+        reproduce.main([*args, "--traceback"])
 
 
 def test_figures_write_every_curve(tmp_path):
@@ -39,3 +42,111 @@ def test_figures_write_every_curve(tmp_path):
     for env_name in reproduce.FIGURE_ENVS.values():
         for label in ("DQN", "RC(DQN)", "PPO", "RC(PPO)"):
             assert f"| {env_name} | {label} |" in table
+
+
+def one_line_error(argv, capsys) -> str:
+    """The command's stderr, which must be one ``prog: error:`` line after exit status 2."""
+    with pytest.raises(SystemExit) as exited:
+        reproduce.main(argv)
+    assert exited.value.code == 2
+    return error_line(capsys.readouterr().err)
+
+
+def error_line(err: str) -> str:
+    """The last line of ``err``: the one error line (tqdm's bars may come before it)."""
+    assert "Traceback" not in err
+    line = err.rstrip("\n").split("\n")[-1]
+    assert line.startswith("extended_envs.reproduce: error: "), err
+    return line
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--steps", "0", "--seeds", "1"], "--steps must be an int >= 1, got 0"),
+        (["--steps", "-5"], "--steps must be an int >= 1, got -5"),
+        (["--seeds", "0"], "--seeds must be an int >= 1, got 0"),
+        (["--jobs", "0"], "--jobs must be an int >= 1, got 0"),
+        (["--jobs", "-2"], "--jobs must be an int >= 1, got -2"),
+        (["--steps", "1e3"], "argument --steps: invalid int value: '1e3'"),
+        (["--seeds", "many"], "argument --seeds: invalid int value: 'many'"),
+        (["--stepz", "3"], "unrecognized arguments: --stepz 3"),
+    ],
+)
+def test_bad_flags_end_with_one_line_before_running(flags, named, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(reproduce, "run_all", lambda *args: pytest.fail("ran"))
+    out = tmp_path / "out"
+    assert named in one_line_error(["table1", *flags, "--out", str(out)], capsys)
+    assert not out.exists()  # nothing made
+
+
+def test_bad_command_and_out_file(tmp_path, capsys):
+    assert "invalid choice: 'table2'" in one_line_error(["table2"], capsys)
+    file = tmp_path / "file"
+    file.write_text("x")
+    assert f"--out {file} is not a folder" in one_line_error(["table1", "--out", str(file)], capsys)
+
+
+def test_traceback_flag_shows_the_error(tmp_path):
+    with pytest.raises(UserError, match="--steps"):
+        reproduce.main(["table1", "--steps", "0", "--traceback", "--out", str(tmp_path)])
+
+
+@pytest.fixture(scope="module")
+def saved_runs(tmp_path_factory):
+    """A finished tiny table1: its runs/ files, keyed by name."""
+    out = tmp_path_factory.mktemp("table1")
+    reproduce.main(["table1", "--steps", "5", "--seeds", "1", "--jobs", "1", "--out", str(out)])
+    return {p.name: p.read_bytes() for p in (out / "runs").iterdir()}
+
+
+def mutated_bytes(data, original: bytes) -> bytes:
+    kind = data.draw(st.sampled_from(["flip", "truncate", "insert"]))
+    i = data.draw(st.integers(0, len(original) - 1))
+    if kind == "flip":
+        return original[:i] + bytes([original[i] ^ data.draw(st.integers(1, 255))]) + original[i + 1 :]
+    if kind == "truncate":
+        return original[:i]
+    return original[:i] + data.draw(st.binary(min_size=1, max_size=4)) + original[i:]
+
+
+JSON_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6), st.lists(st.integers(), max_size=2), st.just({}),
+)  # fmt: skip
+
+
+def mutated_fields(data, original: bytes) -> bytes:
+    fields = json.loads(original)
+    kind = data.draw(st.sampled_from(["replace", "drop", "append"]))
+    i = data.draw(st.integers(0, len(fields) - 1))
+    if kind == "replace":
+        fields[i] = data.draw(JSON_VALUES)
+    elif kind == "drop":
+        del fields[i]
+    else:
+        fields.append(data.draw(JSON_VALUES))
+    return json.dumps(fields).encode()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_saved_runs_are_used_or_named(saved_runs, data, tmp_path_factory, capsys):
+    out = tmp_path_factory.mktemp("mutated")
+    (out / "runs").mkdir()
+    capsys.readouterr()
+    for name, content in saved_runs.items():
+        (out / "runs" / name).write_bytes(content)
+    name = data.draw(st.sampled_from(sorted(saved_runs)))
+    mutate = data.draw(st.sampled_from([mutated_bytes, mutated_fields]))
+    (out / "runs" / name).write_bytes(mutate(data, saved_runs[name]))
+    argv = ["table1", "--steps", "5", "--seeds", "1", "--jobs", "1", "--out", str(out)]
+    try:
+        reproduce.main(argv)
+    except SystemExit as exited:
+        assert exited.code == 2
+        assert f"runs/{name} is not a saved run result" in error_line(capsys.readouterr().err)
+        assert not (out / "table1.md").exists()  # nothing written from a bad run
+    else:  # the mutation kept a valid result (say, another reward): it is what the table shows
+        result = json.loads((out / "runs" / name).read_text())
+        assert f"{result[2]:+.5f}" in (out / "table1.md").read_text()
