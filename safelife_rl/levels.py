@@ -259,7 +259,7 @@ def read_npz(path: str | os.PathLike, what: str = "level file") -> dict[str, np.
     truncated data, pickled objects) raises :class:`LevelFormatError` naming the file."""
     path = Path(path)
     with open(path, "rb") as handle:  # a missing file raises FileNotFoundError naming it
-        if handle.read(2) != b"PK":
+        if handle.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip's first record
             raise LevelFormatError(f"{path}: not a {what} (an .npz zip archive)")
         handle.seek(0)
         key = None

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import imageio.v3 as iio
 import numpy as np
+import pytest
 from PIL import Image, ImageSequence
 
-from safelife_rl import SafeLifeEnv
+from safelife_rl import LevelFormatError, SafeLifeEnv
+from safelife_rl.__main__ import main
 from safelife_rl.play import play
 from safelife_rl.replay import load_trace
 from safelife_rl.video import record_episode
@@ -89,3 +91,79 @@ def test_record_episode_gif(benchmarks, tmp_path):
     with Image.open(tmp_path / "ep.gif") as gif:  # merged repeats keep the total duration
         total = sum(frame.info["duration"] for frame in ImageSequence.Iterator(gif))
     assert abs(total - 13 * 125) <= 13 * 5  # GIF stores centiseconds
+
+
+def bad_trace(tmp_path: Path, **changes) -> Path:
+    with np.load(TRACE) as data:
+        arrays = {key: data[key] for key in data.files}
+    path = tmp_path / "bad-trace.npz"
+    np.savez(path, **{**arrays, **changes})
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["replay", "missing.npz"], "missing.npz: No such file or directory"),
+        (["replay", "garbage.npz"], "garbage.npz: not a trace file"),
+        (["replay", "trace.npz", "--seed", "-1"], "seed must be a non-negative integer, got -1"),
+        (["play", "nowhere"], "'nowhere' is neither a task"),
+        (["play", "append-still", "--time-limit", "0"], "time_limit must be a positive integer"),
+        (["play", "--time-limit", "1.5"], "argument --time-limit: invalid int value: '1.5'"),
+    ],
+)
+def test_command_errors_end_with_one_line(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "garbage.npz").write_bytes(b"not a trace")
+    (tmp_path / "trace.npz").write_bytes(TRACE.read_bytes())
+    argv = args + (["--out", "out.npz"] if args[0] == "replay" else [])
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(f"python -m safelife_rl {args[0]}: error: ") and message in err
+    assert not (tmp_path / "out.npz").exists()
+
+
+@pytest.mark.parametrize(
+    "actions, message",
+    [
+        (np.array([1.0, np.nan]), "actions must be whole numbers, got nan"),
+        (np.array([1.0, 1.5]), "actions must be whole numbers, got 1.5"),
+        (np.array([1, 9]), "action 9 at step 1 is not 0-8"),
+        (np.array([[1, 2]]), "actions must be 1-D"),
+        (np.array(["up"]), "actions must be numbers"),
+    ],
+)
+def test_replay_refuses_bad_actions(tmp_path, actions, message):
+    path = bad_trace(tmp_path, actions=actions)
+    with pytest.raises(LevelFormatError, match=f"{path}: {message}"):
+        load_trace(path)
+
+
+def test_replay_refuses_bad_levels(tmp_path):
+    with pytest.raises(LevelFormatError, match="bad-trace.npz: 'level' must hold one level record"):
+        load_trace(bad_trace(tmp_path, level=np.zeros(3)))
+    with pytest.raises(LevelFormatError, match="bad-trace.npz: trace has no 'actions' array"):
+        np.savez(tmp_path / "bad-trace.npz", level=np.load(TRACE)["level"])
+        load_trace(tmp_path / "bad-trace.npz")
+    with np.load(TRACE) as data:
+        level = data["level"].copy()
+    level["spawn_prob"] = np.inf
+    with pytest.raises(LevelFormatError, match=r"bad-trace.npz level: spawn_prob inf"):
+        load_trace(bad_trace(tmp_path, level=level))
+
+
+def test_command_line_user_error_exit_status(tmp_path):
+    """The real command: one line and status 2; --traceback shows the traceback."""
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"PK\x03\x04 not really")
+    command = [sys.executable, "-m", "safelife_rl", "replay", str(garbage), "--out", "o.npz"]
+    quiet = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert quiet.returncode == 2
+    assert quiet.stderr.splitlines() == [
+        f"python -m safelife_rl replay: error: {garbage}: not a readable trace file: "
+        "BadZipFile: File is not a zip file"
+    ]
+    loud = subprocess.run(command + ["--traceback"], capture_output=True, text=True, cwd=tmp_path)
+    assert loud.returncode == 1 and "Traceback" in loud.stderr and "LevelFormatError" in loud.stderr
