@@ -3,8 +3,9 @@
 An SB3 ``.zip`` holds network weights (``*.pth``, read by ``torch.load(weights_only=True)``)
 and a JSON ``data`` entry whose values marked ``":serialized:"`` (the policy class, spaces,
 schedules, buffers) SB3 unpickles with cloudpickle: a crafted file runs code there.
-:func:`load_model` rebuilds every serialized value from the run's config and env instead, so
-it unpickles nothing; ``trusted=True`` is SB3's own full load, for files the user trusts.
+:func:`load_model` rebuilds every saved value but the training progress from the run's config
+and env instead, so it unpickles nothing; ``trusted=True`` is SB3's own full load, for files the
+user trusts.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import io
 import json
 import pickle
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,18 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from ..errors import UserError
 
-SERIALIZED = ":serialized:"
-#: Saved values always taken from the rebuilt model: they decide the network's shape.
-REBUILT = ("policy_class", "policy_kwargs", "observation_space", "action_space")
+#: The saved values a safe load takes from the file (plain JSON numbers): how far training got.
+#: Everything else (hyperparameters, spaces, schedules, buffers) comes from the rebuilt model.
+PROGRESS = (
+    "num_timesteps", "_total_timesteps", "_num_timesteps_at_start", "start_time", "_episode_num",
+    "_current_progress_remaining", "_n_updates", "_n_calls", "exploration_rate",
+)  # fmt: skip
 MAX_DATA_BYTES = 64 << 20
 #: What SB3's load raises on a file that is corrupt or does not fit the model.
-LOAD_ERRORS = (ValueError, KeyError, RuntimeError, AssertionError, pickle.UnpicklingError)
+LOAD_ERRORS = (
+    ValueError, TypeError, KeyError, RuntimeError, AssertionError, pickle.UnpicklingError,
+    zipfile.BadZipFile, zlib.error, EOFError,
+)  # fmt: skip
 
 
 def read_model_file(path: str | Path) -> tuple[bytes, dict[str, Any]]:
@@ -76,17 +84,18 @@ def observation_shape(data: dict[str, Any]) -> tuple[int, ...] | None:
 
 
 def _rebuilt_values(data: dict[str, Any], fresh: BaseAlgorithm, path: Path) -> dict[str, Any]:
-    """SB3's ``custom_objects``: every serialized (and every :data:`REBUILT`) value of ``data``
-    taken from ``fresh``. Values a fresh model does not save are refused."""
+    """SB3's ``custom_objects``: every value of ``data`` but the :data:`PROGRESS` numbers, taken
+    from ``fresh``. Values a fresh model does not save are refused."""
     saved = set(vars(fresh)) - set(fresh._excluded_save_params())
     unknown = sorted(set(data) - saved)
     if unknown:
         raise UserError(f"{path}: saved values {', '.join(unknown)} are not values of a "
                         f"{type(fresh).__name__} model")
-    return {
-        key: getattr(fresh, key) for key, value in data.items()
-        if key in REBUILT or (isinstance(value, dict) and SERIALIZED in value)
-    }
+    for key in PROGRESS:
+        value = data.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(f"{path}: saved value {key}={value!r} is not a number")
+    return {key: getattr(fresh, key) for key in data if key not in PROGRESS}
 
 
 def load_model(
@@ -100,9 +109,10 @@ def load_model(
 
     Without ``trusted`` nothing in the file is unpickled: a model built from ``cfg`` (the run's
     resolved config, its ``_target_`` s checked by
-    :func:`~safelife_rl.training.config_targets.check_targets`) and ``env`` gives every
-    serialized value, and SB3 loads the rest (plain JSON values, weights, optimizer state) as in
-    its full load, so training continues exactly as after it.
+    :func:`~safelife_rl.training.config_targets.check_targets`) and ``env`` gives every saved
+    value but the :data:`PROGRESS` counters, and SB3 loads those, the weights and the optimizer
+    state as in its full load, so training continues exactly as after it (only the episode
+    statistics behind ``rollout/ep_*_mean`` start afresh).
 
     :param cfg: needed unless ``trusted``; its algorithm must be the file's.
     :param trusted: SB3's full load, which runs code pickled in the file.
