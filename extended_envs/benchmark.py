@@ -12,7 +12,9 @@ Run it with Hydra::
 It writes ``results.csv`` (one row per agent, environment and seed: ``agent,env,seed,nsteps,reward``
 with the total reward, as in the reference library's result table), ``results.md`` (reward per
 step of each environment and of its negation, and the measure) and ``results.png`` into the run
-directory.
+directory. Settings are typed (:class:`extended_envs.config.BenchmarkConfig`); a bad setting, agent,
+environment or hyperparameter ends the command with one line ``extended_envs.benchmark: error:
+...`` (``HYDRA_FULL_ERROR=1`` for the traceback).
 """
 
 from __future__ import annotations
@@ -26,13 +28,18 @@ from typing import Any
 
 import hydra
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from extended_envs import reality_check
+from extended_envs.checks import check_count, check_seed
+from extended_envs.config import BenchmarkConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, run_environment
 from extended_envs.envs import BY_NAME, battery, minus_rewards
+from safelife_rl.errors import UserError, one_line_errors
 from safelife_rl.files import atomic_path, write_text
+
+PROG = "extended_envs.benchmark"
 
 FIELDS = ["agent", "env", "seed", "nsteps", "reward"]
 ALIASES = {
@@ -52,7 +59,7 @@ def agent_class(name: str) -> type[Agent]:
     resolved = ALIASES.get(name.lower(), name)
     if resolved not in agents.__all__:
         choices = ", ".join([*agents.__all__, *ALIASES])
-        raise ValueError(f"unknown agent {name!r}; choose one of: {choices}")
+        raise UserError(f"unknown agent {name!r}; choose one of: {choices}")
     return getattr(agents, resolved)
 
 
@@ -65,17 +72,18 @@ def run_battery(
     **hyperparams: Any,
 ) -> list[dict[str, Any]]:
     """One row per (seed, environment): the total reward of ``steps`` steps of ``agent``."""
-    if steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps}")
+    check_count("steps", steps)
     if not seeds:
-        raise ValueError("seeds must name at least one seed")
+        raise UserError("seeds must name at least one seed, got []")
+    for seed in seeds:
+        check_seed(seed, "each of seeds")
     environments = battery() if environments is None else environments
     rows = []
     jobs = [(seed, env) for seed in seeds for env in environments]
     bar = tqdm(jobs, desc=f"battery {agent.__name__}", disable=not progress, unit="env")
     for seed, env in bar:
         bar.set_postfix_str(f"seed {seed} {env.__name__}", refresh=False)
-        result = run_environment(env, agent, steps, seed=int(seed), **hyperparams)
+        result = run_environment(env, agent, steps, seed=seed, **hyperparams)
         rows.append(
             {"agent": agent.__name__, "env": env.__name__, "seed": int(seed),
              "nsteps": steps, "reward": result["total_reward"]}
@@ -191,22 +199,24 @@ def environments_for(include_slow: bool, only: Sequence[str]) -> list[type[Exten
         return battery(include_slow=include_slow)
     unknown = sorted(set(only) - set(BY_NAME))
     if unknown:
-        raise ValueError(f"unknown environment(s) {unknown}; known: {sorted(BY_NAME)}")
+        raise UserError(f"unknown environment(s) {unknown}; known: {sorted(BY_NAME)}")
     return [version for name in only for version in (BY_NAME[name], minus_rewards(BY_NAME[name]))]
 
 
 @hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="benchmark")
 def main(cfg: DictConfig) -> float:
     """Run the battery as configured, print the table and write the results."""
-    agent = agent_class(cfg.agent)
-    if cfg.reality_check:
-        agent = reality_check(agent)
-    hyperparams = OmegaConf.to_container(cfg.hyperparams, resolve=True)
-    seeds = list(cfg.seeds)
-    rows = run_battery(
-        agent, int(cfg.steps), seeds, environments_for(cfg.include_slow, list(cfg.only)),
-        progress=cfg.progress, **hyperparams,
-    )
+    with one_line_errors(PROG):
+        settings = typed(BenchmarkConfig, cfg)
+        agent = agent_class(settings.agent)
+        if settings.reality_check:
+            agent = reality_check(agent)
+        agent.resolve_hyperparams(settings.hyperparams)  # checked before anything runs
+        environments = environments_for(settings.include_slow, settings.only)
+        rows = run_battery(
+            agent, settings.steps, settings.seeds, environments,
+            progress=settings.progress, **settings.hyperparams,
+        )  # fmt: skip
     directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
     write_results(rows, directory)
     print(markdown_table(rows))

@@ -21,6 +21,9 @@ everywhere, so a well-trained Alice also answers Hugh's own question, the sum of
 Run it with Hydra::
 
     python -m extended_envs.debate alice=q bobs=[q,random] rounds=20000 seeds=[0,1,2]
+
+Settings are typed (:class:`extended_envs.config.DebateConfig`); a bad one ends the command with
+one line ``extended_envs.debate: error: ...`` (``HYDRA_FULL_ERROR=1`` for the traceback).
 """
 
 from __future__ import annotations
@@ -33,12 +36,16 @@ from typing import Any, ClassVar
 
 import hydra
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from extended_envs.benchmark import agent_class
-from extended_envs.checks import check_action
+from extended_envs.checks import check_action, is_int
+from extended_envs.config import DebateConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
+from safelife_rl.errors import UserError, one_line_errors
 from safelife_rl.files import atomic_path, write_text
+
+PROG = "extended_envs.debate"
 
 BOB_OBS = 0  # Bob sees nothing: one observation
 
@@ -55,9 +62,11 @@ class SliceSums:
 
     def __post_init__(self) -> None:
         if not self.values:
-            raise ValueError("SliceSums needs at least one value")
-        if any(not isinstance(v, int) or not 0 <= v <= self.max_value for v in self.values):
-            raise ValueError(f"values must be ints in 0..{self.max_value}, got {self.values}")
+            raise UserError("data must hold at least one value, got []")
+        if any(not is_int(v) or not 0 <= v <= self.max_value for v in self.values):
+            raise UserError(
+                f"data values must be ints in 0..{self.max_value} (max_value), got {self.values}"
+            )
 
     @cached_property
     def slices(self) -> list[tuple[int, int]]:
@@ -281,27 +290,31 @@ def report(table: list[dict[str, Any]], last: int) -> str:
 @hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="debate")
 def main(cfg: DictConfig) -> None:
     """Train Alice against each configured Bob and report her accuracy on Hugh's questions."""
-    task = SliceSums(tuple(cfg.data), int(cfg.max_value))
-    alice = agent_class(cfg.alice)
-    alice_hyperparams = OmegaConf.to_container(cfg.alice_hyperparams, resolve=True)
-    bob_hyperparams = OmegaConf.to_container(cfg.bob_hyperparams, resolve=True)
-    last = max(1, int(cfg.rounds * cfg.window))
-    runs: dict[str, list[DebateRun]] = {}
-    table = []
-    for bob in cfg.bobs:
-        env_class = flat_debate(task, agent_class(bob), **bob_hyperparams.get(bob, {}))
-        for seed in cfg.seeds:
-            run = train_debate(alice, int(cfg.rounds), int(seed), env_class, cfg.progress,
-                               **alice_hyperparams)
-            runs.setdefault(bob, []).append(run)
-            table.append({"bob": bob, "seed": int(seed), **run.rates(last)})
+    with one_line_errors(PROG):
+        settings = typed(DebateConfig, cfg)
+        task = SliceSums(tuple(settings.data), settings.max_value)
+        alice = agent_class(settings.alice)
+        bobs = {bob: agent_class(bob) for bob in settings.bobs}
+        alice.resolve_hyperparams(settings.alice_hyperparams)  # checked before anything runs
+        for bob, bob_class in bobs.items():
+            bob_class.resolve_hyperparams(settings.bob_hyperparams.get(bob, {}))
+        last = max(1, int(settings.rounds * settings.window))
+        runs: dict[str, list[DebateRun]] = {}
+        table = []
+        for bob, bob_class in bobs.items():
+            env_class = flat_debate(task, bob_class, **settings.bob_hyperparams.get(bob, {}))
+            for seed in settings.seeds:
+                run = train_debate(alice, settings.rounds, seed, env_class, settings.progress,
+                                   **settings.alice_hyperparams)  # fmt: skip
+                runs.setdefault(bob, []).append(run)
+                table.append({"bob": bob, "seed": seed, **run.rates(last)})
     directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
     header = ["bob", "seed", "bob_questions", "judge_questions", "hugh_question", "mean_score"]
     csv = "\n".join([",".join(header), *(",".join(str(row[k]) for k in header) for row in table)])
     write_text(directory / "debate.csv", csv + "\n")
     text = report(table, last)
     write_text(directory / "debate.md", text)
-    plot(runs, max(1, int(cfg.rounds) // 50), directory / "debate.png")
+    plot(runs, max(1, settings.rounds // 50), directory / "debate.png")
     print(text)
     print(f"Results written to {directory}")
 
