@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UserError
 from ..levels import Level
 from ..workers import detach_from_signals
 from .generator import generate_level
@@ -51,7 +52,7 @@ class ProceduralLevels:
         self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2
     ):
         if workers < 0 or prefetch < 1:
-            raise ValueError(f"need workers >= 0 and prefetch >= 1, got {workers}, {prefetch}")
+            raise UserError(f"need workers >= 0 and prefetch >= 1, got {workers}, {prefetch}")
         self.label = _label(params)
         self.params = params if isinstance(params, dict) else load_params(params)
         self.workers = workers
@@ -136,7 +137,7 @@ def iter_levels(
     params = params if isinstance(params, dict) else load_params(params)
     names = list(names) if names is not None else [_level_name(label, s) for s in seeds]
     if len(names) != len(seeds):
-        raise ValueError(f"{len(seeds)} seeds but {len(names)} names")
+        raise UserError(f"{len(seeds)} seeds but {len(names)} names")
     jobs: Iterable[Level]
     if workers > 0:
         pool = ProcessPoolExecutor(workers, initializer=detach_from_signals)
