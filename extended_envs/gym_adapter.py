@@ -6,7 +6,10 @@ SB3 ``learn()``, a person) plays the true agent. An extended environment is one 
 interaction: ``reset(seed=...)`` (or the first reset) starts a new one, and a later ``reset()``
 without a seed continues the current one, so episode limits (``TimeLimit``) only cut it into
 windows. Actions are ``Discrete(n_actions)``; observations ``Discrete(n_obs)`` or the
-environment's ``Box``.
+environment's ``Box``. Actions, observations and rewards are checked as in
+:func:`~extended_envs.core.run_environment` (a bad one is a UserError naming who gave it); the
+simulated agents' use of NumPy's global generator is not undone per step (that costs about
+0.1 ms), so they must keep the contract and leave it alone, as the library's agents do.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from extended_envs.checks import check_action
-from extended_envs.core import Agent, ExtendedEnvironment, Obs, bind_agent
+from extended_envs.checks import check_action, check_obs, check_reward
+from extended_envs.core import Agent, ExtendedEnvironment, Obs, bind_agent, check_step
 from extended_envs.reality_check import reality_check
 
 
@@ -60,11 +63,17 @@ class ExtendedEnvGym(gym.Env):
             )
             self.env = self.env_class(A)
             self.env.seed(run_seed)
-            self.obs = self.env.start()
+            self.obs = check_obs(self.env.start(), self.env_class.n_obs, self.source("start"))
         return self.obs, {}
+
+    def source(self, method: str) -> str:
+        return f"{self.env_class.__name__}.{method}"
 
     def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         if self.env is None:
             raise RuntimeError("call reset() before step()")
-        reward, self.obs = self.env.step(check_action(action, self.env_class.n_actions))
-        return self.obs, float(reward), False, False, {}
+        action = check_action(action, self.env_class.n_actions, "the Gymnasium agent")
+        reward, obs = check_step(self.env.step(action), self.source("step"))
+        reward = check_reward(reward, self.source("step"))
+        self.obs = check_obs(obs, self.env_class.n_obs, self.source("step"))
+        return self.obs, reward, False, False, {}

@@ -270,3 +270,11 @@ def test_sb3_policy_kwargs_are_checked_by_sb3_and_named():
 
     message = error_of(lambda: bind_agent(PPOAgent, 2, 2, 0, policy_kwargs={"net_arc": [8]})())
     assert "PPOAgent hyperparameter policy_kwargs={'net_arc': [8]}" in message
+
+
+@pytest.mark.parametrize(
+    "env", [env_giving(reward=math.nan), env_giving(obs=-1), env_giving(start=N_OBS)], ids=repr
+)
+def test_gymnasium_view_checks_the_environment_too(env):
+    gym_env = ExtendedEnvGym(env, RandomAgent)
+    assert "Giving.st" in error_of(lambda: (gym_env.reset(seed=0), gym_env.step(0)))
