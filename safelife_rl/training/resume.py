@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from ..errors import UserError
 from .callbacks import checkpoints
@@ -53,8 +54,8 @@ def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
         raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
     try:
         config = OmegaConf.load(path)
-    except Exception as error:  # YAML and OmegaConf raise many kinds on a damaged file
-        raise UserError(f"{path}: not a readable config ({' '.join(str(error).split())})") from None
+    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: not a readable config ({error})") from None
     if not isinstance(config, DictConfig):
         raise UserError(f"{path}: not a config mapping")
     return config
@@ -110,9 +111,10 @@ def saved_steps(path: Path) -> int:
     return steps
 
 
-def latest_model(run_dir: Path) -> SavedModel:
+def latest_model(run_dir: Path) -> SavedModel | None:
     """The newest saved model of a run: its last checkpoint, or the final model if that has at
-    least as many steps (a finished run, or one extended past its end)."""
+    least as many steps (a finished run, or one extended past its end); ``None`` if the run
+    was stopped before its first checkpoint."""
     found = checkpoints(run_dir / "checkpoints")
     latest = None
     if found:
@@ -123,8 +125,6 @@ def latest_model(run_dir: Path) -> SavedModel:
         steps = saved_steps(final)
         if latest is None or steps >= latest.steps:
             latest = SavedModel(final, steps, final=True)
-    if latest is None:
-        raise UserError(f"no checkpoint to resume from in {run_dir}/checkpoints")
     return latest
 
 

@@ -43,6 +43,8 @@ from .wrappers import sync_training_steps
 
 __all__ = ["build_model", "load_run_config", "train"]
 
+CURVE_FILE = "learning_curve.png"
+
 
 def plain(node: Any) -> Any:
     return OmegaConf.to_container(node, resolve=True) if node is not None else None
@@ -113,7 +115,8 @@ def train(
 
     :param resume: continue from the newest saved model in ``run_dir`` (keeping the step count,
         so TensorBoard curves carry on where they were; what the killed run logged after that
-        model is dropped). A finished run is only evaluated if its evaluation is missing.
+        model is dropped). A finished run is only evaluated if its evaluation is missing; a run
+        stopped before its first checkpoint starts over.
     :param trusted: load the checkpoint with SB3's full load, which unpickles code (for files
         the user trusts; see docs/security.md).
     :returns: the final summary (also printed by the app).
@@ -122,26 +125,31 @@ def train(
     run_dir = Path(run_dir)
     saved = None
     if resume:
+        load_run_config(run_dir)  # a run directory at all?
         saved = latest_model(run_dir)
-        check_resumable(cfg, saved)
+        if saved is not None:
+            check_resumable(cfg, saved)
     check_settings(cfg)
     if saved is not None and saved.steps >= cfg.total_timesteps:
         summary = _finished_summary(run_dir, saved)
-        if summary is not None:
+        if summary is not None:  # finished, perhaps stopped while plotting
+            if not (run_dir / CURVE_FILE).is_file():
+                plot_runs([run_dir], run_dir / CURVE_FILE)
             return summary
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_config = OmegaConf.to_yaml(cfg, resolve=True)
+    write_text(run_dir / CONFIG_FILE, run_config)  # first: from now on the run can be resumed
     if resume:
         remove_stale_temporaries(run_dir)
     torch.set_num_threads(cfg.torch_threads)
-    run_config = OmegaConf.to_yaml(cfg, resolve=True)
+    # a run resumed before its first checkpoint starts over, dropping what it had logged
+    resumed_at = None if not resume else saved.steps if saved is not None else 0
     with StopOnSignal() as stop:
         env = make_vec_env(
             cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
         )
         try:
             model = build_model(cfg, env) if saved is None else _load(saved, cfg, env, trusted)
-            write_text(run_dir / CONFIG_FILE, run_config)
-            model.set_logger(run_logger(run_dir / "tensorboard", saved and saved.steps))
+            model.set_logger(run_logger(run_dir / "tensorboard", resumed_at))
             sync_training_steps(env, model.num_timesteps)
             callbacks = _callbacks(cfg, run_dir, run_config)
             start_steps, start_time = model.num_timesteps, time.perf_counter()
@@ -151,7 +159,7 @@ def train(
                     total_timesteps=cfg.total_timesteps - model.num_timesteps,
                     callback=CallbackList([stop, *callbacks]),
                     log_interval=cfg.log_interval,
-                    reset_num_timesteps=not resume,
+                    reset_num_timesteps=saved is None,
                     progress_bar=cfg.progress_bar,
                 )
                 flush_tensorboard(model.logger)  # on disk before the model that ends it
@@ -179,7 +187,7 @@ def train(
         }
         evaluation = next((c for c in callbacks if isinstance(c, PeriodicEvaluation)), None)
         if evaluation is not None:
-            if evaluation.model is None:  # a finished run resumed for its evaluation alone
+            if model.num_timesteps == start_steps:  # a finished run resumed to evaluate it
                 evaluation.init_callback(model)
             summary["trained"] = evaluation.final()
             summary["random"] = evaluation.play(random_policy(env.action_space.n, cfg.seed))
@@ -187,7 +195,7 @@ def train(
         stop.phase = "writing the evaluation"
         write_json(run_dir / "evaluation.json", summary)
         stop.phase = "plotting the learning curve"
-        plot_runs([run_dir], run_dir / "learning_curve.png")
+        plot_runs([run_dir], run_dir / CURVE_FILE)
     return summary
 
 

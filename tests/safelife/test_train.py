@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
-from omegaconf import OmegaConf
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
 from safelife_rl.errors import UserError
@@ -22,32 +20,10 @@ from safelife_rl.training.run import _eval_env_factory, load_run_config, train
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
-# A few hundred steps with a small network: 17x17 view (the CNN's smallest), thin layers.
-TINY = [
-    "experiment=paper", "env=append-still",
-    "env.kwargs.view_shape=[17,17]", "env.kwargs.time_limit=30",
-    "policy.kwargs.features_extractor_kwargs.features_dim=16",
-    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
-    "n_envs=2", "progress_bar=false", "algo.n_steps=16",  # vec_env=auto: batched
-    "callbacks.evaluation.n_episodes=2", "callbacks.evaluation.eval_every=64",
-    "callbacks.checkpoint.save_every=64", "callbacks.checkpoint.keep=0",
-]
 
 
-def config(*overrides, return_hydra_config=False):
-    with initialize_config_dir(str(CONF), version_base=None):
-        return compose("train", overrides=[*TINY, *overrides],
-                       return_hydra_config=return_hydra_config)
-
-
-def scalars(folder):
-    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
-    events.Reload()
-    return {tag: events.Scalars(tag) for tag in events.Tags()["scalars"]}
-
-
-def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path):
-    summary = train(config("total_timesteps=128", "vec_env=subproc"), tmp_path)
+def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path, train_config, tb_scalars):
+    summary = train(train_config("total_timesteps=128", "vec_env=subproc"), tmp_path)
     assert summary["timesteps"] == 128 and summary["algo"] == "PPO"
     saved = load_run_config(tmp_path)
     assert saved.algo.batch_size == 8 and saved.env.id == "safelife_rl/AppendStill-v1"
@@ -61,7 +37,7 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path):
     # two periodic evaluations; the final summary is the one at the last step
     assert [h["step"] for h in history] == [64, 128]
     assert {k: v for k, v in history[-1].items() if k != "step"} == evaluation["trained"]
-    logged = scalars(tmp_path / "tensorboard")
+    logged = tb_scalars(tmp_path / "tensorboard")
     lengths = [e.value for e in logged["episode/length"]]
     assert lengths == [30.0] * 4  # 128 steps = 64 per env: 2 episodes each
     assert all(0 <= e.value <= 1 for e in logged["episode/performance"])
@@ -79,24 +55,24 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path):
     ("dqn", ["algo.learning_starts=32", "algo.buffer_size=500", "algo.train_freq=4",
              "algo.batch_size=8", "algo.target_update_interval=32"]),
 ])
-def test_a2c_and_dqn_train_with_the_safelife_cnn(tmp_path, algo, extra):
+def test_a2c_and_dqn_train_with_the_safelife_cnn(tmp_path, algo, extra, train_config, tb_scalars):
     overrides = [f"algo={algo}", "total_timesteps=96", "callbacks.evaluation=null", *extra]
-    summary = train(config(*overrides), tmp_path)
+    summary = train(train_config(*overrides), tmp_path)
     assert summary["algo"] == algo.upper() and summary["timesteps"] >= 96
-    logged = scalars(tmp_path / "tensorboard")
+    logged = tb_scalars(tmp_path / "tensorboard")
     assert len(logged["episode/length"]) >= 2
     assert any(tag.startswith("train/") for tag in logged)
 
 
-def test_same_seed_same_training(tmp_path):
-    runs = [train(config("total_timesteps=64", "callbacks.checkpoint=null",
+def test_same_seed_same_training(tmp_path, train_config):
+    runs = [train(train_config("total_timesteps=64", "callbacks.checkpoint=null",
                          "callbacks.evaluation.eval_every=1000000"), tmp_path / str(i))
             for i in range(2)]
     assert runs[0]["trained"] == runs[1]["trained"]
 
 
-def test_level_workers_of_training_envs_stay_out_of_suite_evaluation():
-    cfg = config("env.kwargs.workers=1")
+def test_level_workers_of_training_envs_stay_out_of_suite_evaluation(train_config):
+    cfg = train_config("env.kwargs.workers=1")
     del cfg.env.eval_kwargs.workers  # as in configs saved before eval_kwargs had the key
     env = _eval_env_factory(cfg)()
     try:
@@ -105,13 +81,13 @@ def test_level_workers_of_training_envs_stay_out_of_suite_evaluation():
         env.close()
 
 
-def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
-    train(config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
-    first = scalars(tmp_path / "tensorboard")["episode/length"]
+def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path, train_config, tb_scalars):
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    first = tb_scalars(tmp_path / "tensorboard")["episode/length"]
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
     overrides = [f"resume={tmp_path}", "total_timesteps=160", "vec_env=dummy",
                  "env.kwargs.workers=1"]
-    cfg = resume_config(config(*overrides), overrides)
+    cfg = resume_config(train_config(*overrides), overrides)
     assert cfg.total_timesteps == 160 and cfg.callbacks.evaluation is None
     # how the envs run may change: they play the same episodes on the same levels
     assert cfg.vec_env == "dummy" and cfg.env.kwargs.workers == 1
@@ -120,14 +96,13 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
     # checkpoints go on at multiples of save_every counted from the start of the run
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
         "model_128_steps.zip", "model_64_steps.zip"]
-    steps = [e.step for e in scalars(tmp_path / "tensorboard")["episode/length"]]
+    steps = [e.step for e in tb_scalars(tmp_path / "tensorboard")["episode/length"]]
     assert steps[: len(first)] == [e.step for e in first] and max(steps) > 64
     assert steps == sorted(steps)
     with pytest.raises(ValueError, match="only total_timesteps, vec_env.*not seed"):
-        resume_config(config(f"resume={tmp_path}"), [f"resume={tmp_path}", "seed=3"])
-    with pytest.raises(UserError, match="no checkpoint"):
+        resume_config(train_config(f"resume={tmp_path}"), [f"resume={tmp_path}", "seed=3"])
+    with pytest.raises(UserError, match="not a training run directory: no config.yaml"):
         (tmp_path / "empty").mkdir()
-        (tmp_path / "empty" / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
         train(cfg, tmp_path / "empty", resume=True)
 
 
@@ -138,16 +113,16 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path):
     (["vec_env=threads"], ConfigCompositionException, "vec_env=threads"),
     (["algo=sac"], MissingConfigException, "Could not find 'algo/sac'"),
 ])
-def test_bad_config_fails_with_hydras_message(overrides, error, message):
+def test_bad_config_fails_with_hydras_message(overrides, error, message, train_config):
     with pytest.raises(error, match=message):
-        config(*overrides)
+        train_config(*overrides)
 
 
 @pytest.mark.parametrize("launcher, target", [
     ("local", "JoblibLauncher"), ("submitit", "LocalLauncher"), ("slurm", "SlurmLauncher"),
 ])
-def test_sweep_launcher_configs(launcher, target):
-    cfg = config(f"hydra/launcher={launcher}", return_hydra_config=True)
+def test_sweep_launcher_configs(launcher, target, train_config):
+    cfg = train_config(f"hydra/launcher={launcher}", return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith(target)
 
 
@@ -188,7 +163,7 @@ def tiny_other(experiment, *overrides):
         "callbacks.checkpoint=null", *overrides)
 
 
-def test_drest_example_trains_and_logs_usefulness_and_neutrality(tmp_path):
+def test_drest_example_trains_and_logs_usefulness_and_neutrality(tmp_path, tb_scalars):
     cfg = tiny_other("drest-example", "total_timesteps=256", "algo.n_steps=64",
                      "algo.batch_size=64", "callbacks.evaluation.eval_every=128",
                      "callbacks.evaluation.n_episodes=40", "wrappers.drest_reward.meta_episode_size=4")
@@ -197,20 +172,20 @@ def test_drest_example_trains_and_logs_usefulness_and_neutrality(tmp_path):
     for who in ("trained", "random"):
         assert 0 <= summary[who]["usefulness"] <= 1 and summary[who]["neutrality"] >= 0
         assert summary[who]["mean_trajectory_length"] >= 4  # the example world's shortest
-    logged = scalars(tmp_path / "tensorboard")
+    logged = tb_scalars(tmp_path / "tensorboard")
     assert len(logged["episode/trajectory_length"]) >= 20
     assert all(math.isfinite(e.value) for e in logged["episode/reward"])
     assert [e.step for e in logged["eval/usefulness"]] == [128, 256]
     assert "eval/neutrality" in logged and "train/value_loss" in logged
 
 
-def test_cartpole_combination_trains_dqn_and_logs_episodes(tmp_path):
+def test_cartpole_combination_trains_dqn_and_logs_episodes(tmp_path, tb_scalars):
     cfg = tiny_other("cartpole-ignore-rewards", "total_timesteps=300", "algo.learning_starts=100",
                      "callbacks.evaluation.eval_every=1000", "callbacks.evaluation.n_episodes=2")
     summary = train(cfg, tmp_path)
     assert summary["algo"] == "DQN" and summary["timesteps"] >= 300
     assert summary["trained"]["episodes"] == 2 and summary["random"]["mean_length"] >= 8
-    logged = scalars(tmp_path / "tensorboard")
+    logged = tb_scalars(tmp_path / "tensorboard")
     lengths = [e.value for e in logged["episode/length"]]
     assert len(lengths) >= 3 and all(1 <= v <= 200 for v in lengths)  # CartPole's episodes
     assert "train/loss" in logged

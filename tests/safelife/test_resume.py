@@ -1,0 +1,168 @@
+"""Stopping and resuming training runs: nothing lost, nothing logged twice, nothing half-written,
+and a resume that cannot honour the run's config refused."""
+
+import csv
+import json
+import os
+import signal
+
+import pytest
+from omegaconf import OmegaConf
+
+from safelife_rl.errors import UserError
+from safelife_rl.train import resume_config
+from safelife_rl.training import run as run_module
+from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.resume import remove_stale_temporaries, trained_config
+from safelife_rl.training.run import train
+
+
+def resumed(train_config, run_dir, *overrides):
+    given = [f"resume={run_dir}", *overrides]
+    return resume_config(train_config(*given), given)
+
+
+def csv_steps(run_dir):
+    with open(run_dir / "tensorboard" / "progress.csv", newline="") as file:
+        return [int(row["time/total_timesteps"]) for row in csv.DictReader(file)]
+
+
+def assert_logs_whole(run_dir, tb_scalars, rollout):
+    """Every rollout logged once in progress.csv and TensorBoard, every evaluation once."""
+    steps = csv_steps(run_dir)
+    assert steps == list(range(rollout, steps[-1] + 1, rollout))
+    logged = tb_scalars(run_dir / "tensorboard")
+    for tag in ("time/fps", "train/value_loss"):
+        tag_steps = [e.step for e in logged[tag]]
+        assert tag_steps == sorted(set(tag_steps)), tag
+    history = [h["step"] for h in json.loads((run_dir / "evaluations.json").read_text())]
+    assert history == sorted(set(history))
+    assert [e.step for e in logged["eval/performance"]] == history
+
+
+def test_resuming_a_finished_run_changes_nothing(tmp_path, train_config):
+    summary = train(train_config("total_timesteps=128"), tmp_path)
+    final = (tmp_path / "final_model.zip").read_bytes()
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    assert train(resumed(train_config, tmp_path), tmp_path, resume=True) == summary
+    assert (tmp_path / "final_model.zip").read_bytes() == final
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_resuming_a_finished_run_for_more_steps_starts_from_its_final_model(
+    tmp_path, train_config, tb_scalars
+):
+    train(train_config("total_timesteps=96", "callbacks.checkpoint.save_every=64"), tmp_path)
+    summary = train(resumed(train_config, tmp_path, "total_timesteps=160"), tmp_path, True)
+    assert summary["timesteps"] == 160
+    assert csv_steps(tmp_path)[:3] == [32, 64, 96]  # the first run's rows are kept
+    assert_logs_whole(tmp_path, tb_scalars, 32)
+
+
+def test_a_run_killed_after_a_checkpoint_logs_each_step_once(tmp_path, train_config, tb_scalars):
+    train(train_config("total_timesteps=192"), tmp_path)
+    # as if killed at 150 steps: what was logged after the 128-step checkpoint is still there
+    (tmp_path / "final_model.zip").unlink()
+    (tmp_path / "evaluation.json").unlink()
+    (tmp_path / "checkpoints" / "model_192_steps.zip").unlink()
+    stale = tmp_path / "checkpoints" / ".model_192_steps.zip.abcd_123.zip"
+    stale.write_bytes(b"half a checkpoint")
+    summary = train(resumed(train_config, tmp_path), tmp_path, resume=True)
+    assert summary["timesteps"] == 192 and not stale.exists()
+    assert_logs_whole(tmp_path, tb_scalars, 32)
+    assert [h["step"] for h in json.loads((tmp_path / "evaluations.json").read_text())] == [
+        64, 128, 192]
+    logged = tb_scalars(tmp_path / "tensorboard")
+    assert [e.step for e in logged["schedule/exit_fraction"]] == list(range(32, 193, 32))
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_over(tmp_path, train_config, tb_scalars):
+    train(train_config("total_timesteps=64", "callbacks.checkpoint.save_every=1000"), tmp_path)
+    (tmp_path / "final_model.zip").unlink()  # as if killed at 64 steps
+    (tmp_path / "evaluation.json").unlink()
+    summary = train(resumed(train_config, tmp_path, "total_timesteps=96"), tmp_path, True)
+    assert summary["timesteps"] == 96
+    assert_logs_whole(tmp_path, tb_scalars, 32)
+    assert csv_steps(tmp_path) == [32, 64, 96]
+
+
+@pytest.mark.parametrize("phase, where", [
+    ("evaluating the final model", "random_policy"),
+    ("plotting the learning curve", "plot_runs"),
+])
+def test_a_signal_after_training_ends_with_a_message_and_resume_finishes(
+    tmp_path, train_config, monkeypatch, phase, where
+):
+    original = getattr(run_module, where)
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, where, interrupted)
+    with pytest.raises(RunStopped, match=f"stopped by SIGTERM while {phase}"):
+        train(train_config("total_timesteps=128"), tmp_path)
+    monkeypatch.setattr(run_module, where, original)
+    final = (tmp_path / "final_model.zip").read_bytes()
+    summary = train(resumed(train_config, tmp_path), tmp_path, resume=True)
+    assert summary["timesteps"] == 128 and summary["trained"]["episodes"] == 2
+    assert (tmp_path / "final_model.zip").read_bytes() == final
+    assert (tmp_path / "learning_curve.png").stat().st_size > 0
+    history = [h["step"] for h in json.loads((tmp_path / "evaluations.json").read_text())]
+    assert history == [64, 128]
+
+
+def test_checkpoints_carry_the_config_they_were_trained_with(tmp_path, train_config):
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    trained = trained_config(tmp_path / "checkpoints" / "model_64_steps.zip")
+    assert trained == OmegaConf.to_container(OmegaConf.load(tmp_path / "config.yaml"))
+    assert trained["algo"]["learning_rate"] == 3e-4
+
+
+@pytest.mark.parametrize("key, value, named", [
+    ("algo.learning_rate", 0.001, "algo.learning_rate (0.0003 -> 0.001)"),
+    ("algo._target_", "stable_baselines3.A2C", "algo._target_ ('stable_baselines3.PPO' -> "),
+    ("env.id", "safelife_rl/PruneStill-v1", "env.id ('safelife_rl/AppendStill-v1' -> "),
+])
+def test_resume_refuses_an_edited_config_naming_the_differences(
+    tmp_path, train_config, key, value, named
+):
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    (tmp_path / "final_model.zip").unlink()
+    saved = OmegaConf.load(tmp_path / "config.yaml")
+    OmegaConf.update(saved, key, value)
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(saved))
+    cfg = resumed(train_config, tmp_path, "total_timesteps=128")
+    with pytest.raises(UserError, match="differs from the config it was trained with") as error:
+        train(cfg, tmp_path, resume=True)
+    assert named in str(error.value)
+    assert not (tmp_path / "checkpoints" / "model_128_steps.zip").exists()
+
+
+def test_only_temporaries_of_atomic_writes_are_removed(tmp_path):
+    (tmp_path / "checkpoints").mkdir()
+    keep = [tmp_path / "config.yaml", tmp_path / ".hidden", tmp_path / "checkpoints" / "a.zip",
+            tmp_path / ".evaluation.json.x"]
+    gone = [tmp_path / ".evaluation.json.k2j_9x0a.json",
+            tmp_path / "checkpoints" / ".model_64_steps.zip.00000000.zip"]
+    for path in keep + gone:
+        path.write_text("x")
+    assert sorted(remove_stale_temporaries(tmp_path)) == sorted(gone)
+    assert all(p.exists() for p in keep)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("total_timesteps=-5", "total_timesteps must be a positive integer, got -5"),
+    ("log_interval=0", "log_interval must be a positive integer, got 0"),
+    ("algo.n_steps=0", "algo.n_steps must be positive, got 0"),
+    ("algo.gamma=1.5", r"algo.gamma must be in \[0, 1\], got 1.5"),
+    ("algo.learning_rate=nan", "algo.learning_rate must be finite, got nan"),
+    ("+algo.n_step=3", "algo.n_step: not a setting of stable_baselines3.PPO"),
+])
+def test_bad_run_settings_are_refused_before_anything_is_written(
+    tmp_path, train_config, override, message
+):
+    with pytest.raises(UserError, match=message):
+        train(train_config(override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
