@@ -274,8 +274,9 @@ def read_npz(path: str | os.PathLike, what: str = "level file") -> dict[str, np.
                 raise LevelFormatError(
                     f"{path}: holds pickled Python objects{member}, which are never loaded"
                 ) from error
+            detail = str(error) if len(str(error)) <= 120 else f"{str(error)[:120]}..."
             raise LevelFormatError(
-                f"{path}: not a readable {what}{member}: {type(error).__name__}: {error}"
+                f"{path}: not a readable {what}{member}: {type(error).__name__}: {detail}"
             ) from error
     return arrays
 
