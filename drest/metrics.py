@@ -43,8 +43,9 @@ def mean_metric(results: Iterable[Metrics], key: str) -> float | None:
 
 
 def neutrality(length_probs: Mapping[int, float]) -> float:
-    """Shannon entropy in bits of the distribution over trajectory lengths."""
-    return float(-sum(p * math.log2(p) for p in length_probs.values() if p > 0))
+    """Shannon entropy in bits of the distribution over trajectory lengths (never below 0,
+    which rounding can give when one length has probability 1 + 1e-16)."""
+    return max(0.0, float(-sum(p * math.log2(p) for p in length_probs.values() if p > 0)))
 
 
 def metrics_from_lengths(length_probs: Mapping[int, float], coin_mass: Mapping[int, float],

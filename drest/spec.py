@@ -41,6 +41,7 @@ class SpecError(UserError):
             if column is not None:
                 where += f":{column}"
         super().__init__(f"{where}: {message}")
+        self.message = message
         self.line = line
         self.column = column
 
@@ -210,9 +211,12 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
     if len(agents) > 1:
         _, line, col = agents[1]
         raise SpecError("more than one agent start 'A'", source, line, col)
-    return GridSpec(walls=frozenset(walls), coins=tuple(coins), buttons=tuple(buttons),
-                    agent=agents[0][0], height=len(grid_rows), width=width, length=length,
-                    gamma=gamma, bumps_use_moves=bumps_use_moves, name=name)
+    try:
+        return GridSpec(walls=frozenset(walls), coins=tuple(coins), buttons=tuple(buttons),
+                        agent=agents[0][0], height=len(grid_rows), width=width, length=length,
+                        gamma=gamma, bumps_use_moves=bumps_use_moves, name=name)
+    except SpecError as error:  # name the file, not the world
+        raise SpecError(error.message, source) from None
 
 
 def load_spec(path: str | Path) -> GridSpec:

@@ -1,5 +1,5 @@
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
 from drest.worlds import BUILTIN_WORLDS, builtin, lopsided, resolve
@@ -80,6 +80,11 @@ def test_builtins_round_trip_through_text(name):
     assert parse_spec(spec.to_text()) == spec
 
 
+def test_spec_errors_name_the_file():
+    with pytest.raises(SpecError, match=r"^w\.txt: the agent at \(0, 0\) is walled in"):
+        parse_spec("length: 2\ngrid:\n A W\n W .\n", source="w.txt")
+
+
 def test_lopsided_coin_value_parameter():
     assert lopsided(0.1).coins[0] == ((0, 0), 0.1)
     with pytest.raises(SpecError):
@@ -95,6 +100,8 @@ cells = st.tuples(st.integers(0, 4), st.integers(0, 4))
        st.sampled_from([0.5, 0.9, 1.0]))
 def test_text_round_trip_property(cells_, value, delay, length, gamma):
     agent, coin, button, *walls = cells_
+    free = {(agent[0] + dr, agent[1] + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))}
+    assume(free & {(r, c) for r in range(5) for c in range(5)} - set(walls))  # not walled in
     spec = GridSpec(walls=frozenset(walls), coins=((coin, value),), buttons=((button, delay),),
                     agent=agent, height=5, width=5, length=length, gamma=gamma)
     assert parse_spec(spec.to_text()) == spec
