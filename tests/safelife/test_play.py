@@ -159,11 +159,12 @@ def test_command_line_user_error_exit_status(tmp_path):
     garbage = tmp_path / "garbage.npz"
     garbage.write_bytes(b"PK\x03\x04 not really")
     command = [sys.executable, "-m", "safelife_rl", "replay", str(garbage), "--out", "o.npz"]
-    quiet = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    quiet = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, check=False)
     assert quiet.returncode == 2
-    assert quiet.stderr.splitlines() == [
+    assert quiet.stderr.splitlines() == [(
         f"python -m safelife_rl replay: error: {garbage}: not a readable trace file: "
         "BadZipFile: File is not a zip file"
-    ]
-    loud = subprocess.run(command + ["--traceback"], capture_output=True, text=True, cwd=tmp_path)
+    )]
+    loud = subprocess.run(command + ["--traceback"], capture_output=True, text=True, cwd=tmp_path,
+                          check=False)
     assert loud.returncode == 1 and "Traceback" in loud.stderr and "LevelFormatError" in loud.stderr
