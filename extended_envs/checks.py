@@ -57,9 +57,8 @@ def check_obs(obs: Any, n_obs: ObsSpec, source: str = "the environment") -> Obs:
 
 def check_reward(reward: Any, source: str = "the environment") -> float:
     """``reward`` as a float, or a UserError naming ``source`` and the value."""
-    if is_int(reward) or isinstance(reward, (float, np.floating)):
-        if math.isfinite(reward):
-            return float(reward)
+    if (is_int(reward) or isinstance(reward, (float, np.floating))) and math.isfinite(reward):
+        return float(reward)
     raise UserError(f"{source} gave invalid reward {reward!r}: rewards are finite numbers")
 
 

@@ -175,9 +175,8 @@ def takes_episode_ends(agent_class: type) -> bool:
 
 def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
     check_count("n_actions", n_actions)
-    if not isinstance(n_obs, spaces.Box):
-        if not is_int(n_obs) or n_obs < 1:
-            raise UserError(f"n_obs must be an int >= 1 or a gymnasium Box, got {n_obs!r}")
+    if not isinstance(n_obs, spaces.Box) and (not is_int(n_obs) or n_obs < 1):
+        raise UserError(f"n_obs must be an int >= 1 or a gymnasium Box, got {n_obs!r}")
 
 
 def bind_agent(

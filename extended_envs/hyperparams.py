@@ -52,7 +52,8 @@ class Interval:
         if self.high == math.inf:
             text = f"{kind} {'>' if self.open_low else '>='} {low}"
         else:
-            text = f"{kind} in {'(' if self.open_low else '['}{low}, {high}{')' if self.open_high else ']'}"
+            left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+            text = f"{kind} in {left}{low}, {high}{right}"
         return f"None or {text}" if self.none else text
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
-from extended_envs.hyperparams import POSITIVE_UNIT, UNIT
+from extended_envs.hyperparams import POSITIVE_UNIT, UNIT, Allowed
 from safelife_rl.errors import UserError
 
 
@@ -20,8 +20,16 @@ class QLearner(Agent):
     ties). Hyperparameters: ``learning_rate``, ``gamma``, ``epsilon``.
     """
 
-    default_hyperparams = {"learning_rate": 0.1, "gamma": 0.9, "epsilon": 0.1}
-    hyperparam_ranges = {"learning_rate": POSITIVE_UNIT, "gamma": UNIT, "epsilon": UNIT}
+    default_hyperparams: ClassVar[dict[str, Any]] = {
+        "learning_rate": 0.1,
+        "gamma": 0.9,
+        "epsilon": 0.1,
+    }
+    hyperparam_ranges: ClassVar[dict[str, Allowed]] = {
+        "learning_rate": POSITIVE_UNIT,
+        "gamma": UNIT,
+        "epsilon": UNIT,
+    }
 
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)

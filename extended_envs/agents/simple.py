@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
-from extended_envs.hyperparams import Interval
+from extended_envs.hyperparams import Allowed, Interval
 from safelife_rl.errors import UserError
 
 
@@ -37,8 +37,9 @@ class RandomAgent(Agent):
 class ConstantAgent(Agent):
     """Always the action given by the ``action`` hyperparameter."""
 
-    default_hyperparams = {"action": 0}
-    hyperparam_ranges = {"action": Interval(0, ints=True)}  # and below n_actions
+    default_hyperparams: ClassVar[dict[str, Any]] = {"action": 0}
+    # and below n_actions, checked on creation
+    hyperparam_ranges: ClassVar[dict[str, Allowed]] = {"action": Interval(0, ints=True)}
 
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from extended_envs import ExtendedEnvGym, bind_agent, reality_check, run_environment
 from extended_envs import agents as agents_module
-from extended_envs.core import EpisodeEnd, ExtendedEnvironment
-from extended_envs.hyperparams import Flag, Interval, Keywords
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
+from extended_envs.core import EpisodeEnd, ExtendedEnvironment
 from extended_envs.envs import TemptingButton
+from extended_envs.hyperparams import Flag, Interval, Keywords
 from safelife_rl.errors import UserError
 
 FUZZ = settings(max_examples=60, deadline=None)
@@ -72,7 +72,9 @@ def test_bad_rewards_are_named(reward):
 
 
 @FUZZ
-@given(reward=st.one_of(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6), st.just(np.float32(0.5))))
+@given(
+    reward=st.one_of(st.integers(-(10**6), 10**6), st.floats(-1e6, 1e6), st.just(np.float32(0.5)))
+)
 def test_finite_rewards_are_summed(reward):
     result = run_environment(env_giving(reward=reward), RandomAgent, 4, seed=0)
     assert result["total_reward"] == pytest.approx(4 * float(reward))
@@ -89,7 +91,7 @@ BAD_INT_OBS = st.one_of(
 def test_bad_observations_are_named(obs, at_start):
     env = env_giving(start=obs) if at_start else env_giving(obs=obs)
     for agent in (RandomAgent, QLearner):  # QLearner used to index its last row with -1
-        message = error_of(lambda: run_environment(env, agent, 3, seed=0))
+        message = error_of(lambda agent=agent: run_environment(env, agent, 3, seed=0))
         assert f"Giving.{'start' if at_start else 'step'}" in message
         assert "observation" in message and repr(obs) in message
 
@@ -100,12 +102,15 @@ BOX = spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
 @FUZZ
 @given(
     obs=st.one_of(
-        NOT_NUMBERS, st.integers(0, 3),
+        NOT_NUMBERS,
+        st.integers(0, 3),
         st.lists(st.floats(-1, 1), min_size=2, max_size=2).map(np.float32).map(np.array),
         st.tuples(st.floats(allow_nan=True), st.floats(allow_nan=True))
-        .filter(lambda x: not all(-1 <= v <= 1 for v in x)).map(np.array),
-        st.just(np.zeros(3, dtype=np.float32)), st.just(np.zeros((2, 1), dtype=np.float32)),
-    )  # fmt: skip
+        .filter(lambda x: not all(-1 <= v <= 1 for v in x))
+        .map(np.array),
+        st.just(np.zeros(3, dtype=np.float32)),
+        st.just(np.zeros((2, 1), dtype=np.float32)),
+    )
 )
 def test_box_observations_must_lie_in_the_box(obs):
     env = env_giving(obs=obs, start=np.zeros(2, dtype=np.float32), n_obs=BOX)
@@ -138,9 +143,7 @@ def test_act_returning_true_is_not_action_1():
     assert ints["num_steps"] == 3
 
 
-@pytest.mark.parametrize(
-    "result", [None, 1, (1,), (1, 0, 0), [1, 0], "10"], ids=repr
-)
+@pytest.mark.parametrize("result", [None, 1, (1,), (1, 0, 0), [1, 0], "10"], ids=repr)
 def test_step_must_return_a_pair(result):
     message = error_of(lambda: run_environment(env_giving(result=result), RandomAgent, 2, seed=0))
     assert "Giving.step returned" in message and "(reward, observation)" in message
@@ -232,7 +235,9 @@ def test_hyperparameters_out_of_range_are_named(data, value):
     name = data.draw(st.sampled_from(sorted(agent_class.default_hyperparams)))
     allowed = agent_class.hyperparam_ranges[name]
     if expected_allowed(allowed, value):
-        assert bind_agent(agent_class, N_ACTIONS, N_OBS, 0, **{name: value}).hyperparams[name] is value
+        assert (
+            bind_agent(agent_class, N_ACTIONS, N_OBS, 0, **{name: value}).hyperparams[name] is value
+        )
         return
     message = error_of(lambda: bind_agent(agent_class, N_ACTIONS, N_OBS, 0, **{name: value}))
     assert f"{agent_class.__name__} hyperparameter {name}={value!r}" in message

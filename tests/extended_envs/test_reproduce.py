@@ -104,7 +104,8 @@ def mutated_bytes(data, original: bytes) -> bytes:
     kind = data.draw(st.sampled_from(["flip", "truncate", "insert"]))
     i = data.draw(st.integers(0, len(original) - 1))
     if kind == "flip":
-        return original[:i] + bytes([original[i] ^ data.draw(st.integers(1, 255))]) + original[i + 1 :]
+        flipped = original[i] ^ data.draw(st.integers(1, 255))
+        return original[:i] + bytes([flipped]) + original[i + 1 :]
     if kind == "truncate":
         return original[:i]
     return original[:i] + data.draw(st.binary(min_size=1, max_size=4)) + original[i:]
@@ -129,7 +130,9 @@ def mutated_fields(data, original: bytes) -> bytes:
     return json.dumps(fields).encode()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_mutated_saved_runs_are_used_or_named(saved_runs, data, tmp_path_factory, capsys):
     out = tmp_path_factory.mktemp("mutated")
