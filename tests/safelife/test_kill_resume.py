@@ -1,0 +1,163 @@
+"""The training app as a user runs it: killed with SIGKILL at random moments and resumed, stopped
+with Ctrl-C, given bad settings. ``KILL_TRIALS=N`` runs N kill-and-resume trials (default 2)."""
+
+import csv
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from safelife_rl.training.resume import _TEMPORARY
+
+ROOT = Path(__file__).resolve().parents[2]
+TOTAL, ROLLOUT, EVAL_EVERY = 320, 32, 64
+TINY = [
+    "experiment=paper", "env=append-still", "env.kwargs.view_shape=[17,17]",
+    "env.kwargs.time_limit=30", "policy.kwargs.features_extractor_kwargs.features_dim=16",
+    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]", "n_envs=2",
+    "progress_bar=false", "algo.n_steps=16", "callbacks.evaluation.n_episodes=2",
+    f"callbacks.evaluation.eval_every={EVAL_EVERY}", "callbacks.checkpoint.save_every=64",
+    f"total_timesteps={TOTAL}",
+]
+
+
+def app(*args, cwd=ROOT, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, "-m", "safelife_rl.train", *args], cwd=cwd, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs,
+    )
+
+
+def finish(process, timeout=300):
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def phase_of(run):
+    """Where a killed run was, judged by the files it left."""
+    if not (run / "config.yaml").exists():
+        return "setup"
+    if not (run / "final_model.zip").exists():
+        return "training"
+    if not (run / "evaluation.json").exists():
+        return "final evaluation"
+    return "plotting" if not (run / "learning_curve.png").exists() else "finished"
+
+
+def check_complete(run):
+    """Every file of a finished run valid; every step logged exactly once."""
+    summary = json.loads((run / "evaluation.json").read_text())
+    assert summary["timesteps"] == TOTAL and summary["trained"]["episodes"] == 2
+    with zipfile.ZipFile(run / "final_model.zip") as archive:
+        assert archive.testzip() is None and "policy.pth" in archive.namelist()
+    assert (run / "learning_curve.png").stat().st_size > 0
+    with open(run / "tensorboard" / "progress.csv", newline="") as file:
+        steps = [int(row["time/total_timesteps"]) for row in csv.DictReader(file)]
+    assert steps == list(range(ROLLOUT, TOTAL + 1, ROLLOUT))
+    history = [h["step"] for h in json.loads((run / "evaluations.json").read_text())]
+    assert history == list(range(EVAL_EVERY, TOTAL + 1, EVAL_EVERY))
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "tensorboard"), size_guidance={"scalars": 0})
+    events.Reload()
+    assert [e.step for e in events.Scalars("time/fps")] == steps
+    assert [e.step for e in events.Scalars("eval/performance")] == history
+    leftovers = [p for p in run.rglob(".*") if _TEMPORARY.fullmatch(p.name)]
+    assert not leftovers
+
+
+def wait_for(path, process, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not path.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def kill_and_resume(run, delays):
+    """Start the run, SIGKILL it each delay after its config appears (resuming in between),
+    then resume it to the end; the phases the kills hit."""
+    phases = []
+    process = app(*TINY, f"hydra.run.dir={run}")
+    for delay in delays:
+        wait_for(run / "config.yaml", process)
+        time.sleep(delay)
+        process.kill()
+        process.wait()
+        phases.append(phase_of(run))
+        started = (run / "config.yaml").exists()
+        process = app(f"resume={run}") if started else app(*TINY, f"hydra.run.dir={run}")
+    code, out, err = finish(process)
+    assert code == 0, err
+    return phases
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """How long a whole run writes files: from its config to its learning curve."""
+    run = tmp_path_factory.mktemp("whole") / "run"
+    process = app(*TINY, f"hydra.run.dir={run}")
+    wait_for(run / "config.yaml", process)
+    start = time.perf_counter()
+    wait_for(run / "learning_curve.png", process)
+    seconds = time.perf_counter() - start
+    code, _, err = finish(process)
+    assert code == 0, err
+    check_complete(run)
+    return seconds
+
+
+def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_path, uninterrupted):
+    trials = int(os.environ.get("KILL_TRIALS", "2"))
+    hit = []
+    for trial in range(trials):
+        rng = random.Random(trial)
+        delays = [rng.uniform(0.0, 1.0) * uninterrupted for _ in range(rng.choice((1, 2)))]
+        run = tmp_path / f"trial{trial}"
+        hit += kill_and_resume(run, delays)
+        check_complete(run)
+    print(f"{trials} trials, {len(hit)} kills: " + ", ".join(
+        f"{phase} {hit.count(phase)}" for phase in sorted(set(hit))))
+
+
+def test_ctrl_c_with_subprocess_envs_saves_a_checkpoint_without_tracebacks(tmp_path):
+    run = tmp_path / "run"
+    process = app("experiment=drest-example", "n_envs=2", "vec_env=subproc", "progress_bar=false",
+                  "total_timesteps=100000000", f"hydra.run.dir={run}")
+    deadline = time.monotonic() + 120
+    while not (run / "tensorboard" / "progress.csv").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: every process of the job
+    code, _, err = finish(process)
+    assert code == 128 + signal.SIGINT
+    assert "Traceback" not in err and "Error" not in err, err
+    assert "stopped by SIGINT at " in err and f"continue with resume={run}" in err
+    assert list((run / "checkpoints").glob("model_*_steps.zip"))
+
+
+def test_user_errors_end_with_one_line(tmp_path):
+    code, out, err = finish(app("total_timesteps=-5", f"hydra.run.dir={tmp_path / 'run'}"))
+    assert code == 2 and err.strip().splitlines() == [
+        "safelife_rl.train: error: total_timesteps must be a positive integer, got -5"]
+    assert not (tmp_path / "run" / "config.yaml").exists()
+    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "no config.yaml" in err
+    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}",
+                                env={**os.environ, "HYDRA_FULL_ERROR": "1"}))
+    assert code != 0 and "Traceback" in err
+
+
+def test_resuming_writes_hydras_record_inside_the_run_not_a_stray_folder(tmp_path):
+    run = tmp_path / "run"
+    code, _, err = finish(app(*TINY, "total_timesteps=64", "callbacks.evaluation=null",
+                              f"hydra.run.dir={run}"))
+    assert code == 0, err
+    code, _, err = finish(app(f"resume={run}", "total_timesteps=96", cwd=tmp_path))
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert len(list((run / "resumes").iterdir())) == 1
