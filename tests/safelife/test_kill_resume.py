@@ -125,10 +125,14 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_pat
         f"{phase} {hit.count(phase)}" for phase in sorted(set(hit))))
 
 
-def test_ctrl_c_with_subprocess_envs_saves_a_checkpoint_without_tracebacks(tmp_path):
+@pytest.mark.parametrize("workers", [
+    ["experiment=drest-example", "n_envs=2", "vec_env=subproc"],  # env worker processes
+    [*TINY[:-1], "env.kwargs.workers=1"],  # level worker processes
+])
+def test_ctrl_c_with_worker_processes_saves_a_checkpoint_without_tracebacks(tmp_path, workers):
     run = tmp_path / "run"
-    process = app("experiment=drest-example", "n_envs=2", "vec_env=subproc", "progress_bar=false",
-                  "total_timesteps=100000000", f"hydra.run.dir={run}")
+    process = app(*workers, "progress_bar=false", "total_timesteps=100000000",
+                  f"hydra.run.dir={run}")
     deadline = time.monotonic() + 120
     while not (run / "tensorboard" / "progress.csv").exists() and time.monotonic() < deadline:
         time.sleep(0.5)
