@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from functools import wraps
 from typing import Any, TypeVar
 
+
 class UserError(ValueError):
     """Bad input; the message says what is wrong and what is allowed."""
 

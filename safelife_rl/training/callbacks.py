@@ -9,7 +9,7 @@ import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
@@ -88,7 +88,7 @@ class StopOnSignal(BaseCallback):
         self._learning = False
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> StopOnSignal:
+    def __enter__(self) -> Self:
         try:
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._on_signal)
@@ -96,7 +96,7 @@ class StopOnSignal(BaseCallback):
             pass
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
