@@ -23,6 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ..errors import UserError
 from .callbacks import checkpoints
+from .config_targets import check_targets
 from .files import CONFIG_ENTRY
 
 CONFIG_FILE = "config.yaml"
@@ -48,7 +49,8 @@ class SavedModel:
 
 
 def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
-    """The resolved config a run saved when it started (or last resumed)."""
+    """The resolved config a run saved when it started (or last resumed), refused if it names
+    code outside :mod:`~safelife_rl.training.config_targets`' allowlist."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
@@ -58,6 +60,7 @@ def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
         raise UserError(f"{path}: not a readable config ({error})") from None
     if not isinstance(config, DictConfig):
         raise UserError(f"{path}: not a config mapping")
+    check_targets(config, str(path))  # it is instantiated: only allowlisted code may be named
     return config
 
 

@@ -30,6 +30,7 @@ from .envs import make_env, make_vec_env
 from .evaluation import random_policy
 from .files import save_model_atomic
 from .logs import run_logger
+from .model_files import load_model
 from .plots import plot_runs
 from .resume import (
     CONFIG_FILE,
@@ -83,10 +84,6 @@ def build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
         verbose=0,
         _convert_="all",
     )
-
-
-def _load(saved: SavedModel, cfg: DictConfig, env: Any, trusted: bool) -> BaseAlgorithm:
-    return get_class(cfg.algo._target_).load(saved.path, env=env, device=cfg.device)
 
 
 def _finished_summary(run_dir: Path, saved: SavedModel) -> dict[str, Any] | None:
@@ -148,7 +145,10 @@ def train(
             cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
         )
         try:
-            model = build_model(cfg, env) if saved is None else _load(saved, cfg, env, trusted)
+            if saved is None:
+                model = build_model(cfg, env)
+            else:
+                model = load_model(saved.path, cfg, env, cfg.device, trusted)
             model.set_logger(run_logger(run_dir / "tensorboard", resumed_at))
             sync_training_steps(env, model.num_timesteps)
             callbacks = _callbacks(cfg, run_dir, run_config)
