@@ -166,3 +166,14 @@ def test_bad_run_settings_are_refused_before_anything_is_written(
         train(train_config(override), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
+
+
+def test_resume_refuses_a_config_naming_code_outside_the_allowlist(tmp_path, train_config):
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    marker = tmp_path / "ran"
+    saved = OmegaConf.load(tmp_path / "config.yaml")
+    saved.callbacks.extra = {"_target_": "pathlib.Path.touch", "self": str(marker)}
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(saved))
+    with pytest.raises(UserError, match="callbacks.extra._target_"):
+        train(resumed(train_config, tmp_path, "total_timesteps=128"), tmp_path, resume=True)
+    assert not marker.exists()
