@@ -16,6 +16,7 @@ import os
 # made training 6x slower than one thread; sleeping ones keep it close.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import one_line_errors
+from .errors import USER_ERRORS, one_line_errors
 from .training.callbacks import RunStopped
 from .training.resume import resume_config
 from .training.run import format_summary, train
@@ -35,8 +36,8 @@ __all__ = ["main", "resume_config"]
 def _hydra_dir(resume: str | None, new: str) -> str:
     """Hydra's own folder for this run: a new run's, or ``resumes/DATE_TIME`` inside a resumed
     run (Hydra's record of each resume stays with the run, not as a stray folder)."""
-    if resume in (None, "None", "null", ""):
-        return new
+    if resume in (None, "None", "null", "") or not (Path(resume) / "config.yaml").is_file():
+        return new  # (not a run to resume: refused, and this folder removed)
     return str(Path(resume) / "resumes" / Path(new).name)
 
 
@@ -44,17 +45,27 @@ if not OmegaConf.has_resolver("hydra_dir"):
     OmegaConf.register_new_resolver("hydra_dir", _hydra_dir)
 
 
+def _discard_if_unstarted(hydra_dir: Path) -> None:
+    """Remove Hydra's folder of a run refused before it started (it holds only Hydra's own
+    records), so a mistyped command leaves nothing behind."""
+    if hydra_dir.is_dir() and {p.name for p in hydra_dir.iterdir()} <= {".hydra", "train.log"}:
+        shutil.rmtree(hydra_dir, ignore_errors=True)
+
+
 @hydra.main(version_base=None, config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> dict[str, Any]:
+    hydra_dir = Path(HydraConfig.get().runtime.output_dir)
+    run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
     with one_line_errors("safelife_rl.train"):
         try:
             if cfg.resume is not None:
-                run_dir = Path(cfg.resume)
                 resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))
                 summary = train(resumed, run_dir, True, trusted=resumed.trust_pickle)
             else:
-                run_dir = Path(HydraConfig.get().runtime.output_dir)
                 summary = train(cfg, run_dir)
+        except USER_ERRORS:
+            _discard_if_unstarted(hydra_dir)
+            raise
         except RunStopped as stopped:
             print(f"safelife_rl.train: {stopped}; continue with resume={run_dir}", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None

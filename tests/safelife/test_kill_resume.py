@@ -148,10 +148,11 @@ def test_user_errors_end_with_one_line(tmp_path):
     code, out, err = finish(app("total_timesteps=-5", f"hydra.run.dir={tmp_path / 'run'}"))
     assert code == 2 and err.strip().splitlines() == [
         "safelife_rl.train: error: total_timesteps must be a positive integer, got -5"]
-    assert not (tmp_path / "run" / "config.yaml").exists()
-    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}"))
+    assert not (tmp_path / "run").exists()  # not even Hydra's records of the refused run
+    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no config.yaml" in err
-    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}",
+    assert not (tmp_path / "nowhere").exists() and not list(tmp_path.glob("outputs/train/*"))
+    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path,
                                 env={**os.environ, "HYDRA_FULL_ERROR": "1"}))
     assert code != 0 and "Traceback" in err
 
