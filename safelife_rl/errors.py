@@ -10,12 +10,13 @@ too, for bug reports.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 
 class UserError(ValueError):
@@ -65,3 +66,19 @@ def cli(prog: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors (a bad flag or value) end with one line like every other user
+    error; ``--help`` still shows the usage. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
+    """``--traceback``: show the traceback of a user error (pass ``args.traceback`` to
+    :func:`one_line_errors`)."""
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the traceback of a user error (bug reports)"
+    )
