@@ -10,13 +10,13 @@ can be made again bit for bit (same NumPy and Numba versions)::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 
+from ..errors import ArgumentParser
 from ..levels import Level, load_levels, save_levels
 from ..registration import SUITES_DIR, TASKS
 from .source import iter_levels
@@ -55,7 +55,9 @@ def same_levels(a: list[Level], b: list[Level]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(
+        prog="python -m safelife_rl.procgen.make_suites", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("tasks", nargs="*", default=list(TASKS), help="default: every task")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--size", type=int, default=SUITE_SIZE)
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in args.tasks if t not in TASKS]
     if unknown:
         parser.error(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASKS)}")
+    if args.size < 1 or args.workers < 0:
+        parser.error(f"--size must be positive and --workers non-negative, got {args.size}, "
+                     f"{args.workers}")
     failures = 0
     for task in args.tasks:
         levels = make_suite(task, args.size, args.workers)

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from ..errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from ..files import atomic_path
 
 PANELS = ("performance", "success", "reward", "length")
@@ -77,12 +77,21 @@ def plot_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="plot training runs' learning curves")
+    parser = ArgumentParser(
+        prog="python -m safelife_rl.training.plots", description="plot training runs' learning curves"
+    )
     parser.add_argument("runs", nargs="+", help="run directories (with tensorboard/)")
     parser.add_argument("--out", default="learning_curves.png")
     parser.add_argument("--labels", nargs="*", help="one label per run")
+    add_traceback_flag(parser)
     args = parser.parse_args(argv)
-    print(plot_runs(args.runs, args.out, args.labels))
+    with one_line_errors(parser.prog, args.traceback):
+        for run in args.runs:
+            if not (Path(run) / "tensorboard").is_dir():
+                raise UserError(f"{run}: not a training run (no tensorboard/ folder)")
+        if args.labels is not None and len(args.labels) != len(args.runs):
+            raise UserError(f"{len(args.labels)} labels for {len(args.runs)} runs")
+        print(plot_runs(args.runs, args.out, args.labels))
 
 
 if __name__ == "__main__":

@@ -177,3 +177,14 @@ def test_resume_refuses_a_config_naming_code_outside_the_allowlist(tmp_path, tra
     with pytest.raises(UserError, match="callbacks.extra._target_"):
         train(resumed(train_config, tmp_path, "total_timesteps=128"), tmp_path, resume=True)
     assert not marker.exists()
+
+
+def test_plot_command_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
+    from safelife_rl.training.plots import main
+
+    with pytest.raises(SystemExit) as exit:
+        main([str(tmp_path)])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"python -m safelife_rl.training.plots: error: {tmp_path}: not a training run "
+        "(no tensorboard/ folder)"]
