@@ -94,6 +94,7 @@ from safelife_rl.errors import UserError
 # Spawn key of environments' generators; agents seed theirs with the bare seed or spawn keys 0, 1.
 ENV_SPAWN_KEY = 0x5EED_E7
 
+
 def fresh_seed() -> int:
     """A seed from OS entropy, for runs that were given none."""
     return int(np.random.SeedSequence().generate_state(1)[0])
@@ -297,9 +298,9 @@ def global_numpy_state_kept() -> Iterator[None]:
 
 def check_step(result: Any, source: str) -> tuple[Any, Obs]:
     """``result`` of ``step`` as ``(reward, obs)``, unchecked inside; a UserError if not a pair."""
-    if type(result) is tuple and len(result) == 2:
-        return result
-    raise UserError(f"{source} returned {result!r}: expected a pair (reward, observation)")
+    if type(result) is not tuple or len(result) != 2:
+        raise UserError(f"{source} returned {result!r}: expected a pair (reward, observation)")
+    return result
 
 
 def check_episode_end(end: Any, n_obs: ObsSpec, source: str) -> EpisodeEnd:
@@ -343,7 +344,7 @@ def run_environment(
     n_actions, n_obs = env_class.n_actions, env_class.n_obs
     discrete = not isinstance(n_obs, spaces.Box)
     acted, stepped = f"{A.__name__}.act", f"{env_class.__name__}.step"
-    rewards: list[float] = []
+    rewards_so_far: list[float] = []
     # Each check below is a fast test inline, then the full rule (extended_envs.checks).
     with global_numpy_state_kept():
         agent = A()
@@ -355,7 +356,10 @@ def run_environment(
             action = agent.act(obs)
             if type(action) is not int or not 0 <= action < n_actions:
                 action = check_action(action, n_actions, acted)
-            reward, next_obs = check_step(env.step(action), stepped)
+            result = env.step(action)
+            if type(result) is not tuple or len(result) != 2:
+                check_step(result, stepped)
+            reward, next_obs = result
             if type(reward) is not int and (type(reward) is not float or reward - reward != 0):
                 reward = check_reward(reward, stepped)
             if not discrete or type(next_obs) is not int or not 0 <= next_obs < n_obs:
@@ -364,9 +368,9 @@ def run_environment(
             if end is not None:
                 end = check_episode_end(end, n_obs, stepped)
             train_agent(agent, obs, action, reward, next_obs, end)
-            rewards.append(reward)
+            rewards_so_far.append(reward)
             obs = next_obs
-    rewards = np.array(rewards, dtype=np.float64)
+    rewards = np.array(rewards_so_far, dtype=np.float64)
     total = float(rewards.sum())
     return {
         "total_reward": total,
