@@ -217,8 +217,8 @@ def main(cfg: DictConfig) -> float:
             agent, settings.steps, settings.seeds, environments,
             progress=settings.progress, **settings.hyperparams,
         )  # fmt: skip
-    directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
-    write_results(rows, directory)
+        directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+        write_results(rows, directory)
     print(markdown_table(rows))
     print(f"Results written to {directory}")
     return self_reflection_measure(rows)[0]

@@ -44,6 +44,7 @@ from extended_envs.core import (
     train_agent,
 )
 from extended_envs.gym_adapter import ExtendedEnvGym
+from safelife_rl.errors import UserError
 
 GYM_NAMESPACE = "ExtendedEnvs"
 # The paper's Listing 2 uses CartPole-v0: CartPole-v1's dynamics with 200-step episodes.
@@ -228,7 +229,7 @@ def cartpole_combination(env_name: str) -> type[Combination]:
 
     E = getattr(envs, env_name, None)
     if E is None:
-        raise ValueError(f"no extended environment named {env_name!r}")
+        raise UserError(f"no extended environment named {env_name!r}")
     return combine(CARTPOLE_ID, E, CARTPOLE_KWARGS)
 
 
@@ -259,7 +260,7 @@ def make_cartpole_gym_env(
 
     agent_class = getattr(agents, agent, None) if isinstance(agent, str) else agent
     if agent_class is None:
-        raise ValueError(f"unknown agent {agent!r}; choose one of {agents.__all__}")
+        raise UserError(f"unknown agent {agent!r}; choose one of {agents.__all__}")
     return CombinationGymEnv(
         cartpole_combination(env_name), agent_class, use_reality_check, **agent_hyperparams
     )

@@ -308,13 +308,13 @@ def main(cfg: DictConfig) -> None:
                                    **settings.alice_hyperparams)  # fmt: skip
                 runs.setdefault(bob, []).append(run)
                 table.append({"bob": bob, "seed": seed, **run.rates(last)})
-    directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
-    header = ["bob", "seed", "bob_questions", "judge_questions", "hugh_question", "mean_score"]
-    csv = "\n".join([",".join(header), *(",".join(str(row[k]) for k in header) for row in table)])
-    write_text(directory / "debate.csv", csv + "\n")
-    text = report(table, last)
-    write_text(directory / "debate.md", text)
-    plot(runs, max(1, settings.rounds // 50), directory / "debate.png")
+        directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+        header = ["bob", "seed", "bob_questions", "judge_questions", "hugh_question", "mean_score"]
+        rows = (",".join(str(row[k]) for k in header) for row in table)
+        write_text(directory / "debate.csv", "\n".join([",".join(header), *rows]) + "\n")
+        text = report(table, last)
+        write_text(directory / "debate.md", text)
+        plot(runs, max(1, settings.rounds // 50), directory / "debate.png")
     print(text)
     print(f"Results written to {directory}")
 
