@@ -4,13 +4,13 @@ The YAML files hold the defaults; these dataclasses the types and ranges. A task
 its configuration through :func:`typed`, inside :func:`~safelife_rl.errors.one_line_errors`, so
 a value of the wrong type or out of range ends the command with one line naming the setting,
 the value and what is allowed. Booleans are OmegaConf's: ``true/false``, ``yes/no``, ``on/off``
-(``reality_check=no`` is false, ``reality_check=maybe`` an error).
+(``reality_check=no`` is false; ``reality_check=maybe`` and ``reality_check=2`` are errors).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -24,6 +24,12 @@ T = TypeVar("T")
 
 def typed(schema: type[T], cfg: DictConfig) -> T:
     """``cfg`` as a ``schema`` instance, then ``check()``-ed; a UserError naming a bad setting."""
+    for field in fields(schema):  # type: ignore[arg-type]
+        value = cfg.get(field.name)
+        if field.type == "bool" and type(value) in (int, float):  # OmegaConf takes 2 for true
+            raise UserError(
+                f"setting {field.name}: {value!r} is not a boolean (true/false, yes/no, on/off)"
+            )
     settings = OmegaConf.structured(schema)
     key = None
     try:

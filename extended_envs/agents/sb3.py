@@ -124,7 +124,8 @@ class SB3Agent(Agent):
             torch.manual_seed(int(torch.randint(2**62, (1,), generator=self.torch_rng)))
             try:
                 self._setup_model()
-            except (TypeError, ValueError) as error:  # only policy_kwargs is not checked above
+            except (TypeError, ValueError, KeyError, RuntimeError) as error:
+                # policy_kwargs is the one hyperparameter whose contents only SB3 and torch check
                 raise UserError(
                     f"{type(self).__name__} hyperparameter policy_kwargs="
                     f"{self.hyperparams['policy_kwargs']!r} is not allowed: {error}"

@@ -270,11 +270,14 @@ def test_reality_check_default_action_must_be_an_action(default_action):
     assert "default_action" in error_of(lambda: bind_agent(checked, 2, 2, 0)())
 
 
-def test_sb3_policy_kwargs_are_checked_by_sb3_and_named():
-    from extended_envs.agents import PPOAgent
+@pytest.mark.parametrize(
+    "policy_kwargs", [{"net_arc": [8]}, {"net_arch": [-1]}, {"net_arch": "x"}, {"net_arch": {1: 2}}]
+)
+def test_sb3_policy_kwargs_are_checked_by_sb3_and_named(policy_kwargs):
+    from extended_envs.agents import DQNAgent
 
-    message = error_of(lambda: bind_agent(PPOAgent, 2, 2, 0, policy_kwargs={"net_arc": [8]})())
-    assert "PPOAgent hyperparameter policy_kwargs={'net_arc': [8]}" in message
+    message = error_of(lambda: bind_agent(DQNAgent, 2, 2, 0, policy_kwargs=policy_kwargs)())
+    assert f"DQNAgent hyperparameter policy_kwargs={policy_kwargs!r}" in message
 
 
 @pytest.mark.parametrize(

@@ -34,8 +34,10 @@ VALUES = st.one_of(
 )  # fmt: skip
 
 
-def well_formed(app: str, config) -> None:
-    """What the app may rely on once :func:`typed` accepted its settings."""
+def well_formed(app: str, config, raw: dict) -> None:
+    """What the app may rely on once :func:`typed` accepted its settings ``raw``."""
+    for key in ("progress", "reality_check", "include_slow"):  # 2 is not "true"
+        assert key not in raw or type(raw[key]) in (bool, str)
     for key in ("steps", "rounds", "max_value"):
         if hasattr(config, key):
             value = getattr(config, key)
@@ -63,7 +65,7 @@ def test_any_setting_is_typed_or_named(app, data, value):
     except UserError as error:
         assert key in str(error) and "\n" not in str(error)
         return
-    well_formed(app, config)
+    well_formed(app, config, raw)
 
 
 @pytest.mark.parametrize(
@@ -74,10 +76,17 @@ def test_booleans_are_booleans(text, expected):
     assert typed(BenchmarkConfig, OmegaConf.create(raw)).reality_check is expected
 
 
+@pytest.mark.parametrize("value", [2, 0, 1, -1, 0.5, "maybe", "", [], {}])
+def test_non_booleans_are_refused(value):
+    raw = {**defaults("debate"), "progress": value}
+    with pytest.raises(UserError, match="setting progress: "):
+        typed(DebateConfig, OmegaConf.create(raw))
+
+
 def run_app(app: str, *overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", f"extended_envs.{app}", "progress=false", *overrides],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        check=False, cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
 
