@@ -75,11 +75,9 @@ def observation_shape(data: dict[str, Any]) -> tuple[int, ...] | None:
     """The shape of the model's observations, from the readable copy SB3 saves next to the
     pickled space (``None`` if it is missing or odd)."""
     space = data.get("observation_space")
-    try:
-        shape = json.loads(space["_shape"])
-    except (TypeError, KeyError, ValueError):
-        return None
-    valid = isinstance(shape, list) and all(isinstance(n, int) and n > 0 for n in shape)
+    shape = space.get("_shape") if isinstance(space, dict) else None
+    valid = isinstance(shape, list) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)
     return tuple(shape) if valid else None
 
 

@@ -1,11 +1,13 @@
 """The benchmark runner: Table-1 numbers, files, and policies from checkpoints."""
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from safelife_rl.benchmark import main, summarise
+from safelife_rl.errors import UserError
 
 
 def run(tmp_path, benchmarks, *extra):
@@ -33,7 +35,61 @@ def test_random_policy_is_reproducible(tmp_path, benchmarks):
     assert first["green"][0] > 0  # random toggling disturbs the green patterns
 
 
-def test_sb3_checkpoint_policy(tmp_path, benchmarks):
+def one_line_error(capsys, *argv):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit:
+        main(list(argv))
+    assert exit.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("python -m safelife_rl.benchmark: error: ")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    """A training run's folder as the default training run leaves it (15 channels, here a
+    17x17 view): ``config.yaml``, ``final_model.zip`` and a checkpoint."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    import safelife_rl.training  # noqa: F401  (config resolvers)
+    from safelife_rl.training.envs import make_vec_env
+    from safelife_rl.training.run import build_model, plain
+
+    folder = tmp_path_factory.mktemp("run")
+    with initialize_config_dir(str(Path(__file__).resolve().parents[2] / "conf"),
+                               version_base=None):
+        cfg = compose("train", overrides=[
+            "env=append-still", "env.kwargs.view_shape=[17,17]", "n_envs=1", "vec_env=dummy",
+            "policy.kwargs.features_extractor_kwargs.features_dim=16",
+            "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]"])
+    env = make_vec_env(cfg.env.id, plain(cfg.env.kwargs), None, 1, "dummy")
+    model = build_model(cfg, env)
+    (folder / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    model.save(folder / "final_model.zip")
+    (folder / "checkpoints").mkdir()
+    model.save(folder / "checkpoints" / "model_0_steps.zip")
+    env.close()
+    return folder
+
+
+@pytest.mark.parametrize("model", ["final_model.zip", "checkpoints/model_0_steps.zip"])
+def test_a_trained_model_plays_with_its_runs_observation_settings(tmp_path, benchmarks,
+                                                                  run_folder, model):
+    out, summary = run(tmp_path, benchmarks, "--policy", str(run_folder / model))
+    assert summary["length"][0] <= 30 and np.isfinite(summary["performance"][0])
+    assert "| append-still | " in (out / "summary.md").read_text()
+
+
+def test_a_model_of_another_algorithm_is_refused(tmp_path, benchmarks, run_folder, capsys):
+    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--algo", "a2c",
+                          "--policy", str(run_folder / "final_model.zip"), "--out",
+                          str(tmp_path / "out"))
+    assert line.endswith("final_model.zip: a PPO model, not A2C (--algo a2c)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_model_without_its_run_loads_only_when_trusted(tmp_path, benchmarks, capsys):
     from stable_baselines3 import PPO
 
     from safelife_rl import SafeLifeEnv
@@ -42,12 +98,34 @@ def test_sb3_checkpoint_policy(tmp_path, benchmarks):
     model = PPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0,
                 policy_kwargs={"net_arch": [16]})
     model.save(tmp_path / "tiny.zip")
-    out, summary = run(tmp_path, benchmarks, "--policy", str(tmp_path / "tiny.zip"))
+    line = one_line_error(capsys, str(benchmarks / "append-still.npz"),
+                          "--policy", str(tmp_path / "tiny.zip"))
+    assert "tiny.zip: no config.yaml of its run" in line and "--trust-pickle" in line
+    out, summary = run(tmp_path, benchmarks, "--policy", str(tmp_path / "tiny.zip"),
+                       "--trust-pickle")
     assert summary["length"][0] <= 30 and np.isfinite(summary["performance"][0])
     bad = tmp_path / "corrupt.zip"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
-    with pytest.raises(ValueError, match="corrupt.zip: not a readable PPO checkpoint"):
-        run(tmp_path, benchmarks, "--policy", str(bad))
+    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--policy", str(bad))
+    assert "corrupt.zip: not an SB3 model file" in line
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--levels", "0"), ("--levels", "-1"), ("--episodes", "0"), ("--episodes", "-2"),
+    ("--n-envs", "0"), ("--n-envs", "-1"), ("--time-limit", "0"), ("--seed", "-1"),
+    ("--levels", "two"), ("--algo", "sac"),
+])
+def test_bad_flags_end_with_one_line_and_write_nothing(tmp_path, benchmarks, capsys, flag, value):
+    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), flag, value,
+                          "--out", str(tmp_path / "out"))
+    assert f"argument {flag}" in line and repr(value) in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_user_errors_keep_their_traceback_on_request(tmp_path, capsys):
+    assert "nope" in one_line_error(capsys, "nope")
+    with pytest.raises(UserError, match="'nope' is neither a task"):
+        main(["nope", "--traceback"])
 
 
 def test_summary_ignores_levels_without_a_colour():
