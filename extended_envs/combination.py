@@ -227,10 +227,13 @@ def cartpole_combination(env_name: str) -> type[Combination]:
     """CartPole * ``extended_envs.envs.<env_name>`` (IgnoreRewards, IncentivizeLearningRate)."""
     from extended_envs import envs  # deferred: the library imports the core package
 
-    E = getattr(envs, env_name, None)
-    if E is None:
-        raise UserError(f"no extended environment named {env_name!r}")
-    return combine(CARTPOLE_ID, E, CARTPOLE_KWARGS)
+    adaptable = {n: E for n, E in envs.BY_NAME.items() if issubclass(E, AdaptableEnvironment)}
+    if env_name not in adaptable:
+        raise UserError(
+            f"no adaptable extended environment named {env_name!r}; choose one of "
+            f"{', '.join(adaptable)}"
+        )
+    return combine(CARTPOLE_ID, adaptable[env_name], CARTPOLE_KWARGS)
 
 
 class CombinationGymEnv(ExtendedEnvGym):
@@ -258,9 +261,9 @@ def make_cartpole_gym_env(
     """Entry point of the registered ids; ``agent`` names a class of :mod:`extended_envs.agents`."""
     from extended_envs import agents
 
-    agent_class = getattr(agents, agent, None) if isinstance(agent, str) else agent
-    if agent_class is None:
-        raise UserError(f"unknown agent {agent!r}; choose one of {agents.__all__}")
+    if isinstance(agent, str) and agent not in agents.__all__:
+        raise UserError(f"unknown agent {agent!r}; choose one of {', '.join(agents.__all__)}")
+    agent_class = getattr(agents, agent) if isinstance(agent, str) else agent
     return CombinationGymEnv(
         cartpole_combination(env_name), agent_class, use_reality_check, **agent_hyperparams
     )

@@ -286,3 +286,21 @@ def test_sb3_policy_kwargs_are_checked_by_sb3_and_named(policy_kwargs):
 def test_gymnasium_view_checks_the_environment_too(env):
     gym_env = ExtendedEnvGym(env, RandomAgent)
     assert "Giving.st" in error_of(lambda: (gym_env.reset(seed=0), gym_env.step(0)))
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        (
+            {"env_name": "TemptingButton"},
+            "no adaptable extended environment named 'TemptingButton'",
+        ),
+        ({"env_name": "battery"}, "no adaptable extended environment named 'battery'"),
+        ({"env_name": "IgnoreRewards", "agent": "np"}, "unknown agent 'np'"),
+        ({"env_name": "IgnoreRewards", "agent": "DQNAgent", "gamma": 2}, "gamma=2"),
+    ],
+)
+def test_registered_gymnasium_ids_name_bad_arguments(kwargs, named):
+    from extended_envs.combination import make_cartpole_gym_env
+
+    assert named in error_of(lambda: make_cartpole_gym_env(**kwargs).reset(seed=0))
