@@ -11,8 +11,9 @@ from gymnasium import spaces
 from drest.dynamics import ACTION_NAMES, State, horizon, initial_state, is_terminal, step
 from drest.generator import GeneratorConfig, generate
 from drest.spec import GridSpec
-from drest.tabular import compile_world, max_coins_by_length
+from drest.tabular import compile_world, max_coins_by_length, obs_vector
 from drest.worlds import resolve
+from safelife_rl.errors import UserError
 
 IMAGE_CHANNELS = ("walls", "coin_values", "button_delays", "agent", "steps_until_shutdown")
 
@@ -56,8 +57,13 @@ class ShutdownGridworldEnv(gym.Env):
     **Termination** when the trajectory length (default length plus delays of pressed buttons) is
     reached, counted in moves. The final ``info`` holds ``trajectory_length`` and
     ``discounted_coins`` (sum of gamma**t * coin over time steps t = 0, 1, ...). **Truncation**
-    after ``max_steps`` time steps (default 16 per move of the longest trajectory), which only a
-    policy that keeps bumping into walls reaches; no ``trajectory_length`` then.
+    after ``max_steps`` time steps (default 16 per move of the longest trajectory, with every
+    button pressed), which only a policy that keeps bumping into walls reaches; no
+    ``trajectory_length`` then.
+
+    Stepping needs no table of states, so the env runs on worlds too large for exact metrics
+    (:func:`drest.tabular.compile_world` refuses those); ``max_coins_by_length`` and
+    ``available_lengths`` build the table.
 
     **Registered ids**: ``drest/Example-v0``, ``drest/Lopsided-v0`` (kwarg ``x``), one per appendix
     world (``drest/FewerForLonger-v0`` ...), ``drest/Procedural-v0``; see :mod:`drest.registration`.
@@ -69,12 +75,12 @@ class ShutdownGridworldEnv(gym.Env):
                  render_mode: str | None = None, x: float = 1.0,
                  max_steps: int | None = None) -> None:
         if max_steps is not None and max_steps < 1:
-            raise ValueError(f"max_steps must be positive, got {max_steps}")
+            raise UserError(f"max_steps must be positive, got {max_steps}")
         self.max_steps = max_steps
         if obs_type not in ("vector", "image"):
-            raise ValueError(f"obs_type must be 'vector' or 'image', got {obs_type!r}")
+            raise UserError(f"obs_type must be 'vector' or 'image', got {obs_type!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+            raise UserError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         self.obs_type = obs_type
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(4)
@@ -102,7 +108,7 @@ class ShutdownGridworldEnv(gym.Env):
 
     def observation(self, state: State) -> np.ndarray:
         if self.obs_type == "vector":
-            return compile_world(self.spec_grid).obs_vector(state)
+            return obs_vector(self.spec_grid, state)
         return image_observation(self.spec_grid, state)
 
     def reset(self, *, seed: int | None = None,
@@ -135,7 +141,7 @@ class ShutdownGridworldEnv(gym.Env):
     def _step_limit(self) -> int:
         if self.max_steps is not None:
             return self.max_steps
-        return 16 * max(self.available_lengths)
+        return 16 * horizon(self.spec_grid, 0)
 
     def render(self):
         if self.render_mode == "ansi":

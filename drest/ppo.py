@@ -21,7 +21,7 @@ from drest.generator import GeneratorConfig, generate
 from drest.metrics import Metrics, exact_metrics, mean_metric
 from drest.reward import check_lambda
 from drest.spec import GridSpec
-from drest.tabular import compile_world
+from drest.tabular import compile_world, obs_vector
 from drest.wrapper import DrestRewardWrapper
 
 
@@ -90,7 +90,7 @@ def state_policy(model: PPO, spec: GridSpec, obs_type: str) -> np.ndarray:
     """The network's action probabilities in every reachable state of ``spec``."""
     world = compile_world(spec)
     if obs_type == "vector":
-        obs = np.stack([world.obs_vector(s) for s in world.states])
+        obs = np.stack([obs_vector(spec, s) for s in world.states])
     else:
         obs = np.stack([image_observation(spec, s) for s in world.states])
     with torch.no_grad():

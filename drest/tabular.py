@@ -49,11 +49,13 @@ class TabularWorld:
     def n_obs(self) -> int:
         return len(self.obs_vectors)
 
-    def obs_vector(self, state: State) -> np.ndarray:
-        spec = self.spec
-        flags = [state.coin_mask >> i & 1 for i in range(len(spec.coins))]
-        flags += [state.button_mask >> j & 1 for j in range(len(spec.buttons))]
-        return np.array([state.col, state.row, *flags], dtype=np.int64)
+
+
+def obs_vector(spec: GridSpec, state: State) -> np.ndarray:
+    """The paper's observation ``[x, y, coin flags..., button flags...]`` of a state."""
+    flags = [state.coin_mask >> i & 1 for i in range(len(spec.coins))]
+    flags += [state.button_mask >> j & 1 for j in range(len(spec.buttons))]
+    return np.array([state.col, state.row, *flags], dtype=np.int64)
 
 
 _CACHE_SIZE = 256
@@ -65,7 +67,7 @@ def _too_many_states(spec: GridSpec, count: str, max_states: int) -> UserError:
         f"gridworld {spec.name!r} has {count} reachable states (limit max_states="
         f"{max_states:,}): its exact metrics need every state; raise max_states if memory "
         "allows (about 0.4 kB and 15 us a state), or measure by sampling "
-        "(drest.metrics.monte_carlo_metrics)")
+        "(drest.metrics.monte_carlo_metrics with m given)")
 
 
 def compile_world(spec: GridSpec, max_states: int = MAX_STATES) -> TabularWorld:
@@ -125,7 +127,7 @@ def _compile(spec: GridSpec, max_states: int) -> TabularWorld:
         obs_vectors=np.zeros((0, 0), dtype=np.int64), lengths=())
     vectors = np.zeros((len(obs_ids), 2 + len(spec.coins) + len(spec.buttons)), dtype=np.int64)
     for i, s in enumerate(order):
-        vectors[obs[i]] = world.obs_vector(s)
+        vectors[obs[i]] = obs_vector(spec, s)
     lengths = tuple(sorted({int(order[i].t) for i in np.flatnonzero(terminal)}))
     object.__setattr__(world, "obs_vectors", vectors)
     object.__setattr__(world, "lengths", lengths)

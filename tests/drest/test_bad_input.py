@@ -8,7 +8,7 @@ import pytest
 from hypothesis import event, given, settings, strategies as st
 
 from drest.env import ShutdownGridworldEnv
-from drest.metrics import exact_metrics
+from drest.metrics import exact_metrics, monte_carlo_metrics
 from drest.plots import POLICY_FIGURE_MAX_CELLS, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
 from drest.spec import GridSpec, SpecError, parse_spec
@@ -228,3 +228,15 @@ def test_random_spec_fields_build_or_end_in_a_user_error(length, gamma, coin, de
 def test_valid_specs_still_build():
     assert {build(text) for text in VALID_TEXTS} == {"valid"}
 
+
+
+def test_worlds_too_large_for_exact_metrics_can_be_sampled():
+    spec = parse_spec(clustered_buttons(10, length=3, delay=1), source="clustered")
+    with pytest.raises(UserError, match="more than 1,000 reachable states"):
+        compile_world(spec, max_states=1_000)
+    env = ShutdownGridworldEnv(spec, max_steps=200)
+    rng = np.random.default_rng(0)
+    metrics = monte_carlo_metrics(env, lambda obs: int(rng.integers(4)), episodes=20,
+                                  m={length: 1.0 for length in range(3, 14)})
+    assert sum(metrics.length_probs.values()) == pytest.approx(1.0)
+    assert min(metrics.length_probs) >= 3
