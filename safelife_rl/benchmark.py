@@ -33,12 +33,11 @@ from .files import atomic_path
 from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS
 from .registration import TASKS
-from .training.config_targets import check_targets
 from .training.model_files import load_model, observation_shape, read_model_file, saved_algo
+from .training.resume import CONFIG_FILE, load_run_config
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
 COLUMNS = ("performance", "length", "green", "yellow")
-CONFIG_FILE = "config.yaml"  # a training run's saved config (safelife_rl.training.run)
 #: SafeLifeEnv arguments that shape what a model sees.
 OBSERVATION_KWARGS = ("view_shape", "channels", "remove_white_goals")
 ALGOS = ("ppo", "a2c", "dqn")
@@ -58,16 +57,8 @@ def run_config(model: Path) -> tuple[Path, DictConfig] | None:
     """The ``config.yaml`` of the run that saved ``model`` (in its folder or the parent, as in
     ``RUN/final_model.zip`` and ``RUN/checkpoints/model_N_steps.zip``), its targets checked."""
     for folder in (model.parent, model.parent.parent):
-        path = folder / CONFIG_FILE
-        if path.is_file():
-            try:
-                cfg = OmegaConf.load(path)
-            except Exception as error:  # OmegaConf raises many kinds on a bad YAML file
-                raise UserError(f"{path}: not a readable config: {error}") from error
-            if not isinstance(cfg, DictConfig):
-                raise UserError(f"{path}: not a config (a YAML mapping)")
-            check_targets(cfg, str(path))
-            return path, cfg
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE, load_run_config(folder)
     return None
 
 

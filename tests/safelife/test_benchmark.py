@@ -89,6 +89,17 @@ def test_a_model_of_another_algorithm_is_refused(tmp_path, benchmarks, run_folde
     assert not (tmp_path / "out").exists()
 
 
+def test_a_model_next_to_a_crafted_config_is_refused(tmp_path, benchmarks, run_folder, capsys):
+    import shutil
+
+    run_copy = shutil.copytree(run_folder, tmp_path / "run")
+    config = run_copy / "config.yaml"
+    config.write_text(config.read_text() + "extra:\n  - _target_: os.system\n    command: ls\n")
+    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--policy",
+                          str(run_copy / "checkpoints" / "model_0_steps.zip"))
+    assert f"error: {config}: extra[0]._target_: 'os.system' is not allowed" in line
+
+
 def test_a_model_without_its_run_loads_only_when_trusted(tmp_path, benchmarks, capsys):
     from stable_baselines3 import PPO
 
