@@ -14,7 +14,6 @@ from typing import Any, get_type_hints
 
 from safelife_rl.errors import UserError
 
-
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 

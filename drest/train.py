@@ -20,7 +20,6 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 import hydra
-import numpy as np
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter

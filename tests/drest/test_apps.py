@@ -82,7 +82,7 @@ def test_reproduce_tiny(tmp_path):
 
 def train_cli(*overrides, env=None):
     return subprocess.run([sys.executable, "-m", "drest.train", *overrides],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, **(env or {})})
 
 
@@ -92,8 +92,8 @@ def test_train_cli_user_error_is_one_line(tmp_path):
     proc = train_cli(f"gridworld={world}", f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"drest.train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
-        "it is never shut down (free a neighbouring cell, or set bumps_use_moves: yes)"]
+        (f"drest.train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
+         "it is never shut down (free a neighbouring cell, or set bumps_use_moves: yes)")]
     assert not (tmp_path / "run" / "metrics.json").exists()
     proc = train_cli("agent.lam=2", f"hydra.run.dir={tmp_path / 'run'}",
                      env={"HYDRA_FULL_ERROR": "1"})

@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import event, given, settings, strategies as st
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from drest.env import ShutdownGridworldEnv
 from drest.metrics import exact_metrics, monte_carlo_metrics
