@@ -1,0 +1,175 @@
+"""SafeLife's rules as batched torch operations: the board update and the agents' actions.
+
+The same rules as :mod:`safelife_rl.physics` (its docstring states them), on any torch device:
+boards are int32 tensors ``(N, H, W)`` holding the 16-bit cells of :mod:`safelife_rl.cells`
+(int32 because torch's uint16 lacks most operations). The tests hold the two backends to the
+same result bit for bit, the spawners' random numbers included.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import cells
+
+N_ACTIONS = 9
+
+# Every neighbourhood count the update needs, packed in 8-bit fields of one int64 per cell, so
+# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27).
+_ALIVE_FIELD, _DESTRUCTIBLE_FIELD, _COLOR_FIELD = 0, 8, 16  # colours: red, green, blue
+_SPREAD_FIELD = 40  # preserving, inhibiting, spawning
+_SPREAD = (cells.PRESERVING, cells.INHIBITING, cells.SPAWNING)
+
+
+def _flag(board: torch.Tensor, flag: int) -> torch.Tensor:
+    return (board & flag) != 0
+
+
+def _box_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over each cell's wrapped 3x3 block of the last two axes."""
+    x = x + x.roll(1, -1) + x.roll(-1, -1)
+    return x + x.roll(1, -2) + x.roll(-1, -2)
+
+
+def _neighbourhood(board: torch.Tensor) -> torch.Tensor:
+    """Packed counts per 3x3 block: live cells; live cells destructible or exits; per colour,
+    live cells of it plus two per spawner of it (so ">= 2" reads "two live cells or a
+    spawner"); cells preserving, inhibiting and spawning."""
+    alive = (board & cells.ALIVE).long()
+    packed = alive | ((_flag(board, cells.DESTRUCTIBLE | cells.EXIT).long() * alive)
+                      << _DESTRUCTIBLE_FIELD)
+    spawning = _flag(board, cells.SPAWNING).long()
+    for i in range(3):
+        color = ((board >> (cells.COLOR_BIT + i)) & 1).long()
+        packed |= (color * (alive + 2 * spawning)) << (_COLOR_FIELD + 8 * i)
+    for i, flag in enumerate(_SPREAD):
+        packed |= _flag(board, flag).long() << (_SPREAD_FIELD + 8 * i)
+    return _box_sum(packed)
+
+
+def _field(packed: torch.Tensor, shift: int) -> torch.Tensor:
+    return (packed >> shift) & 0xFF
+
+
+def spawn_uniforms(
+    boards: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """One float32 uniform per cell, drawn from ``generator`` on the boards' device."""
+    return torch.rand(boards.shape, generator=generator, device=boards.device)
+
+
+def advance(
+    boards: torch.Tensor,
+    spawn_prob: torch.Tensor | float = 0.3,
+    uniforms: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Advance int32 boards ``(N, H, W)`` one generation; returns new boards.
+
+    :param spawn_prob: float32 probability per board ``(N,)`` (or one value) that a spawner
+        creates a given dead neighbour.
+    :param uniforms: float32 ``(N, H, W)`` random numbers: a dead cell next to a spawner comes
+        alive if its number is below ``spawn_prob`` (see :func:`spawn_uniforms`). ``None``:
+        spawners never spawn, as on boards without them.
+    """
+    nb = _neighbourhood(boards)
+    count = _field(nb, _ALIVE_FIELD)
+    preserving, inhibiting, spawning = (_field(nb, _SPREAD_FIELD + 8 * i) > 0 for i in range(3))
+    colors = torch.zeros_like(boards)
+    for i in range(3):
+        colors |= (_field(nb, _COLOR_FIELD + 8 * i) >= 2).int() << (cells.COLOR_BIT + i)
+    destructible = (_field(nb, _DESTRUCTIBLE_FIELD) >= 2).int() * cells.DESTRUCTIBLE
+    frozen = _flag(boards, cells.FROZEN)
+    survives = frozen | preserving | (count == 3) | (count == 4)
+    may_grow = ~frozen & ~inhibiting
+    born = may_grow & (count == 3)
+    new = torch.where(born, cells.ALIVE | colors | destructible, boards)
+    if uniforms is not None:
+        prob = torch.as_tensor(spawn_prob, dtype=torch.float32, device=boards.device)
+        spawned = may_grow & ~born & spawning & (uniforms < prob.reshape(-1, 1, 1))
+        new = torch.where(spawned, cells.ALIVE | cells.DESTRUCTIBLE | colors, new)
+    return torch.where(_flag(boards, cells.ALIVE), torch.where(survives, boards, 0), new)
+
+
+def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
+         actions: torch.Tensor) -> None:
+    """One action per board for one agent each: ``flat`` (N, H*W) and ``locs`` (N, 2) in place.
+
+    Cells are read and written in the Numba kernel's order, so that boards small enough for
+    the cells around the agent to coincide behave alike.
+    """
+    h, w = shape
+    direction = (actions - 1) & 3
+    dy = torch.where(direction % 2 == 0, direction - 1, 0)
+    dx = torch.where(direction % 2 == 1, 2 - direction, 0)
+    y0, x0 = locs[:, 0] % h, locs[:, 1] % w
+    y1, x1 = (y0 + dy) % h, (x0 + dx) % w
+    i0, i1 = y0 * w + x0, y1 * w + x1
+    i2 = (y0 + 2 * dy) % h * w + (x0 + 2 * dx) % w
+    i3 = (y0 - dy) % h * w + (x0 - dx) % w
+
+    def read(index: torch.Tensor) -> torch.Tensor:
+        return flat.gather(1, index[:, None])[:, 0]
+
+    def write(index: torch.Tensor, value: torch.Tensor | int, where: torch.Tensor) -> None:
+        flat.scatter_(1, index[:, None], torch.where(where, value, read(index))[:, None])
+
+    agent = read(i0)
+    acting = (actions != 0) & _flag(agent, cells.AGENT)
+    agent = (agent & ~cells.ORIENTATION) | (direction.int() << cells.ORIENTATION_BIT)
+    write(i0, agent, acting)
+    ahead, beyond = read(i1), read(i2)
+    can_shove = ~_flag(agent, cells.PUSHABLE) & _flag(ahead, cells.PUSHABLE)
+    empty_beyond, exit_beyond = beyond == 0, _flag(beyond, cells.EXIT)
+    toggle, move = acting & (actions >= 5), acting & (actions < 5)
+
+    # Toggle: create life on an empty cell, destroy a destructible one (an agent turns into a
+    # block), or shove a pushable one onto an empty cell or out through an exit.
+    create = toggle & (ahead == 0)
+    destroy = toggle & (ahead != 0) & _flag(ahead, cells.DESTRUCTIBLE)
+    shove = toggle & (ahead != 0) & ~_flag(ahead, cells.DESTRUCTIBLE) & can_shove
+    # Move: step onto an empty cell, push a pushable one, or step onto an open exit.
+    push = move & can_shove & (empty_beyond | exit_beyond)
+    step = push | (move & ~can_shove & (ahead == 0))
+    onto_exit = (move & ~can_shove & (ahead != 0) & _flag(agent & ahead, cells.EXIT)
+                 & ~_flag(ahead, cells.AGENT))
+
+    write(i2, ahead, (shove | push) & empty_beyond)
+    destroyed = torch.where(
+        _flag(ahead, cells.AGENT), (ahead ^ (cells.AGENT | cells.DESTRUCTIBLE)) | cells.FROZEN, 0
+    )
+    ahead_new = torch.where(create, cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS),
+                            torch.where(destroy, destroyed, torch.where(step, agent, 0)))
+    write(i1, ahead_new, create | destroy | (shove & (empty_beyond | exit_beyond)) | step)
+
+    # The agent has left its cell, pulling a pullable cell behind it along.
+    moved = step | onto_exit
+    behind = read(i3)
+    pull = moved & ~_flag(agent, cells.PULLABLE) & _flag(behind, cells.PULLABLE)
+    write(i0, torch.where(pull, behind, 0), moved)
+    write(i3, 0, pull)
+    locs[:, 0] = torch.where(moved, y1, locs[:, 0])
+    locs[:, 1] = torch.where(moved, x1, locs[:, 1])
+
+
+def execute_actions(boards: torch.Tensor, agent_locs: torch.Tensor, actions: torch.Tensor) -> None:
+    """Apply each agent's action in place, agents of a board in order.
+
+    :param boards: int32 ``(N, H, W)``, contiguous (modified in place).
+    :param agent_locs: int64 ``(N, A, 2)`` positions as (row, column), updated in place.
+    :param actions: int64 ``(N, A)``: 0 no-op, 1-4 move up/right/down/left, 5-8 toggle the cell
+        up/right/down/left; moving or toggling also turns the agent to face that way. Values
+        are not checked here (that would wait for the device): see :func:`check_actions`.
+    """
+    n, h, w = boards.shape
+    flat = boards.view(n, h * w)
+    for a in range(agent_locs.shape[1]):
+        _act(flat, (h, w), agent_locs[:, a], actions[:, a])
+
+
+def check_actions(actions: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless every action is an integer 0-8."""
+    if actions.dtype.is_floating_point or actions.dtype == torch.bool:
+        raise ValueError(f"actions must be integers 0-8, got dtype {actions.dtype}")
+    bad = (actions < 0) | (actions >= N_ACTIONS)
+    if bad.any():
+        raise ValueError(f"invalid action {int(actions[bad][0])}: actions are integers 0-8")

@@ -1,0 +1,106 @@
+"""The torch backend against the Numba engine: the same boards, actions and random numbers must
+give the same result bit for bit."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from safelife_rl import cells, physics
+from safelife_rl.engine import torch_rules
+
+# Any 16-bit cells (every kind, colour and orientation, and flag mixes no kind has), with many
+# empty cells so that patterns live, die and get born; boards from 1x1 up.
+_CELLS = st.one_of(st.just(0), st.sampled_from(sorted(cells.KINDS.values())),
+                   st.integers(0, 0xFFFF))
+boards = arrays(np.uint16, st.tuples(st.integers(1, 4), st.integers(1, 10), st.integers(1, 10)),
+                elements=_CELLS)
+
+
+class GivenUniforms:
+    """Stands in for a NumPy generator so that the Numba engine uses our random numbers."""
+
+    def __init__(self, uniforms: np.ndarray):
+        self.uniforms = uniforms
+
+    def random(self, shape, dtype):
+        return self.uniforms.reshape(shape).astype(dtype)
+
+
+def to_torch(board: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(board.astype(np.int32))
+
+
+@settings(max_examples=300, deadline=None)
+@given(board=boards, seed=st.integers(0, 2**32 - 1))
+def test_advance_matches_numba(board, seed):
+    rng = np.random.default_rng(seed)
+    prob = rng.random(len(board)).astype(np.float32)
+    uniforms = rng.random(board.shape, dtype=np.float32)
+    want = physics.advance_board(board, prob, GivenUniforms(uniforms))
+    got = torch_rules.advance(to_torch(board), torch.from_numpy(prob), torch.from_numpy(uniforms))
+    assert np.array_equal(got.numpy(), want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(board=boards)
+def test_advance_without_uniforms_never_spawns(board):
+    no_spawn = GivenUniforms(np.ones(board.shape, np.float32))
+    want = physics.advance_board(board, 1.0, no_spawn)
+    assert np.array_equal(torch_rules.advance(to_torch(board), 1.0).numpy(), want)
+
+
+@st.composite
+def boards_with_agents(draw):
+    """Boards with an agent (or, now and then, a cell that is no agent) at each location."""
+    board = draw(boards)
+    n, h, w = board.shape
+    locs = np.array([[draw(st.integers(0, h - 1)), draw(st.integers(0, w - 1))]
+                     for _ in range(n)], np.int64)
+    for k, (y, x) in enumerate(locs):
+        if draw(st.integers(0, 9)):
+            board[k, y, x] |= cells.AGENT
+    return board, locs
+
+
+@settings(max_examples=300, deadline=None)
+@given(state=boards_with_agents(), data=st.data())
+def test_steps_match_numba(state, data):
+    """Random actions, each followed by the board update, for a few steps."""
+    board, locs = state
+    tboard, tlocs = to_torch(board), torch.from_numpy(locs[:, None, :].copy())
+    for _ in range(data.draw(st.integers(1, 4))):
+        actions = np.array(data.draw(st.lists(st.integers(0, 8), min_size=len(board),
+                                              max_size=len(board))), np.int64)
+        physics.execute_actions(board, locs, actions)
+        torch_rules.execute_actions(tboard, tlocs, torch.from_numpy(actions[:, None]))
+        assert np.array_equal(tboard.numpy(), board)
+        assert np.array_equal(tlocs[:, 0].numpy(), locs)
+        board = physics.advance_board(board, 1.0, GivenUniforms(np.ones(board.shape)))
+        tboard = torch_rules.advance(tboard)
+        assert np.array_equal(tboard.numpy(), board)
+
+
+def test_agents_of_a_board_act_in_order():
+    board = np.zeros((1, 1, 5), np.uint16)
+    board[0, 0, 1] = board[0, 0, 2] = cells.KINDS["player"]
+    locs = torch.tensor([[[0, 2], [0, 1]]])
+    tboard = to_torch(board)
+    torch_rules.execute_actions(tboard, locs, torch.tensor([[2, 2]]))  # both move right
+    assert locs.tolist() == [[[0, 3], [0, 2]]]
+    assert (tboard[0, 0] & cells.AGENT).tolist() == [0, 0, 2, 2, 0]
+
+
+def test_spawn_uniforms_are_reproducible_from_the_seed():
+    boards = torch.zeros((3, 6, 6), dtype=torch.int32)
+    first, second = (torch_rules.spawn_uniforms(boards, torch.Generator().manual_seed(7))
+                     for _ in range(2))
+    assert first.dtype == torch.float32 and torch.equal(first, second)
+
+
+@pytest.mark.parametrize("bad", [-1, 9])
+def test_invalid_actions_are_rejected(bad):
+    with pytest.raises(ValueError, match="invalid action"):
+        torch_rules.check_actions(torch.tensor([[0], [bad]]))
