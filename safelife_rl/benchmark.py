@@ -33,8 +33,10 @@ from .files import atomic_path
 from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS
 from .registration import TASKS
+from .training.config_targets import check_targets
+from .training.files import CONFIG_ENTRY
 from .training.model_files import load_model, observation_shape, read_model_file, saved_algo
-from .training.resume import CONFIG_FILE, load_run_config
+from .training.resume import CONFIG_FILE, load_run_config, trained_config
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
 COLUMNS = ("performance", "length", "green", "yellow")
@@ -53,17 +55,23 @@ def resolve_suite(suite: str, original: bool = False) -> Path:
     return path
 
 
-def run_config(model: Path) -> tuple[Path, DictConfig] | None:
-    """The ``config.yaml`` of the run that saved ``model`` (in its folder or the parent, as in
-    ``RUN/final_model.zip`` and ``RUN/checkpoints/model_N_steps.zip``), its targets checked."""
+def run_config(model: Path) -> tuple[str, DictConfig] | None:
+    """The config ``model`` was trained with, its targets checked, and where it was found: the
+    model's own copy (saved in its zip by training), else the ``config.yaml`` of its run (in its
+    folder or the parent: ``RUN/final_model.zip``, ``RUN/checkpoints/model_N_steps.zip``)."""
+    embedded = trained_config(model)
+    if embedded is not None:
+        source = f"{model} ({CONFIG_ENTRY})"
+        check_targets(embedded, source)
+        return source, OmegaConf.create(embedded)
     for folder in (model.parent, model.parent.parent):
         if (folder / CONFIG_FILE).is_file():
-            return folder / CONFIG_FILE, load_run_config(folder)
+            return str(folder / CONFIG_FILE), load_run_config(folder)
     return None
 
 
 def observation_settings(model: Path, shape: tuple[int, ...] | None,
-                         run: tuple[Path, DictConfig] | None) -> dict[str, Any]:
+                         run: tuple[str, DictConfig] | None) -> dict[str, Any]:
     """The env settings that give ``model`` its observations: those of its run's config, or the
     defaults when the model's observation shape is theirs (19 channels)."""
     if run is not None:
@@ -107,9 +115,9 @@ def load_policy(
     run = run_config(model_path)
     if run is None and not trusted:
         raise UserError(
-            f"{spec}: no {CONFIG_FILE} of its run in {model_path.parent} or its parent; the model "
-            "is rebuilt from it so that nothing in the file runs (--trust-pickle loads a file "
-            "you trust as SB3 does)"
+            f"{spec}: holds no config and there is no {CONFIG_FILE} of its run in "
+            f"{model_path.parent} or its parent; the model is rebuilt from its config so that "
+            "nothing in the file runs (--trust-pickle loads a file you trust as SB3 does)"
         )
     shape = observation_shape(data)
     settings = observation_settings(model_path, shape, run)
@@ -201,7 +209,9 @@ def summarise(rows: list[dict]) -> dict[str, tuple[float, float]]:
     for column in COLUMNS:
         values = np.array([row[column] for row in rows], float)
         values = values[~np.isnan(values)]
-        out[column] = (float(values.mean()), float(values.std())) if len(values) else (np.nan, np.nan)
+        out[column] = (
+            (float(values.mean()), float(values.std())) if len(values) else (np.nan, np.nan)
+        )
     return out
 
 

@@ -48,12 +48,14 @@ def one_line_error(capsys, *argv):
 @pytest.fixture(scope="module")
 def run_folder(tmp_path_factory):
     """A training run's folder as the default training run leaves it (15 channels, here a
-    17x17 view): ``config.yaml``, ``final_model.zip`` and a checkpoint."""
+    17x17 view): ``config.yaml``, ``final_model.zip`` and a checkpoint; and in ``alone/`` a
+    model that carries its config in its zip, as training saves them."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     import safelife_rl.training  # noqa: F401  (config resolvers)
     from safelife_rl.training.envs import make_vec_env
+    from safelife_rl.training.files import save_model_atomic
     from safelife_rl.training.run import build_model, plain
 
     folder = tmp_path_factory.mktemp("run")
@@ -69,11 +71,13 @@ def run_folder(tmp_path_factory):
     model.save(folder / "final_model.zip")
     (folder / "checkpoints").mkdir()
     model.save(folder / "checkpoints" / "model_0_steps.zip")
+    save_model_atomic(model, folder / "alone" / "model.zip", OmegaConf.to_yaml(cfg, resolve=True))
     env.close()
     return folder
 
 
-@pytest.mark.parametrize("model", ["final_model.zip", "checkpoints/model_0_steps.zip"])
+@pytest.mark.parametrize("model", ["final_model.zip", "checkpoints/model_0_steps.zip",
+                                   "alone/model.zip"])
 def test_a_trained_model_plays_with_its_runs_observation_settings(tmp_path, benchmarks,
                                                                   run_folder, model):
     out, summary = run(tmp_path, benchmarks, "--policy", str(run_folder / model))
@@ -89,15 +93,26 @@ def test_a_model_of_another_algorithm_is_refused(tmp_path, benchmarks, run_folde
     assert not (tmp_path / "out").exists()
 
 
-def test_a_model_next_to_a_crafted_config_is_refused(tmp_path, benchmarks, run_folder, capsys):
+def test_a_model_with_a_crafted_config_is_refused(tmp_path, benchmarks, run_folder, capsys):
     import shutil
+    import zipfile
 
+    evil = "extra:\n  - _target_: os.system\n    command: ls\n"
     run_copy = shutil.copytree(run_folder, tmp_path / "run")
     config = run_copy / "config.yaml"
-    config.write_text(config.read_text() + "extra:\n  - _target_: os.system\n    command: ls\n")
+    config.write_text(config.read_text() + evil)
     line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--policy",
                           str(run_copy / "checkpoints" / "model_0_steps.zip"))
     assert f"error: {config}: extra[0]._target_: 'os.system' is not allowed" in line
+    model = run_copy / "alone" / "model.zip"
+    with zipfile.ZipFile(model) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    entries["run_config.yaml"] += evil.encode()
+    with zipfile.ZipFile(model, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--policy", str(model))
+    assert f"error: {model} (run_config.yaml): extra[0]._target_: 'os.system' is not" in line
 
 
 def test_a_model_without_its_run_loads_only_when_trusted(tmp_path, benchmarks, capsys):
@@ -111,7 +126,8 @@ def test_a_model_without_its_run_loads_only_when_trusted(tmp_path, benchmarks, c
     model.save(tmp_path / "tiny.zip")
     line = one_line_error(capsys, str(benchmarks / "append-still.npz"),
                           "--policy", str(tmp_path / "tiny.zip"))
-    assert "tiny.zip: no config.yaml of its run" in line and "--trust-pickle" in line
+    assert "tiny.zip: holds no config and there is no config.yaml of its run" in line
+    assert "--trust-pickle" in line
     out, summary = run(tmp_path, benchmarks, "--policy", str(tmp_path / "tiny.zip"),
                        "--trust-pickle")
     assert summary["length"][0] <= 30 and np.isfinite(summary["performance"][0])
