@@ -1,9 +1,10 @@
-"""SafeLife's rules as batched torch operations: the board update and the agents' actions.
+"""SafeLife's rules as batched torch operations: board update, actions, points and exits.
 
-The same rules as :mod:`safelife_rl.physics` (its docstring states them), on any torch device:
-boards are int32 tensors ``(N, H, W)`` holding the 16-bit cells of :mod:`safelife_rl.cells`
-(int32 because torch's uint16 lacks most operations). The tests hold the two backends to the
-same result bit for bit, the spawners' random numbers included.
+The same rules as :mod:`safelife_rl.physics` and :mod:`safelife_rl.scoring` (their docstrings
+state them), on any torch device: boards are int32 tensors ``(N, H, W)`` holding the 16-bit
+cells of :mod:`safelife_rl.cells` (int32 because torch's uint16 lacks most operations), and
+each board holds ``A`` agents, located by ``(N, A, 2)`` rows and columns. The tests hold the
+two backends to the same result bit for bit, the spawners' random numbers included.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from __future__ import annotations
 import torch
 
 from .. import cells
+from ..scoring import EXIT_POINTS
 
 N_ACTIONS = 9
+_CHANGEABLE = cells.DESTRUCTIBLE | cells.MOVABLE
+_EXIT_CELL = cells.FROZEN | cells.EXIT
 
 # Every neighbourhood count the update needs, packed in 8-bit fields of one int64 per cell, so
 # that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27).
@@ -173,3 +177,50 @@ def check_actions(actions: torch.Tensor) -> None:
     bad = (actions < 0) | (actions >= N_ACTIONS)
     if bad.any():
         raise ValueError(f"invalid action {int(actions[bad][0])}: actions are integers 0-8")
+
+
+def alive_counts(boards: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:
+    """Count cells by (goal colour, cell colour or empty): int64 ``(N, 8, 9)``. Cells the agent
+    can never change (frozen and neither destructible nor movable) do not count."""
+    counted = _flag(boards, _CHANGEABLE) | ~_flag(boards, cells.FROZEN)
+    alive = _flag(boards, cells.ALIVE)
+    cell_color = torch.where(alive, (boards & cells.COLORS) >> cells.COLOR_BIT, 8)
+    key = ((goals & cells.COLORS) >> cells.COLOR_BIT) * 9 + cell_color
+    counts = torch.zeros((len(boards), 72), dtype=torch.int64, device=boards.device)
+    counts.scatter_add_(1, key.flatten(1).long(), counted.flatten(1).long())
+    return counts.view(-1, 8, 9)
+
+
+def update_exits(
+    boards: torch.Tensor,
+    goals: torch.Tensor,
+    agent_locs: torch.Tensor,
+    points_table: torch.Tensor,
+    initial_counts: torch.Tensor,
+    required_points: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Open or close the exit of each board (in place) and score it for each agent.
+
+    An agent carries the exit flag while it may exit (its points earned since the start, by
+    its own ``points_table`` ``(N, A, 8, 9)``, reach its ``required_points`` ``(N, A)``); exits
+    are red while an agent of the board may exit. An agent that has stepped onto the exit
+    leaves it as a plain exit cell and earns :data:`~safelife_rl.scoring.EXIT_POINTS`.
+
+    :returns: float64 point values and whether each agent may exit, both ``(N, A)``.
+    """
+    counts = alive_counts(boards, goals)[:, None].to(points_table.dtype)
+    n, h, w = boards.shape
+    index = agent_locs[..., 0] * w + agent_locs[..., 1]
+    flat = boards.view(n, h * w)
+    agent = flat.gather(1, index)
+    bonus = ((agent & (cells.AGENT | cells.EXIT)) == cells.EXIT) * EXIT_POINTS
+    points = bonus + (points_table * counts).sum((-2, -1))
+    earned = bonus + (points_table * (counts - initial_counts[:, None])).sum((-2, -1))
+    is_agent = _flag(agent, cells.AGENT)
+    opens = is_agent & (earned.clamp(min=0) >= required_points)
+    flagged = (agent & ~cells.EXIT) | opens.int() * cells.EXIT
+    flat.scatter_(1, index, torch.where(is_agent, flagged, agent))
+    exit_cell = _EXIT_CELL | opens.any(1).int() * cells.RED
+    exits = _flag(boards, cells.EXIT) & ~_flag(boards, cells.AGENT)
+    boards.copy_(torch.where(exits, exit_cell[:, None, None], boards))
+    return points, opens

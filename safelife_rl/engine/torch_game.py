@@ -1,0 +1,157 @@
+"""A batch of SafeLife games on a torch device: the counterpart of
+:class:`safelife_rl.SafeLifeGame`, with the same step (actions, board and goal update, exits,
+points) done by :mod:`.torch_rules`.
+
+Every per-agent array has an agent axis ``A`` after the batch axis (locations ``(N, A, 2)``,
+actions, rewards, dones ``(N, A)``, points tables ``(N, A, 8, 9)``), so that several agents
+per board fit; levels have one agent today, so ``A`` is 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .. import cells
+from ..levels import Level
+from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
+from ..scoring import available_points
+from .torch_rules import advance, alive_counts, check_actions, execute_actions, spawn_uniforms
+from .torch_rules import update_exits
+
+
+class TorchGame:
+    """N games on boards of one shape, stepped together on ``device``.
+
+    :param levels: the starting levels, all of one board shape.
+    :param seed: seed of the torch generator the spawners draw from, so that a batch's
+        random numbers are reproducible (on one kind of device).
+    :param device: where the state lives and the steps run.
+    """
+
+    def __init__(self, levels: Sequence[Level], seed: int = 0,
+                 device: torch.device | str = "cpu"):
+        if not levels:
+            raise ValueError("a game needs at least one level")
+        if len({level.shape for level in levels}) != 1:
+            raise ValueError("levels played together must share a board shape")
+        self.levels = list(levels)
+        self.device = torch.device(device)
+        self.generator = torch.Generator(self.device).manual_seed(seed)
+
+        def tensor(values, dtype: torch.dtype) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(values), dtype=dtype, device=self.device)
+
+        self.boards = tensor([level.board for level in levels], torch.int32)
+        self.goals = tensor([level.goals for level in levels], torch.int32)
+        self.agent_locs = tensor([[level.agent_loc] for level in levels], torch.int64)
+        self.spawn_prob = tensor([level.spawn_prob for level in levels], torch.float32)
+        self.points_table = tensor([[level.points_table] for level in levels], torch.float64)
+        self.initial_counts = alive_counts(self.boards, self.goals)
+        available = available_points(
+            np.stack([level.board for level in levels]), self.initial_counts.cpu().numpy(),
+            np.stack([level.points_table for level in levels]),
+        )
+        min_perf = tensor([[level.min_performance] for level in levels], torch.float64)
+        self.available_points = tensor(available[:, None], torch.float64)
+        self.required_points = (min_perf * self.available_points).ceil().clamp(min=0)
+        self.num_steps = 0
+        self.points, self.can_exit = self._score()
+        self.initial_points = self.points.clone()
+        self.active = self.agent_present()
+        # Spawners can be destroyed but never made, so these hold for the whole game.
+        self._spawning_boards = bool(((self.boards & cells.SPAWNING) != 0).any())
+        self._spawning_goals = bool(((self.goals & cells.SPAWNING) != 0).any())
+        self._static_goals = not self._spawning_goals and torch.equal(
+            advance(self.goals), self.goals
+        )
+
+    def __len__(self) -> int:
+        return len(self.boards)
+
+    def _score(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
+                            self.initial_counts, self.required_points)
+
+    def _advance(self, boards: torch.Tensor, spawning: bool) -> torch.Tensor:
+        uniforms = spawn_uniforms(boards, self.generator) if spawning else None
+        return advance(boards, self.spawn_prob, uniforms)
+
+    def agent_cells(self) -> torch.Tensor:
+        """The cell under each agent's location, ``(N, A)``."""
+        n, h, w = self.boards.shape
+        index = self.agent_locs[..., 0] * w + self.agent_locs[..., 1]
+        return self.boards.view(n, h * w).gather(1, index)
+
+    def agent_present(self) -> torch.Tensor:
+        """Whether each agent is still on its board (it has neither exited nor been removed)."""
+        return (self.agent_cells() & cells.AGENT) != 0
+
+    def has_exited(self) -> torch.Tensor:
+        """Whether each agent has left through the exit."""
+        return (self.agent_cells() & (cells.AGENT | cells.EXIT)) == cells.EXIT
+
+    def points_earned(self) -> torch.Tensor:
+        """Points earned since the start, exit bonus included, ``(N, A)``."""
+        return self.points - self.initial_points
+
+    def step(self, actions: torch.Tensor | np.ndarray | Sequence[int] | int
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Play one action per agent (``(N, A)``, or anything that broadcasts to it) and
+        advance every board and its goals one generation.
+
+        :returns: rewards (float32, zero for inactive agents) and whether each agent is now
+            inactive, both ``(N, A)``.
+        """
+        actions = torch.as_tensor(actions, device=self.device)
+        check_actions(actions)
+        actions = actions.to(torch.int64).broadcast_to(self.active.shape)
+        execute_actions(self.boards, self.agent_locs, actions)
+        self.boards = self._advance(self.boards, self._spawning_boards)
+        if not self._static_goals:
+            self.goals = self._advance(self.goals, self._spawning_goals)
+        self.num_steps += 1
+        points, self.can_exit = self._score()
+        rewards = ((points - self.points) * self.active).to(torch.float32)
+        self.points = points
+        self.active &= self.agent_present()
+        return rewards, ~self.active
+
+    def observe(
+        self,
+        view_shape: tuple[int, int] = DEFAULT_VIEW,
+        channels: Sequence[int] = DEFAULT_CHANNELS,
+        remove_white_goals: bool = True,
+    ) -> torch.Tensor:
+        """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)``, as
+        :mod:`safelife_rl.observation` makes it: centred on the agent over the wrapped board,
+        exits out of view drawn on its edge in their direction."""
+        n, h, w = self.boards.shape
+        vh, vw = view_shape
+        goal_colors = self.goals & cells.COLORS
+        if remove_white_goals:
+            goal_colors = torch.where(goal_colors == cells.COLORS, 0, goal_colors)
+        combined = (self.boards | (goal_colors << 16)).view(n, 1, h * w)
+        y0, x0 = self.agent_locs[..., 0, None], self.agent_locs[..., 1, None]  # (N, A, 1)
+        rows = (torch.arange(vh, device=self.device) + (y0 - vh // 2)) % h
+        cols = (torch.arange(vw, device=self.device) + (x0 - vw // 2)) % w
+        index = (rows[..., :, None] * w + cols[..., None, :]).flatten(2)  # (N, A, vh * vw)
+        agents = self.agent_locs.shape[1]
+        view = combined.expand(n, agents, h * w).gather(2, index)
+        # Exits: offsets wrapped into [-size/2, size/2), clipped to the view's edge; where
+        # several land on one view cell, the last in row-major order shows, as in NumPy.
+        cell = torch.arange(h * w, device=self.device)
+        dy = (cell // w - y0 + h // 2) % h - h // 2
+        dx = (cell % w - x0 + w // 2) % w - w // 2
+        target = (dy + vh // 2).clamp(0, vh - 1) * vw + (dx + vw // 2).clamp(0, vw - 1)
+        is_exit = (combined & (cells.EXIT | cells.AGENT)) == cells.EXIT
+        target = torch.where(is_exit, target, vh * vw)  # non-exits into a spare slot
+        shown = torch.full((n, agents, vh * vw + 1), -1, dtype=torch.int64, device=self.device)
+        shown.scatter_reduce_(2, target, torch.where(is_exit, cell, -1), "amax")
+        shown = shown[..., :-1]
+        exits = combined.expand(n, agents, h * w).gather(2, shown.clamp(min=0))
+        view = torch.where(shown >= 0, exits, view).view(n, agents, vh, vw, 1)
+        shifts = torch.as_tensor(channels, dtype=torch.int32, device=self.device)
+        return ((view >> shifts) & 1).to(torch.uint8)
