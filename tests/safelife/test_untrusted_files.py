@@ -284,3 +284,28 @@ def shipped_configs():
 def test_every_target_of_the_shipped_configs_is_allowed(overrides):
     cfg = compose_train(*overrides)
     check_targets(OmegaConf.create(OmegaConf.to_container(cfg, resolve=True)), "conf")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[FIXTURES])
+@given(data=st.data())
+def test_fuzzed_saved_configs_are_read_or_refused_with_a_user_error(runs, tmp_path_factory, data):
+    """Byte flips in a run's ``config.yaml``, as the benchmark reads it next to a model: it is
+    read and checked, or refused with a UserError naming the file."""
+    from safelife_rl.benchmark import run_config
+
+    folder = tmp_path_factory.mktemp("config")
+    content = bytearray((runs() / "config.yaml").read_bytes())
+    for _ in range(data.draw(st.integers(1, 4), label="flips")):
+        at = data.draw(st.integers(0, len(content) - 1), label="at")
+        content[at] = data.draw(st.integers(0, 255), label="byte")
+    (folder / "config.yaml").write_bytes(bytes(content))
+    with zipfile.ZipFile(runs() / "final_model.zip") as source, \
+            zipfile.ZipFile(folder / "model.zip", "w") as target:
+        for name in set(source.namelist()) - {"run_config.yaml"}:  # the model's own copy
+            target.writestr(name, source.read(name))
+    try:
+        found = run_config(folder / "model.zip")
+    except UserError as error:
+        assert "config.yaml" in str(error)
+    else:
+        assert found is not None and found[0] == str(folder / "config.yaml")
