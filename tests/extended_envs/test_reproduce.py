@@ -153,3 +153,18 @@ def test_mutated_saved_runs_are_used_or_named(saved_runs, data, tmp_path_factory
     else:  # the mutation kept a valid result (say, another reward): it is what the table shows
         result = json.loads((out / "runs" / name).read_text())
         assert f"{result[2]:+.5f}" in (out / "table1.md").read_text()
+
+
+def test_saved_figure_runs_must_be_this_runs_result():
+    job = ("IgnoreRewards", "DQNAgent", True, 1, 60)
+    good = ["IgnoreRewards", "RC(DQN)", 1, [10.0, 12], -0.5]
+    assert reproduce.figure_saved(job, good)
+    bad = [
+        good[:4], [*good, 1], {}, None,
+        ["IgnoreRewards", "DQN", 1, [10.0], -0.5],  # another run's label
+        ["IgnoreRewards", "RC(DQN)", True, [1.0], 0.1],  # JSON true is not the seed 1
+        ["IgnoreRewards", "RC(DQN)", 1, [1.0, None], 0.1],
+        ["IgnoreRewards", "RC(DQN)", 1, [1.0], float("nan")],
+        ["IgnoreRewards", "RC(DQN)", 1, 3, 0.1],
+    ]  # fmt: skip
+    assert not any(reproduce.figure_saved(job, result) for result in bad)
