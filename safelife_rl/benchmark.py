@@ -5,7 +5,9 @@ Usage::
     python -m safelife_rl.benchmark SUITE [--policy random|noop|MODEL.zip] [--episodes 10]
 
 ``SUITE`` is a task name (its fixed suite of 100 levels) or any ``.npz`` file or directory of
-levels, the original suites included. Each level is played ``--episodes`` times. Writes
+levels, the original suites included. ``MODEL.zip`` is loaded without unpickling anything from
+it, rebuilt from the config it was trained with (``--trust-pickle``: SB3's own load, for files
+you trust). Each level is played ``--episodes`` times. Writes
 ``episodes.csv`` (one row per episode), ``summary.csv`` and ``summary.md`` (mean ± std of
 performance, episode length, and green and yellow side effects normalised by their inaction
 totals) and ``histograms.png`` into ``--out``.

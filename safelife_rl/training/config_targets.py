@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hydra._internal.utils import _locate
+from hydra._internal.utils import _locate  # what instantiate resolves: checked as it will be
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..errors import UserError
