@@ -28,9 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from . import registration
-from .__main__ import _Parser as OneLineParser  # bad flags end with one line too
 from .env import SafeLifeEnv
-from .errors import UserError, one_line_errors
+from .errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from .files import atomic_path
 from .levels import Level, load_levels
 from .observation import DEFAULT_CHANNELS
@@ -280,7 +279,7 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
-    parser = OneLineParser(
+    parser = ArgumentParser(
         prog="python -m safelife_rl.benchmark", description=__doc__.splitlines()[0]
     )
     parser.add_argument("suite", help="task name or level file/directory")
@@ -298,8 +297,7 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     parser.add_argument("--n-envs", type=_at_least(1), default=16)
     parser.add_argument("--seed", type=_at_least(0), default=0)
     parser.add_argument("--out", default=None)
-    parser.add_argument("--traceback", action="store_true",
-                        help="show the traceback of a user error (for bug reports)")
+    add_traceback_flag(parser)
     args = parser.parse_args(argv)
     with one_line_errors(parser.prog, args.traceback):
         return _run(args)
