@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from drest.checks import check_value
+from drest.checks import check_value, is_int, is_number
 from safelife_rl.errors import UserError
 
 REWARDS = ("drest", "default", "drest_lopsided")
 
 
 def check_lambda(lam: float, name: str = "lambda") -> None:
-    check_value(name, lam, lambda v: 0.0 < v < 1.0, "strictly between 0 and 1")
+    check_value(name, lam, lambda v: is_number(v) and 0.0 < v < 1.0, "strictly between 0 and 1")
 
 
 def check_reward(reward: str, name: str = "reward") -> None:
@@ -46,7 +46,8 @@ class MetaEpisode:
     def __init__(self, size: int, reward: str = "drest", lam: float = 0.9,
                  num_lengths: int = 2) -> None:
         check_reward(reward)
-        check_value("meta-episode size", size, lambda v: v >= 1, "a positive integer")
+        check_value("meta-episode size", size, lambda v: is_int(v) and v >= 1,
+                    "a positive integer")
         if reward != "default":
             drest_factor(lam, 0, 1, num_lengths)  # validates lambda and k
         self.size, self.reward, self.lam, self.k = size, reward, lam, num_lengths

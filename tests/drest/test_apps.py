@@ -103,7 +103,7 @@ def test_train_cli_user_error_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("override, words", [
     ("agent.lam=1", "agent.lam must be strictly between 0 and 1, got 1"),
-    ("agent.meta_episodes=-5", "agent.meta_episodes must be a positive integer, got -5"),
+    ("agent.meta_episodes=-5", "agent.meta_episodes must be a positive integer (at most 2**53"),
     ("agent.meta_episodes=no", "agent.meta_episodes must be an integer, got 'no'"),
     ("agent.eps_start=nan", "agent.eps_start must be in (0, 1], got nan"),
     ("agent.eval_every=0", "agent.eval_every must be a positive integer"),
@@ -182,3 +182,8 @@ def test_reproduce_out_must_be_a_directory(tmp_path, capsys):
     assert "exists and is not a directory" in capsys.readouterr().err
     with pytest.raises(UserError, match="not a directory"):
         reproduce.main(["--quick", "--traceback", "--out", str(tmp_path / "file")])
+
+
+def test_huge_budgets_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match=r"agent.meta_episodes must be a positive integer \(at"):
+        run(cfg(f"agent.meta_episodes={10**400}"), tmp_path / "out")
