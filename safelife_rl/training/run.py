@@ -123,6 +123,7 @@ def train(
     saved = None
     if resume:
         load_run_config(run_dir)  # a run directory at all?
+        remove_stale_temporaries(run_dir)
         saved = latest_model(run_dir)
         if saved is not None:
             check_resumable(cfg, saved)
@@ -135,8 +136,6 @@ def train(
             return summary
     run_config = OmegaConf.to_yaml(cfg, resolve=True)
     write_text(run_dir / CONFIG_FILE, run_config)  # first: from now on the run can be resumed
-    if resume:
-        remove_stale_temporaries(run_dir)
     torch.set_num_threads(cfg.torch_threads)
     # a run resumed before its first checkpoint starts over, dropping what it had logged
     resumed_at = None if not resume else saved.steps if saved is not None else 0

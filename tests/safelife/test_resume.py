@@ -49,6 +49,16 @@ def test_resuming_a_finished_run_changes_nothing(tmp_path, train_config):
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+def test_a_run_killed_while_plotting_is_plotted_on_resume(tmp_path, train_config):
+    summary = train(train_config("total_timesteps=64", "callbacks.evaluation.eval_every=64"),
+                    tmp_path)
+    (tmp_path / "learning_curve.png").unlink()  # as if SIGKILLed while writing it
+    stale = tmp_path / ".learning_curve.png.p1jdobl0.png"
+    stale.write_bytes(b"half a png")
+    assert train(resumed(train_config, tmp_path), tmp_path, resume=True) == summary
+    assert (tmp_path / "learning_curve.png").stat().st_size > 0 and not stale.exists()
+
+
 def test_resuming_a_finished_run_for_more_steps_starts_from_its_final_model(
     tmp_path, train_config, tb_scalars
 ):
