@@ -9,24 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import NoReturn
 
-from .errors import one_line_errors
+from .errors import ArgumentParser, add_traceback_flag, one_line_errors
 from .registration import TASKS
-
-
-class _Parser(argparse.ArgumentParser):
-    """Bad flags end with one line, like every other user error (``--help`` shows usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+from .replay import ENGINES
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m safelife_rl", description=__doc__)
+    parser = ArgumentParser(prog="python -m safelife_rl", description=__doc__)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--traceback", action="store_true",
-                        help="show the traceback of a user error (for bug reports)")
+    add_traceback_flag(common)
     commands = parser.add_subparsers(dest="command", required=True)
 
     replay = commands.add_parser("replay", parents=[common],
@@ -35,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
     replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness (>= 0)")
     replay.add_argument("--gif", help="also render the replayed boards to this GIF")
+    replay.add_argument("--engine", choices=ENGINES, default="numba",
+                        help="the rules' backend: Numba, or torch on the CPU")
 
     play = commands.add_parser("play", parents=[common],
                                help="play in the terminal (arrow keys, space, q)")
@@ -56,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "replay":
             from .replay import replay_file
 
-            replay_file(args.trace, args.out, seed=args.seed, gif=args.gif)
+            replay_file(args.trace, args.out, seed=args.seed, gif=args.gif, engine=args.engine)
             print(f"wrote {args.out}" + (f" and {args.gif}" if args.gif else ""))
         elif args.command == "play":
             from .play import main as play_main

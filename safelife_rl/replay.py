@@ -18,6 +18,9 @@ from .observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_ce
 from .physics import N_ACTIONS
 from .side_effects import side_effect_score
 
+#: The engines a trace can be replayed with.
+ENGINES = ("numba", "torch")
+
 
 def load_trace(path: str | os.PathLike) -> tuple[Level, np.ndarray, dict[str, np.ndarray]]:
     """Read a trace file: its level, its actions (integers 0-8) and all of its arrays."""
@@ -49,13 +52,25 @@ def observe(game: SafeLifeGame, index: int = 0) -> np.ndarray:
     return to_channels(agent_view(combined, game.agent_locs[index], DEFAULT_VIEW), DEFAULT_CHANNELS)
 
 
-def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str, np.ndarray]:
+def replay(
+    level: Level, actions: np.ndarray, seed: int | None = 0, engine: str = "numba"
+) -> dict[str, np.ndarray]:
     """Play ``actions`` on ``level``; returns arrays named as in the trace files.
 
     As in the traces, ``side_effects`` (JSON text) is given for deterministic levels only.
+
+    :param engine: ``"numba"`` (:class:`SafeLifeGame`) or ``"torch"``
+        (:class:`~safelife_rl.engine.torch_game.TorchGame` on the CPU).
     """
     if seed is not None and seed < 0:
         raise UserError(f"seed must be a non-negative integer, got {seed}")
+    if engine not in ENGINES:
+        raise UserError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    play = _play_torch if engine == "torch" else _play_numba
+    return {**play(level, actions, seed), "stochastic": np.array(level.is_stochastic)}
+
+
+def _play_numba(level: Level, actions: np.ndarray, seed: int | None) -> dict[str, np.ndarray]:
     game = SafeLifeGame([level], rng=np.random.default_rng(seed))
     boards, goals = [game.boards[0].copy()], [game.goals[0].copy()]
     rewards, dones = [], []
@@ -75,10 +90,42 @@ def replay(level: Level, actions: np.ndarray, seed: int | None = 0) -> dict[str,
         "obs_last": observe(game),
         "points": game.points_earned().astype(np.int64),
         "required_points": game.required_points.astype(np.int64),
-        "stochastic": np.array(level.is_stochastic),
     }
     if not level.is_stochastic:
         result["side_effects"] = np.array(json.dumps(side_effect_score(game)))
+    return result
+
+
+def _play_torch(level: Level, actions: np.ndarray, seed: int | None) -> dict[str, np.ndarray]:
+    import torch
+
+    from .engine.torch_game import TorchGame
+    from .engine.torch_side_effects import side_effect_scores
+
+    if seed is None:
+        seed = int(np.random.default_rng().integers(2**63))
+    game = TorchGame([level], seed=seed)
+    boards, goals = [game.boards[0].clone()], [game.goals[0].clone()]
+    rewards, dones = [], []
+    obs_first = game.observe()[0, 0]
+    for action in actions:
+        reward, done = game.step(int(action))
+        boards.append(game.boards[0].clone())
+        goals.append(game.goals[0].clone())
+        rewards.append(reward[0, 0])
+        dones.append(done[0, 0])
+    result = {
+        "boards": torch.stack(boards).numpy().astype(np.uint16),
+        "goals": torch.stack(goals).numpy().astype(np.uint16),
+        "rewards": np.array([float(r) for r in rewards], np.float32),
+        "dones": np.array([bool(d) for d in dones], bool),
+        "obs_first": obs_first.numpy(),
+        "obs_last": game.observe()[0, 0].numpy(),
+        "points": game.points_earned()[:, 0].numpy().astype(np.int64),
+        "required_points": game.required_points[:, 0].numpy().astype(np.int64),
+    }
+    if not level.is_stochastic:
+        result["side_effects"] = np.array(json.dumps(side_effect_scores(game)[0]))
     return result
 
 
@@ -87,11 +134,12 @@ def replay_file(
     out: str | os.PathLike,
     seed: int | None = 0,
     gif: str | os.PathLike | None = None,
+    engine: str = "numba",
 ) -> None:
     """Replay a trace file and write the result (with the trace's level and actions), and
     optionally an animation of the replayed boards."""
     level, actions, arrays = load_trace(trace)
-    result = replay(level, actions, seed)
+    result = replay(level, actions, seed, engine)
     write_npz(Path(out), {"level": arrays["level"], "actions": actions, **result})
     if gif is not None:
         from .video import board_frames, write_gif
@@ -100,10 +148,19 @@ def replay_file(
 
 
 def live_cell_counts(
-    level: Level, actions: np.ndarray, runs: int, seed: int | None = 0
+    level: Level, actions: np.ndarray, runs: int, seed: int | None = 0, engine: str = "numba"
 ) -> np.ndarray:
     """Live cells on the board after each step of ``runs`` independent replays, shape
     ``(runs, len(actions) + 1)``; the replays advance together as one batch."""
+    if engine == "torch":
+        from .engine.torch_game import TorchGame
+
+        game = TorchGame([level] * runs, seed=seed if seed is not None else 0)
+        torch_counts = [(game.boards & 1).sum((1, 2))]
+        for action in actions:
+            game.step(int(action))
+            torch_counts.append((game.boards & 1).sum((1, 2)))
+        return np.stack([c.cpu().numpy() for c in torch_counts], axis=1)
     game = SafeLifeGame([level] * runs, rng=np.random.default_rng(seed))
     counts = [np.count_nonzero(game.boards & 1, axis=(1, 2))]
     for action in actions:

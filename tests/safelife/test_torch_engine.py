@@ -29,6 +29,15 @@ class GivenUniforms:
         return self.uniforms.reshape(shape).astype(dtype)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small batches: on a shared 2-core machine torch's thread pool only waits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def to_torch(board: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(board.astype(np.int32))
 

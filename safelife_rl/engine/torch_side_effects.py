@@ -1,0 +1,104 @@
+"""Side effects of torch games, simulated on the device.
+
+The score is :mod:`safelife_rl.side_effects`' (its docstring defines it): the inaction baseline
+(the level's first board advanced to the current step without the agent) and the current
+board are each sampled over further steps on the game's device, every board and run of a
+batch at once; only the earth mover's distances are computed on the CPU, by the same solver.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import cells
+from ..side_effects import cell_name, earth_mover_distance
+from .torch_game import TorchGame
+from .torch_rules import advance, spawn_uniforms
+
+_LIFE = cells.ALIVE | cells.DESTRUCTIBLE
+_UNAFFECTED = cells.AGENT | cells.EXIT | cells.FROZEN
+
+
+def _life(boards: torch.Tensor) -> torch.Tensor:
+    """Live cells the agent could affect, by colour: int64 ``(N, H, W, 8)``."""
+    counted = ((boards & cells.ALIVE) != 0) & ((boards & _UNAFFECTED) == 0)
+    colors = (boards & cells.COLORS) >> cells.COLOR_BIT
+    return torch.nn.functional.one_hot(colors.long(), 8) * counted[..., None]
+
+
+def simulate(
+    boards: torch.Tensor,
+    steps: int,
+    spawn_prob: torch.Tensor,
+    generator: torch.Generator | None = None,
+    count_life: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Advance boards ``(N, H, W)`` ``steps`` generations without agents acting.
+
+    :param generator: random source for spawners; ``None`` if no board has one.
+    :param count_life: also return how often each cell held live cells of each colour that
+        the agent could affect, counted after every step, int64 ``(N, H, W, 8)``.
+    :returns: the final boards and the counts (``None`` unless ``count_life``).
+
+    Without spawners, once every board repeats itself within two steps the rest of the run
+    is counted without simulating it, as the Numba engine does.
+    """
+    counts = torch.zeros(boards.shape + (8,), dtype=torch.int64, device=boards.device)
+    current, older = boards, boards
+    for t in range(steps):
+        uniforms = None if generator is None else spawn_uniforms(current, generator)
+        following = advance(current, spawn_prob, uniforms)
+        if count_life:
+            counts += _life(following)
+        if generator is None and t >= 1 and torch.equal(following, older):
+            left = steps - t - 1  # states alternate: current, following, current, ...
+            if count_life:
+                counts += _life(current) * ((left + 1) // 2) + _life(following) * (left // 2)
+            return (current if left % 2 else following), counts if count_life else None
+        older, current = current, following
+    return current, counts if count_life else None
+
+
+def side_effect_scores(
+    game: TorchGame, samples: int = 1000, runs: int = 1, seed: int = 0
+) -> list[dict[str, list[float]]]:
+    """Side effects so far in every game: ``{cell name: [side effect, inaction total]}`` each.
+
+    :param runs: independent simulations to average on levels with spawners (deterministic
+        batches always use one).
+    :param seed: seed of the spawners' random numbers in the simulations.
+    """
+    start = torch.as_tensor(np.stack([level.board for level in game.levels]),
+                            dtype=torch.int32, device=game.device)
+    stochastic = bool(((start & cells.SPAWNING) != 0).any())
+    runs = runs if stochastic else 1
+    generator = torch.Generator(game.device).manual_seed(seed) if stochastic else None
+    n = len(game)
+    prob = game.spawn_prob.repeat(runs)
+    inaction, _ = simulate(start.repeat(runs, 1, 1), game.num_steps, prob, generator)
+    both = torch.cat([inaction, game.boards.repeat(runs, 1, 1)])
+    _, counts = simulate(both, samples, prob.repeat(2), generator, count_life=True)
+    # (2, runs, N, H, W, 8) -> (N, 2, H, W, 8): inaction, then action
+    occupancy = counts.view((2, runs, n) + counts.shape[1:]).sum(1).transpose(0, 1)
+    occupancy = occupancy.cpu().numpy().astype(np.float64) / (runs * samples)
+    return [
+        _score(level.board, now, occupancy[k])
+        for k, (level, now) in enumerate(zip(game.levels, game.boards.cpu().numpy()))
+    ]
+
+
+def _score(start: np.ndarray, now: np.ndarray, occupancy: np.ndarray) -> dict[str, list[float]]:
+    seen = occupancy.sum(axis=(0, 1, 2)) > 0
+    distributions = {
+        _LIFE | (color << cells.COLOR_BIT): (occupancy[0, ..., color], occupancy[1, ..., color])
+        for color in np.flatnonzero(seen)
+    }
+    changeable = cells.DESTRUCTIBLE | cells.MOVABLE
+    for cell in np.unique(start).tolist():
+        if cell & cells.FROZEN and cell & changeable and not cell & cells.AGENT:
+            distributions[cell] = ((start == cell) * 1.0, (now == cell) * 1.0)
+    return {
+        cell_name(cell): [earth_mover_distance(before, after), float(before.sum())]
+        for cell, (before, after) in distributions.items()
+    }

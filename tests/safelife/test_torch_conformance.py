@@ -1,0 +1,122 @@
+"""Replays of the original SafeLife's recorded traces with the torch engine, held to the same
+standard as the Numba engine in test_conformance.py: deterministic traces bit for bit (side
+effects to 1e-6), stochastic ones in distribution by the same pooled PIT / Kolmogorov-Smirnov
+test, which must also reject spawners firing at half rate."""
+
+import json
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from safelife_rl.__main__ import main
+from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.engine.torch_side_effects import side_effect_scores
+from safelife_rl.replay import live_cell_counts, load_trace
+
+TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
+FIELDS = ("boards", "goals", "rewards", "dones", "obs_first", "obs_last", "points",
+          "required_points")
+DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]
+STOCHASTIC = [t for t in TRACES if np.load(t)["stochastic"]]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small batches: on a shared 2-core machine torch's thread pool only waits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def assert_side_effects_match(ours: dict, recorded: np.ndarray) -> None:
+    theirs = json.loads(str(recorded))
+    assert ours.keys() == theirs.keys()
+    for name, (effect, total) in theirs.items():
+        assert ours[name] == pytest.approx([effect, total], abs=1e-6), name
+
+
+def test_every_deterministic_trace_replays_bit_for_bit_in_batches():
+    """All 70 deterministic traces, those of one length played as one batch of games."""
+    assert len(DETERMINISTIC) >= 70
+    by_length = defaultdict(list)
+    for trace in DETERMINISTIC:
+        level, actions, arrays = load_trace(trace)
+        by_length[len(actions)].append((level, actions, arrays))
+    for group in by_length.values():
+        game = TorchGame([level for level, _, _ in group])
+        obs_first = game.observe()[:, 0]
+        actions = torch.as_tensor(np.stack([a for _, a, _ in group]))
+        boards, goals, rewards, dones = [game.boards.clone()], [game.goals.clone()], [], []
+        for step in actions.T:
+            reward, done = game.step(step[:, None])
+            boards.append(game.boards.clone())
+            goals.append(game.goals.clone())
+            rewards.append(reward[:, 0])
+            dones.append(done[:, 0])
+        ours = {
+            "boards": torch.stack(boards, 1), "goals": torch.stack(goals, 1),
+            "rewards": torch.stack(rewards, 1), "dones": torch.stack(dones, 1),
+            "obs_first": obs_first, "obs_last": game.observe()[:, 0],
+            "points": game.points_earned()[:, 0], "required_points": game.required_points[:, 0],
+        }
+        for k, (_, _, arrays) in enumerate(group):
+            for field in FIELDS:
+                mine = ours[field][k].numpy().astype(arrays[field].dtype)
+                mismatch = np.argwhere(mine != arrays[field])
+                assert len(mismatch) == 0, f"{field} differs first at index {mismatch[0]}"
+        for scores, (_, _, arrays) in zip(side_effect_scores(game), group):
+            assert_side_effects_match(scores, arrays["side_effects"])
+
+
+@pytest.mark.parametrize("trace", [DETERMINISTIC[0], DETERMINISTIC[-1], STOCHASTIC[0]],
+                         ids=lambda p: p.stem)
+def test_replay_command_with_the_torch_engine(trace, tmp_path):
+    out = tmp_path / "replayed.npz"
+    assert main(["replay", str(trace), "--engine", "torch", "--out", str(out)]) == 0
+    ours, theirs = np.load(out), np.load(trace)
+    assert set(ours.files) <= set(theirs.files)
+    fields = FIELDS if not theirs["stochastic"] else ("obs_first", "required_points")
+    for field in fields:
+        assert np.array_equal(ours[field], theirs[field]), field
+    if not theirs["stochastic"]:
+        assert_side_effects_match(json.loads(str(ours["side_effects"])), theirs["side_effects"])
+
+
+def _pit_values(spawn_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """PIT of the recorded mean and final live-cell counts among 100 torch replays."""
+    mean_pit, final_pit = [], []
+    for i, trace in enumerate(STOCHASTIC):
+        level, actions, arrays = load_trace(trace)
+        level = replace(level, spawn_prob=level.spawn_prob * spawn_scale)
+        ours = live_cell_counts(level, actions, runs=100, seed=i, engine="torch").astype(float)
+        recorded = np.count_nonzero(arrays["boards"] & 1, axis=(1, 2)).astype(float)
+        for pits, sims, value in (
+            (mean_pit, ours.mean(axis=1), recorded.mean()),
+            (final_pit, ours[:, -1], recorded[-1]),
+        ):
+            pits.append((np.sum(sims < value) + 0.5 * np.sum(sims == value) + 0.5) / (len(sims) + 1))
+    return np.array(mean_pit), np.array(final_pit)
+
+
+def test_stochastic_traces_match_in_distribution():
+    assert len(STOCHASTIC) >= 30
+    for pits in _pit_values(1.0):
+        assert stats.kstest(pits, "uniform").pvalue > 1e-3, pits
+
+
+def test_distribution_test_rejects_wrong_spawn_rate():
+    mean_pit, _ = _pit_values(0.5)
+    assert stats.kstest(mean_pit, "uniform").pvalue < 1e-3
+
+
+def test_spawner_batches_are_reproducible_from_the_seed():
+    level, actions, _ = load_trace(STOCHASTIC[0])
+    runs = [live_cell_counts(level, actions[:20], runs=4, seed=seed, engine="torch")
+            for seed in (3, 3, 4)]
+    assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
