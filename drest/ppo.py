@@ -52,9 +52,9 @@ class PPOSettings:
         check_value("n_steps", self.n_steps, lambda v: v * self.n_envs >= 2,
                     "at least 2 once multiplied by n_envs")
         check_lambda(self.lam, "lam")
-        check_value("learning_rate", self.learning_rate, lambda v: v > 0, "positive")
+        check_value("learning_rate", self.learning_rate, lambda v: 0 < v <= 1, "in (0, 1]")
         check_value("gamma", self.gamma, lambda v: 0 < v <= 1, "in (0, 1]")
-        check_value("ent_coef", self.ent_coef, lambda v: v >= 0, "non-negative")
+        check_value("ent_coef", self.ent_coef, lambda v: 0 <= v <= 1, "in [0, 1]")
 
 
 class SmallGridCNN(BaseFeaturesExtractor):
