@@ -1,7 +1,9 @@
 """Bad and degenerate input: every case ends in a UserError naming the problem, and valid
 input still builds (issue #15). Run with ``--hypothesis-show-statistics`` to see how many
 mutated specs were valid and how many ended in an error."""
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from drest.plots import POLICY_FIGURE_MAX_CELLS, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
 from drest.spec import GridSpec, SpecError, parse_spec
 from drest.tabular import compile_world, max_coins_by_length
-from drest.worlds import BUILTIN_WORLDS, builtin
+from drest.worlds import BUILTIN_WORLDS, builtin, resolve
 from safelife_rl.errors import UserError
 
 
@@ -241,3 +243,23 @@ def test_worlds_too_large_for_exact_metrics_can_be_sampled():
                                   m={length: 1.0 for length in range(3, 14)})
     assert sum(metrics.length_probs.values()) == pytest.approx(1.0)
     assert min(metrics.length_probs) >= 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(VALID_TEXTS),
+       st.lists(st.tuples(st.integers(0, 10**4), st.binary(max_size=3)), min_size=1, max_size=4))
+def test_byte_mutated_world_files_load_or_end_in_a_user_error(text, edits):
+    data = bytearray(text.encode())
+    for position, replacement in edits:
+        position %= len(data)
+        data[position:position + len(replacement)] = replacement
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "world.txt"
+        path.write_bytes(bytes(data))
+        try:
+            spec = resolve(str(path))
+        except UserError as error:
+            assert str(error).startswith(str(path)), "the error names the file"
+            event("error")
+            return
+    event(build(spec.to_text()))
