@@ -1,0 +1,86 @@
+"""Board steps per second of the Numba engine and the torch engine, batch by batch.
+
+Usage: python benchmarks/engine_speed.py [--sizes 1 64 1024 16384 65536] [--threads 1]
+                                          [--seconds 2] [--levels PATH]
+
+Each batch of N games (the append-still suite's levels, repeated) plays random actions; one
+board step is one game's action, board and goal update, exits and points (no observations).
+The Numba engine runs on the CPU; the torch engine on the CPU and, when there is one, on CUDA.
+A batch that would not fit in the free memory is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+from safelife_rl import SafeLifeGame, load_levels
+from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.registration import benchmark_file
+
+# Peak bytes a torch step needs per board of 26x26 cells (int64 neighbourhood sums and their
+# temporaries), with room to spare.
+_TORCH_BYTES_PER_BOARD = 26 * 26 * 8 * 16
+
+
+def _timed(step, sync, seconds: float) -> float:
+    """Seconds per call of ``step``, timed over at least ``seconds`` and two calls."""
+    step()
+    sync()
+    calls, start = 0, time.perf_counter()
+    while calls < 2 or time.perf_counter() - start < seconds:
+        step()
+        calls += 1
+    sync()
+    return (time.perf_counter() - start) / calls
+
+
+def numba_rate(levels, n: int, seconds: float) -> float:
+    rng = np.random.default_rng(0)
+    game = SafeLifeGame([levels[i % len(levels)] for i in range(n)], rng=rng)
+    return n / _timed(lambda: game.step(rng.integers(0, 9, n)), lambda: None, seconds)
+
+
+def torch_rate(levels, n: int, device: torch.device, seconds: float) -> float:
+    game = TorchGame([levels[i % len(levels)] for i in range(n)], seed=0, device=device)
+    generator = torch.Generator(device).manual_seed(0)
+    actions = torch.randint(0, 9, (64, n, 1), generator=generator, device=device)
+    calls = iter(range(1 << 62))
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    return n / _timed(lambda: game.step(actions[next(calls) % 64]), sync, seconds)
+
+
+def free_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 16384, 65536])
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (the Numba kernels use one)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    parser.add_argument("--levels", default=None, help="default: the append-still suite")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    levels = load_levels(args.levels or benchmark_file("append-still"))
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    names = ["numba"] + [f"torch {d.type}" for d in devices]
+    print(f"board steps/s (torch {torch.__version__}, {args.threads} CPU thread(s))")
+    print(f"{'N':>7} " + " ".join(f"{name:>14}" for name in names))
+    for n in args.sizes:
+        rates = [numba_rate(levels, n, args.seconds)]
+        for device in devices:
+            fits = n * _TORCH_BYTES_PER_BOARD < free_bytes(device)
+            rates.append(torch_rate(levels, n, device, args.seconds) if fits else float("nan"))
+        print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
+
+
+if __name__ == "__main__":
+    main()
