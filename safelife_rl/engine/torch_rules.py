@@ -19,40 +19,41 @@ _CHANGEABLE = cells.DESTRUCTIBLE | cells.MOVABLE
 _EXIT_CELL = cells.FROZEN | cells.EXIT
 
 # Every neighbourhood count the update needs, packed in 8-bit fields of one int64 per cell, so
-# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27).
-_ALIVE_FIELD, _DESTRUCTIBLE_FIELD, _COLOR_FIELD = 0, 8, 16  # colours: red, green, blue
-_SPREAD_FIELD = 40  # preserving, inhibiting, spawning
-_SPREAD = (cells.PRESERVING, cells.INHIBITING, cells.SPAWNING)
+# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27); the fields
+# are then read as the bytes of the sum (all torch devices are little-endian).
+_ALIVE, _DESTRUCTIBLE, _COLOR, _SPREAD = 0, 1, 2, 5  # byte of each field; colours: r, g, b
+_SPREAD_FLAGS = (cells.PRESERVING, cells.INHIBITING, cells.SPAWNING)
+_SUMMARIES: dict[torch.device, torch.Tensor] = {}
 
 
 def _flag(board: torch.Tensor, flag: int) -> torch.Tensor:
     return (board & flag) != 0
 
 
+def _summary_table(device: torch.device) -> torch.Tensor:
+    """What each of the 65536 cells adds to its neighbours' counts, packed: alive; alive and
+    destructible or an exit; per colour, alive and of it plus two if a spawner of it (so that
+    ">= 2" reads "two live cells or a spawner"); preserving, inhibiting, spawning."""
+    if device not in _SUMMARIES:
+        c = torch.arange(1 << 16, device=device)
+        alive = c & cells.ALIVE
+        packed = alive | ((_flag(c, cells.DESTRUCTIBLE | cells.EXIT) * alive) << 8 * _DESTRUCTIBLE)
+        spawning = _flag(c, cells.SPAWNING).long()
+        for i in range(3):
+            color = (c >> (cells.COLOR_BIT + i)) & 1
+            packed |= (color * (alive + 2 * spawning)) << 8 * (_COLOR + i)
+        for i, flag in enumerate(_SPREAD_FLAGS):
+            packed |= _flag(c, flag).long() << 8 * (_SPREAD + i)
+        _SUMMARIES[device] = packed
+    return _SUMMARIES[device]
+
+
 def _box_sum(x: torch.Tensor) -> torch.Tensor:
     """Sum over each cell's wrapped 3x3 block of the last two axes."""
-    x = x + x.roll(1, -1) + x.roll(-1, -1)
-    return x + x.roll(1, -2) + x.roll(-1, -2)
-
-
-def _neighbourhood(board: torch.Tensor) -> torch.Tensor:
-    """Packed counts per 3x3 block: live cells; live cells destructible or exits; per colour,
-    live cells of it plus two per spawner of it (so ">= 2" reads "two live cells or a
-    spawner"); cells preserving, inhibiting and spawning."""
-    alive = (board & cells.ALIVE).long()
-    packed = alive | ((_flag(board, cells.DESTRUCTIBLE | cells.EXIT).long() * alive)
-                      << _DESTRUCTIBLE_FIELD)
-    spawning = _flag(board, cells.SPAWNING).long()
-    for i in range(3):
-        color = ((board >> (cells.COLOR_BIT + i)) & 1).long()
-        packed |= (color * (alive + 2 * spawning)) << (_COLOR_FIELD + 8 * i)
-    for i, flag in enumerate(_SPREAD):
-        packed |= _flag(board, flag).long() << (_SPREAD_FIELD + 8 * i)
-    return _box_sum(packed)
-
-
-def _field(packed: torch.Tensor, shift: int) -> torch.Tensor:
-    return (packed >> shift) & 0xFF
+    x = torch.cat([x[..., -1:], x, x[..., :1]], -1)
+    x = x[..., :-2] + x[..., 1:-1] + x[..., 2:]
+    x = torch.cat([x[..., -1:, :], x, x[..., :1, :]], -2)
+    return x[..., :-2, :] + x[..., 1:-1, :] + x[..., 2:, :]
 
 
 def spawn_uniforms(
@@ -75,13 +76,14 @@ def advance(
         alive if its number is below ``spawn_prob`` (see :func:`spawn_uniforms`). ``None``:
         spawners never spawn, as on boards without them.
     """
-    nb = _neighbourhood(boards)
-    count = _field(nb, _ALIVE_FIELD)
-    preserving, inhibiting, spawning = (_field(nb, _SPREAD_FIELD + 8 * i) > 0 for i in range(3))
+    summary = _summary_table(boards.device)[boards.long()]
+    nb = _box_sum(summary).view(torch.uint8).view(boards.shape + (8,))
+    count = nb[..., _ALIVE]
+    preserving, inhibiting, spawning = (nb[..., _SPREAD + i] > 0 for i in range(3))
     colors = torch.zeros_like(boards)
     for i in range(3):
-        colors |= (_field(nb, _COLOR_FIELD + 8 * i) >= 2).int() << (cells.COLOR_BIT + i)
-    destructible = (_field(nb, _DESTRUCTIBLE_FIELD) >= 2).int() * cells.DESTRUCTIBLE
+        colors |= (nb[..., _COLOR + i] >= 2).int() << (cells.COLOR_BIT + i)
+    destructible = (nb[..., _DESTRUCTIBLE] >= 2).int() * cells.DESTRUCTIBLE
     frozen = _flag(boards, cells.FROZEN)
     survives = frozen | preserving | (count == 3) | (count == 4)
     may_grow = ~frozen & ~inhibiting
