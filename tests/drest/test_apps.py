@@ -94,7 +94,7 @@ def test_train_cli_user_error_is_one_line(tmp_path):
     assert proc.stderr.splitlines() == [
         (f"drest.train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
          "it is never shut down (free a neighbouring cell, or set bumps_use_moves: yes)")]
-    assert not (tmp_path / "run" / "metrics.json").exists()
+    assert not (tmp_path / "run").exists(), "a refused run leaves no folder behind"
     proc = train_cli("agent.lam=2", f"hydra.run.dir={tmp_path / 'run'}",
                      env={"HYDRA_FULL_ERROR": "1"})
     assert proc.returncode != 0 and "Traceback" in proc.stderr
