@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from safelife_rl import cells, physics
+from safelife_rl import Level, SafeLifeGame, cells, physics
 from safelife_rl.engine import torch_rules
+from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.observation import agent_view, combined_cells, to_channels
 
 # Any 16-bit cells (every kind, colour and orientation, and flag mixes no kind has), with many
 # empty cells so that patterns live, die and get born; boards from 1x1 up.
@@ -113,3 +115,62 @@ def test_spawn_uniforms_are_reproducible_from_the_seed():
 def test_invalid_actions_are_rejected(bad):
     with pytest.raises(ValueError, match="invalid action"):
         torch_rules.check_actions(torch.tensor([[0], [bad]]))
+
+
+_LEVEL_CELLS = _CELLS.map(lambda c: c & ~(cells.AGENT | 1 << 14 | cells.SPAWNING))
+
+
+@st.composite
+def level_batches(draw):
+    """1-3 random levels of one shape without spawners (their random numbers differ between
+    the engines), each with one agent, and integer points tables (sums exact in any order)."""
+    shape = (draw(st.integers(2, 9)), draw(st.integers(2, 9)))
+    levels = []
+    for _ in range(draw(st.integers(1, 3))):
+        board = draw(arrays(np.uint16, shape, elements=_LEVEL_CELLS))
+        goals = draw(arrays(np.uint16, shape, elements=st.one_of(
+            st.sampled_from([0, cells.RED, cells.GREEN, cells.BLUE, cells.COLORS]),
+            _LEVEL_CELLS)))
+        loc = (draw(st.integers(0, shape[0] - 1)), draw(st.integers(0, shape[1] - 1)))
+        board[loc] = cells.KINDS["player"] | (board[loc] & (cells.COLORS | cells.ORIENTATION))
+        table = draw(arrays(np.int64, (8, 9), elements=st.integers(-5, 5))).astype(np.float64)
+        min_perf = draw(st.sampled_from([-1.0, 0.0, 0.2, 0.5, 1.0]))
+        levels.append(Level(board, goals, loc, min_performance=min_perf, points_table=table))
+    return levels
+
+
+def numba_observation(game: SafeLifeGame, view, channels) -> np.ndarray:
+    return np.stack([
+        to_channels(agent_view(combined_cells(board, goals, True), loc, view), channels)
+        for board, goals, loc in zip(game.boards, game.goals, game.agent_locs)
+    ])
+
+
+@settings(max_examples=150, deadline=None)
+@given(levels=level_batches(), data=st.data())
+def test_games_match_numba(levels, data):
+    """Points, exits, rewards, dones and observations of whole games on random levels."""
+    ours, theirs = TorchGame(levels), SafeLifeGame(levels)
+    view = (data.draw(st.integers(1, 12)), data.draw(st.integers(1, 12)))
+    channels = data.draw(st.lists(st.integers(0, 31), min_size=1, max_size=6))
+
+    def assert_same() -> None:
+        assert np.array_equal(ours.boards.numpy(), theirs.boards)
+        assert np.array_equal(ours.goals.numpy(), theirs.goals)
+        assert np.array_equal(ours.agent_locs[:, 0].numpy(), theirs.agent_locs)
+        assert np.array_equal(ours.points[:, 0].numpy(), theirs.points)
+        assert np.array_equal(ours.can_exit[:, 0].numpy(), theirs.can_exit)
+        assert np.array_equal(ours.observe(view, channels)[:, 0].numpy(),
+                              numba_observation(theirs, view, channels))
+
+    assert np.array_equal(ours.required_points[:, 0].numpy(), theirs.required_points)
+    assert np.array_equal(ours.available_points[:, 0].numpy(), theirs.available_points)
+    assert_same()
+    for _ in range(data.draw(st.integers(1, 6))):
+        actions = np.array(data.draw(st.lists(st.integers(0, 8), min_size=len(levels),
+                                              max_size=len(levels))))
+        rewards, dones = ours.step(actions[:, None])
+        want_rewards, want_dones = theirs.step(actions)
+        assert np.array_equal(rewards[:, 0].numpy(), want_rewards)
+        assert np.array_equal(dones[:, 0].numpy(), want_dones)
+        assert_same()
