@@ -25,7 +25,7 @@ from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
 from drest.worlds import APPENDIX_WORLDS, builtin
-from safelife_rl.errors import UserError, one_line_errors
+from safelife_rl.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
@@ -160,7 +160,7 @@ def _figures(results: list[dict], out: Path, xs) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="drest.reproduce", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="2 seeds, 1/8 of the budgets, 5 lopsided x values")
     parser.add_argument("--seeds", type=int, default=None,
@@ -170,8 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=mp.cpu_count(),
                         help="worker processes (default: one per CPU core)")
     parser.add_argument("--out", type=Path, default=Path("outputs/drest_reproduce"))
-    parser.add_argument("--traceback", action="store_true",
-                        help="show the traceback of a user error (for bug reports)")
+    add_traceback_flag(parser)
     args = parser.parse_args(argv)
     with one_line_errors("drest.reproduce", traceback=args.traceback):
         return _reproduce(args)

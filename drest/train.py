@@ -14,7 +14,6 @@ one line naming it (``HYDRA_FULL_ERROR=1`` shows the traceback).
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, fields
@@ -34,7 +33,7 @@ from drest.reward import check_reward
 from drest.spec import GridSpec
 from drest.tabular import TabularWorld, compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, resolve
-from safelife_rl.errors import USER_ERRORS, UserError, one_line_errors
+from safelife_rl.errors import UserError, hydra_app_errors
 from safelife_rl.files import write_json
 from safelife_rl.training.files import save_model_atomic
 
@@ -180,22 +179,11 @@ def _number(value: float | None) -> str:
     return "n/a (one reachable length)" if value is None else f"{value:.4f}"
 
 
-def _discard_if_unstarted(run_dir: Path) -> None:
-    """Remove the folder of a run refused before it started (it holds only Hydra's records), so
-    a mistyped command leaves nothing behind (as ``safelife_rl.train`` does)."""
-    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {".hydra", "train.log"}:
-        shutil.rmtree(run_dir, ignore_errors=True)
-
-
 @hydra.main(version_base=None, config_path="../conf/drest", config_name="train")
 def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    with one_line_errors("drest.train"):
-        try:
-            metrics = run(cfg, run_dir)
-        except USER_ERRORS:
-            _discard_if_unstarted(run_dir)
-            raise
+    with hydra_app_errors("drest.train"):
+        metrics = run(cfg, run_dir)
     print(f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
           f"(normalized {_number(metrics['neutrality_normalized'])})  "
           f"lengths {metrics.get('length_probs', '-')}  in {metrics['train_seconds']:.1f}s")

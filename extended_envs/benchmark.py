@@ -36,7 +36,7 @@ from extended_envs.checks import check_count, check_seed
 from extended_envs.config import BenchmarkConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, run_environment
 from extended_envs.envs import BY_NAME, battery, minus_rewards
-from safelife_rl.errors import UserError, one_line_errors
+from safelife_rl.errors import UserError, hydra_app_errors
 from safelife_rl.files import atomic_path, write_text
 
 PROG = "extended_envs.benchmark"
@@ -206,7 +206,7 @@ def environments_for(include_slow: bool, only: Sequence[str]) -> list[type[Exten
 @hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="benchmark")
 def main(cfg: DictConfig) -> float:
     """Run the battery as configured, print the table and write the results."""
-    with one_line_errors(PROG):
+    with hydra_app_errors(PROG):
         settings = typed(BenchmarkConfig, cfg)
         agent = agent_class(settings.agent)
         if settings.reality_check:

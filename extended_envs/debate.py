@@ -42,7 +42,7 @@ from extended_envs.benchmark import agent_class
 from extended_envs.checks import check_action, is_int
 from extended_envs.config import DebateConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
-from safelife_rl.errors import UserError, one_line_errors
+from safelife_rl.errors import UserError, hydra_app_errors
 from safelife_rl.files import atomic_path, write_text
 
 PROG = "extended_envs.debate"
@@ -290,7 +290,7 @@ def report(table: list[dict[str, Any]], last: int) -> str:
 @hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="debate")
 def main(cfg: DictConfig) -> None:
     """Train Alice against each configured Bob and report her accuracy on Hugh's questions."""
-    with one_line_errors(PROG):
+    with hydra_app_errors(PROG):
         settings = typed(DebateConfig, cfg)
         task = SliceSums(tuple(settings.data), settings.max_value)
         alice = agent_class(settings.alice)

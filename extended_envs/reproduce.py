@@ -20,7 +20,6 @@ rerunning with fewer ``--seeds`` summarises the runs done so far. Delete ``runs/
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -31,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import matplotlib
 
@@ -43,7 +42,7 @@ from tqdm.auto import tqdm
 from extended_envs import agents, reality_check, run_environment
 from extended_envs.checks import check_count, is_int
 from extended_envs.combination import cartpole_combination
-from safelife_rl.errors import UserError, one_line_errors
+from safelife_rl.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.files import atomic_path, write_text
 
 PROG = "extended_envs.reproduce"
@@ -268,13 +267,6 @@ def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
     return markdown
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser, raising its errors as UserErrors (one line, not usage and error)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError(message)
-
-
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     with one_line_errors(PROG, traceback="--traceback" in argv):
@@ -289,7 +281,7 @@ def run(argv: list[str]) -> None:
     parser.add_argument("--seeds", type=int, help="per agent (table1 5, figures 3)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
     parser.add_argument("--out", type=Path, help="output folder")
-    parser.add_argument("--traceback", action="store_true", help="show a user error's traceback")
+    add_traceback_flag(parser)
     args = parser.parse_args(argv)
     full_steps, full_seeds = (100_000, 5) if args.command == "table1" else (100_000, 3)
     steps = (2_000 if args.quick else full_steps) if args.steps is None else args.steps

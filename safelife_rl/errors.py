@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 
@@ -82,3 +84,21 @@ def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--traceback", action="store_true", help="show the traceback of a user error (bug reports)"
     )
+
+
+@contextmanager
+def hydra_app_errors(prog: str) -> Iterator[None]:
+    """The body of a ``@hydra.main`` app: :func:`one_line_errors`, and a run refused with a
+    user error leaves no folder behind if the app wrote nothing into Hydra's (it holds only
+    Hydra's own records), so a mistyped command leaves nothing to clean up."""
+    from hydra.core.hydra_config import HydraConfig
+
+    folder = Path(HydraConfig.get().runtime.output_dir)
+    with one_line_errors(prog):
+        try:
+            yield
+        except USER_ERRORS:
+            names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+            if names and all(n == ".hydra" or n.endswith(".log") for n in names):
+                shutil.rmtree(folder, ignore_errors=True)
+            raise

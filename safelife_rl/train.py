@@ -16,7 +16,6 @@ import os
 # made training 6x slower than one thread; sleeping ones keep it close.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from .errors import USER_ERRORS, one_line_errors
+from .errors import hydra_app_errors
 from .training.callbacks import RunStopped
 from .training.resume import resume_config
 from .training.run import format_summary, train
@@ -45,27 +44,17 @@ if not OmegaConf.has_resolver("hydra_dir"):
     OmegaConf.register_new_resolver("hydra_dir", _hydra_dir)
 
 
-def _discard_if_unstarted(hydra_dir: Path) -> None:
-    """Remove Hydra's folder of a run refused before it started (it holds only Hydra's own
-    records), so a mistyped command leaves nothing behind."""
-    if hydra_dir.is_dir() and {p.name for p in hydra_dir.iterdir()} <= {".hydra", "train.log"}:
-        shutil.rmtree(hydra_dir, ignore_errors=True)
-
-
 @hydra.main(version_base=None, config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> dict[str, Any]:
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
     run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
-    with one_line_errors("safelife_rl.train"):
+    with hydra_app_errors("safelife_rl.train"):
         try:
             if cfg.resume is not None:
                 resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))
                 summary = train(resumed, run_dir, True, trusted=resumed.trust_pickle)
             else:
                 summary = train(cfg, run_dir)
-        except USER_ERRORS:
-            _discard_if_unstarted(hydra_dir)
-            raise
         except RunStopped as stopped:
             print(f"safelife_rl.train: {stopped}; continue with resume={run_dir}", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
