@@ -172,6 +172,7 @@ def train(
                         f"stopped by {signame} at {model.num_timesteps} steps (saved "
                         f"checkpoints/{name})",
                     )
+            if saved is None or not saved.final or model.num_timesteps > saved.steps:
                 stop.phase = "saving the final model"
                 save_model_atomic(model, run_dir / "final_model.zip", run_config)
             seconds = time.perf_counter() - start_time

@@ -49,6 +49,18 @@ def test_resuming_a_finished_run_changes_nothing(tmp_path, train_config):
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
+def test_a_run_killed_after_its_last_checkpoint_saves_its_final_model_on_resume(
+    tmp_path, train_config
+):
+    train(train_config("total_timesteps=128"), tmp_path)  # last checkpoint at 128 steps
+    (tmp_path / "final_model.zip").unlink()  # as if killed before the final save
+    (tmp_path / "evaluation.json").unlink()
+    summary = train(resumed(train_config, tmp_path), tmp_path, resume=True)
+    assert summary["timesteps"] == 128 and (tmp_path / "final_model.zip").is_file()
+    assert [h["step"] for h in json.loads((tmp_path / "evaluations.json").read_text())] == [
+        64, 128]
+
+
 def test_a_run_killed_while_plotting_is_plotted_on_resume(tmp_path, train_config):
     summary = train(train_config("total_timesteps=64", "callbacks.evaluation.eval_every=64"),
                     tmp_path)
