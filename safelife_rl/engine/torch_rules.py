@@ -9,6 +9,8 @@ two backends to the same result bit for bit, the spawners' random numbers includ
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import torch
 
 from .. import cells
@@ -24,6 +26,9 @@ _EXIT_CELL = cells.FROZEN | cells.EXIT
 _ALIVE, _DESTRUCTIBLE, _COLOR, _SPREAD = 0, 1, 2, 5  # byte of each field; colours: r, g, b
 _SPREAD_FLAGS = (cells.PRESERVING, cells.INHIBITING, cells.SPAWNING)
 _SUMMARIES: dict[torch.device, torch.Tensor] = {}
+# Boards per pass of the board update on a CPU: its large int64 temporaries then stay in the
+# caches (3x faster at 16384 boards); devices with their own memory take the whole batch.
+_CPU_CHUNK = 256
 
 
 def _flag(board: torch.Tensor, flag: int) -> torch.Tensor:
@@ -76,6 +81,17 @@ def advance(
         alive if its number is below ``spawn_prob`` (see :func:`spawn_uniforms`). ``None``:
         spawners never spawn, as on boards without them.
     """
+    if boards.device.type != "cpu" or len(boards) <= _CPU_CHUNK:
+        return _advance(boards, spawn_prob, uniforms)
+    prob = torch.as_tensor(spawn_prob, dtype=torch.float32).expand(len(boards))
+    parts = zip(boards.split(_CPU_CHUNK), prob.split(_CPU_CHUNK),
+                uniforms.split(_CPU_CHUNK) if uniforms is not None else repeat(None))
+    return torch.cat([_advance(*part) for part in parts])
+
+
+def _advance(
+    boards: torch.Tensor, spawn_prob: torch.Tensor | float, uniforms: torch.Tensor | None
+) -> torch.Tensor:
     summary = _summary_table(boards.device)[boards.long()]
     nb = _box_sum(summary).view(torch.uint8).view(boards.shape + (8,))
     count = nb[..., _ALIVE]

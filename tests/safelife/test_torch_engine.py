@@ -55,6 +55,18 @@ def test_advance_matches_numba(board, seed):
     assert np.array_equal(got.numpy(), want)
 
 
+def test_large_batches_advance_in_chunks_alike():
+    rng = np.random.default_rng(0)
+    board = rng.choice(np.array(sorted(cells.KINDS.values()) * 3 + [0] * 40, np.uint16),
+                       (3 * torch_rules._CPU_CHUNK + 5, 6, 7))
+    board |= rng.choice(np.array([0, cells.RED, cells.GREEN, cells.BLUE], np.uint16), board.shape)
+    prob = rng.random(len(board)).astype(np.float32)
+    uniforms = rng.random(board.shape, dtype=np.float32)
+    want = physics.advance_board(board, prob, GivenUniforms(uniforms))
+    got = torch_rules.advance(to_torch(board), torch.from_numpy(prob), torch.from_numpy(uniforms))
+    assert np.array_equal(got.numpy(), want)
+
+
 @settings(max_examples=100, deadline=None)
 @given(board=boards)
 def test_advance_without_uniforms_never_spawns(board):
