@@ -1,8 +1,12 @@
 """Backends of the SafeLife rules beyond the Numba engine of :mod:`safelife_rl.physics`.
 
-* :mod:`.torch_rules`: the board update and the agents' actions as batched torch operations;
-* :mod:`.torch_game`: a batch of games on a torch device (points, exits, rewards,
-  observations), the counterpart of :class:`safelife_rl.SafeLifeGame`.
+* :mod:`.torch_rules`: the board update, the agents' actions, points and exits as batched
+  torch operations (the torch backend's one rules module);
+* :mod:`.torch_game`: a batch of games on a torch device (state, step, rewards,
+  observations), the counterpart of :class:`safelife_rl.SafeLifeGame`;
+* :mod:`.torch_side_effects`: the side-effect score with its inaction baseline simulated on
+  the device.
 
-Both are held to the Numba engine bit for bit by ``tests/safelife/test_torch_engine.py``.
+``tests/safelife/test_torch_engine.py`` and ``test_torch_conformance.py`` hold the torch
+backend to the Numba engine and to the original's traces bit for bit.
 """

@@ -222,7 +222,9 @@ def update_exits(
     An agent carries the exit flag while it may exit (its points earned since the start, by
     its own ``points_table`` ``(N, A, 8, 9)``, reach its ``required_points`` ``(N, A)``); exits
     are red while an agent of the board may exit. An agent that has stepped onto the exit
-    leaves it as a plain exit cell and earns :data:`~safelife_rl.scoring.EXIT_POINTS`.
+    leaves it as a plain exit cell and earns :data:`~safelife_rl.scoring.EXIT_POINTS`. Points
+    tables of whole numbers (as SafeLife's are) give sums exact in any order, so the points
+    equal the Numba engine's bit for bit.
 
     :returns: float64 point values and whether each agent may exit, both ``(N, A)``.
     """
@@ -231,7 +233,8 @@ def update_exits(
     index = agent_locs[..., 0] * w + agent_locs[..., 1]
     flat = boards.view(n, h * w)
     agent = flat.gather(1, index)
-    bonus = ((agent & (cells.AGENT | cells.EXIT)) == cells.EXIT) * EXIT_POINTS
+    exited = (agent & (cells.AGENT | cells.EXIT)) == cells.EXIT
+    bonus = exited.to(points_table.dtype) * EXIT_POINTS
     points = bonus + (points_table * counts).sum((-2, -1))
     earned = bonus + (points_table * (counts - initial_counts[:, None])).sum((-2, -1))
     is_agent = _flag(agent, cells.AGENT)
