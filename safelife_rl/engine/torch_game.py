@@ -18,8 +18,14 @@ from .. import cells
 from ..levels import Level
 from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
 from ..scoring import available_points
-from .torch_rules import advance, alive_counts, check_actions, execute_actions, spawn_uniforms
-from .torch_rules import update_exits
+from .torch_rules import (
+    advance,
+    alive_counts,
+    check_actions,
+    execute_actions,
+    spawn_uniforms,
+    update_exits,
+)
 
 
 class TorchGame:
@@ -62,11 +68,12 @@ class TorchGame:
         self.initial_points = self.points.clone()
         self.active = self.agent_present()
         # Spawners can be destroyed but never made, so these hold for the whole game.
+        # Most goals are still lifes: only the others advance, by index.
         self._spawning_boards = bool(((self.boards & cells.SPAWNING) != 0).any())
-        self._spawning_goals = bool(((self.goals & cells.SPAWNING) != 0).any())
-        self._static_goals = not self._spawning_goals and torch.equal(
-            advance(self.goals), self.goals
-        )
+        spawning_goals = ((self.goals & cells.SPAWNING) != 0).flatten(1).any(1)
+        moving = spawning_goals | (advance(self.goals) != self.goals).flatten(1).any(1)
+        self._moving_goals = moving.nonzero()[:, 0]
+        self._spawning_goals = bool(spawning_goals.any())
 
     def __len__(self) -> int:
         return len(self.boards)
@@ -75,9 +82,10 @@ class TorchGame:
         return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
                             self.initial_counts, self.required_points)
 
-    def _advance(self, boards: torch.Tensor, spawning: bool) -> torch.Tensor:
+    def _advance(self, boards: torch.Tensor, spawn_prob: torch.Tensor,
+                 spawning: bool) -> torch.Tensor:
         uniforms = spawn_uniforms(boards, self.generator) if spawning else None
-        return advance(boards, self.spawn_prob, uniforms)
+        return advance(boards, spawn_prob, uniforms)
 
     def agent_cells(self) -> torch.Tensor:
         """The cell under each agent's location, ``(N, A)``."""
@@ -109,9 +117,12 @@ class TorchGame:
         check_actions(actions)
         actions = actions.to(torch.int64).broadcast_to(self.active.shape)
         execute_actions(self.boards, self.agent_locs, actions)
-        self.boards = self._advance(self.boards, self._spawning_boards)
-        if not self._static_goals:
-            self.goals = self._advance(self.goals, self._spawning_goals)
+        self.boards = self._advance(self.boards, self.spawn_prob, self._spawning_boards)
+        moving = self._moving_goals
+        if len(moving):
+            self.goals[moving] = self._advance(
+                self.goals[moving], self.spawn_prob[moving], self._spawning_goals
+            )
         self.num_steps += 1
         points, self.can_exit = self._score()
         rewards = ((points - self.points) * self.active).to(torch.float32)
