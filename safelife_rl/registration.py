@@ -2,8 +2,10 @@
 
 Each id plays new procedurally generated levels of its type at every reset (see
 :mod:`safelife_rl.procgen`), made with the env's seeded generator so ``reset(seed=...)`` is
-reproducible; ``gym.make(id, levels=PATH)`` plays fixed levels instead and
-``gym.make(id, workers=2)`` generates levels ahead in two worker processes.
+reproducible; ``gym.make(id, levels=PATH)`` plays fixed levels instead,
+``gym.make(id, workers=2)`` generates levels ahead in two worker processes and
+``gym.make(id, bank={"size": 1000})`` draws them from a bank of 1000 levels made once and cached
+(:class:`~safelife_rl.procgen.bank.LevelBank`), turned, mirrored and shifted at random.
 
 Fixed evaluation sets: :func:`suite_file` gives this project's benchmark suite of a task (100
 levels from fixed seeds, shipped in ``safelife_rl/levels/benchmarks``); :func:`benchmark_file`
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+
+from .errors import UserError
 
 #: Level type (the name of its parameter file) -> Gymnasium id.
 TASKS = {
@@ -83,15 +87,22 @@ def benchmark_file(task: str) -> Path:
     return path
 
 
-def make_task_env(task: str, levels: Any = None, workers: int = 0, **kwargs: Any) -> gym.Env:
-    """Entry point of the registered ids: procedural levels of ``task`` unless ``levels``."""
+def make_task_env(
+    task: str, levels: Any = None, workers: int = 0, bank: Any = None, **kwargs: Any
+) -> gym.Env:
+    """Entry point of the registered ids: procedural levels of ``task`` unless ``levels``, drawn
+    from a level bank if ``bank`` gives its options (see :mod:`safelife_rl.procgen.bank`)."""
     from .env import SafeLifeEnv
     from .procgen import ProceduralLevels
+    from .procgen.bank import bank_from_options
 
     if levels is None:
-        levels = ProceduralLevels(task, workers=workers)
-    elif workers:
-        raise ValueError("workers= only applies to procedural levels, not to levels=...")
+        if bank is not None:
+            levels = bank_from_options(task, bank, workers)
+        else:
+            levels = ProceduralLevels(task, workers=workers)
+    elif workers or bank is not None:
+        raise UserError("workers= and bank= only apply to procedural levels, not to levels=...")
     return SafeLifeEnv(levels, **kwargs)
 
 
