@@ -18,6 +18,7 @@ from .. import cells
 from ..levels import Level
 from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
 from ..scoring import available_points
+from .torch_observation import agent_views
 from .torch_rules import (
     advance,
     alive_counts,
@@ -136,33 +137,7 @@ class TorchGame:
         channels: Sequence[int] = DEFAULT_CHANNELS,
         remove_white_goals: bool = True,
     ) -> torch.Tensor:
-        """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)``, as
-        :mod:`safelife_rl.observation` makes it: centred on the agent over the wrapped board,
-        exits out of view drawn on its edge in their direction."""
-        n, h, w = self.boards.shape
-        vh, vw = view_shape
-        goal_colors = self.goals & cells.COLORS
-        if remove_white_goals:
-            goal_colors = torch.where(goal_colors == cells.COLORS, 0, goal_colors)
-        combined = (self.boards | (goal_colors << 16)).view(n, 1, h * w)
-        y0, x0 = self.agent_locs[..., 0, None], self.agent_locs[..., 1, None]  # (N, A, 1)
-        rows = (torch.arange(vh, device=self.device) + (y0 - vh // 2)) % h
-        cols = (torch.arange(vw, device=self.device) + (x0 - vw // 2)) % w
-        index = (rows[..., :, None] * w + cols[..., None, :]).flatten(2)  # (N, A, vh * vw)
-        agents = self.agent_locs.shape[1]
-        view = combined.expand(n, agents, h * w).gather(2, index)
-        # Exits: offsets wrapped into [-size/2, size/2), clipped to the view's edge; where
-        # several land on one view cell, the last in row-major order shows, as in NumPy.
-        cell = torch.arange(h * w, device=self.device)
-        dy = (cell // w - y0 + h // 2) % h - h // 2
-        dx = (cell % w - x0 + w // 2) % w - w // 2
-        target = (dy + vh // 2).clamp(0, vh - 1) * vw + (dx + vw // 2).clamp(0, vw - 1)
-        is_exit = (combined & (cells.EXIT | cells.AGENT)) == cells.EXIT
-        target = torch.where(is_exit, target, vh * vw)  # non-exits into a spare slot
-        shown = torch.full((n, agents, vh * vw + 1), -1, dtype=torch.int64, device=self.device)
-        shown.scatter_reduce_(2, target, torch.where(is_exit, cell, -1), "amax")
-        shown = shown[..., :-1]
-        exits = combined.expand(n, agents, h * w).gather(2, shown.clamp(min=0))
-        view = torch.where(shown >= 0, exits, view).view(n, agents, vh, vw, 1)
-        shifts = torch.as_tensor(channels, dtype=torch.int32, device=self.device)
-        return ((view >> shifts) & 1).to(torch.uint8)
+        """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)`` (see
+        :func:`.torch_observation.agent_views`)."""
+        return agent_views(self.boards, self.goals, self.agent_locs, view_shape, channels,
+                           remove_white_goals)

@@ -1,6 +1,8 @@
 """The torch backend against the Numba engine: the same boards, actions and random numbers must
 give the same result bit for bit."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,9 @@ from hypothesis.extra.numpy import arrays
 from safelife_rl import Level, SafeLifeGame, cells, physics
 from safelife_rl.engine import torch_rules
 from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.engine.torch_observation import agent_views
 from safelife_rl.observation import agent_view, combined_cells, to_channels
+from safelife_rl.scoring import available_points
 
 # Any 16-bit cells (every kind, colour and orientation, and flag mixes no kind has), with many
 # empty cells so that patterns live, die and get born; boards from 1x1 up.
@@ -186,3 +190,52 @@ def test_games_match_numba(levels, data):
         assert np.array_equal(rewards[:, 0].numpy(), want_rewards)
         assert np.array_equal(dones[:, 0].numpy(), want_dones)
         assert_same()
+
+
+MULTI_AGENT = sorted(
+    (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")
+)
+
+
+def test_agent_axis_replays_the_original_multi_agent_traces():
+    """The rules and views with an agent axis (A = 2, each agent its own points table) replay
+    the original's multi-agent traces bit for bit, all as one batch: boards, goals, agent
+    locations, rewards, dones and each agent's observations."""
+    traces = [np.load(trace) for trace in MULTI_AGENT]
+    assert len(traces) >= 25 and not any(t["stochastic"] for t in traces)
+
+    def stack(key: str) -> torch.Tensor:
+        return torch.as_tensor(np.stack([t[key] for t in traces]))
+
+    boards, goals = stack("level_board").int(), stack("level_goals").int()
+    locs, table = stack("level_agent_locs").clone(), stack("level_points_table").double()
+    initial = torch_rules.alive_counts(boards, goals)
+    available = torch.tensor([[available_points(t["level_board"], counts, agent_table)
+                               for agent_table in t["level_points_table"]]
+                              for t, counts in zip(traces, initial.numpy())])
+    required = (stack("level_min_performance")[:, None] * available).ceil().clamp(min=0)
+    prob = stack("level_spawn_prob").float()
+    points, _ = torch_rules.update_exits(boards, goals, locs, table, initial, required)
+    n, w = len(boards), boards.shape[2]
+
+    def present() -> torch.Tensor:
+        return (boards.view(n, -1).gather(1, locs[..., 0] * w + locs[..., 1]) & cells.AGENT) > 0
+
+    def assert_equal(ours: torch.Tensor, key: str, step: int | None = None) -> None:
+        theirs = stack(key) if step is None else stack(key)[:, step]
+        assert np.array_equal(ours.numpy(), theirs.numpy()), (key, step)
+
+    active = present()
+    assert_equal(agent_views(boards, goals, locs), "obs_first")
+    for step, actions in enumerate(stack("actions").unbind(1)):
+        torch_rules.execute_actions(boards, locs, actions)
+        boards, goals = torch_rules.advance(boards, prob), torch_rules.advance(goals, prob)
+        now, _ = torch_rules.update_exits(boards, goals, locs, table, initial, required)
+        rewards, points = ((now - points) * active).float(), now
+        active &= present()
+        assert_equal(boards, "boards", step + 1)
+        assert_equal(goals, "goals", step + 1)
+        assert_equal(locs, "agent_locs", step + 1)
+        assert_equal(rewards, "rewards", step)
+        assert_equal(~active, "dones", step)
+    assert_equal(agent_views(boards, goals, locs), "obs_last")

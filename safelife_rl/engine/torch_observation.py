@@ -1,0 +1,58 @@
+"""The agents' observations of torch games: views of the wrapped boards centred on each agent.
+
+The same views as :mod:`safelife_rl.observation` makes (its docstring describes them), for every
+agent of every board at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .. import cells
+from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
+
+
+def agent_views(
+    boards: torch.Tensor,
+    goals: torch.Tensor,
+    agent_locs: torch.Tensor,
+    view_shape: tuple[int, int] = DEFAULT_VIEW,
+    channels: Sequence[int] = DEFAULT_CHANNELS,
+    remove_white_goals: bool = True,
+) -> torch.Tensor:
+    """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)``: centred on the
+    agent over its wrapped board, exits out of view drawn on its edge in their direction.
+
+    :param boards: int32 ``(N, H, W)`` boards, and ``goals`` of the same shape.
+    :param agent_locs: int64 ``(N, A, 2)`` agents' (row, column).
+    :param channels: bits of the board (0-15) and goal colour (25-27) to show.
+    """
+    n, h, w = boards.shape
+    vh, vw = view_shape
+    device = boards.device
+    goal_colors = goals & cells.COLORS
+    if remove_white_goals:
+        goal_colors = torch.where(goal_colors == cells.COLORS, 0, goal_colors)
+    agents = agent_locs.shape[1]
+    combined = (boards | (goal_colors << 16)).view(n, 1, h * w).expand(n, agents, h * w)
+    y0, x0 = agent_locs[..., 0, None], agent_locs[..., 1, None]  # (N, A, 1)
+    rows = (torch.arange(vh, device=device) + (y0 - vh // 2)) % h
+    cols = (torch.arange(vw, device=device) + (x0 - vw // 2)) % w
+    view = combined.gather(2, (rows[..., :, None] * w + cols[..., None, :]).flatten(2))
+    # Exits: offsets wrapped into [-size/2, size/2), clipped to the view's edge; where several
+    # land on one view cell, the last in row-major order shows, as in NumPy.
+    cell = torch.arange(h * w, device=device)
+    dy = (cell // w - y0 + h // 2) % h - h // 2
+    dx = (cell % w - x0 + w // 2) % w - w // 2
+    target = (dy + vh // 2).clamp(0, vh - 1) * vw + (dx + vw // 2).clamp(0, vw - 1)
+    is_exit = (combined & (cells.EXIT | cells.AGENT)) == cells.EXIT
+    target = torch.where(is_exit, target, vh * vw)  # non-exits into a spare slot
+    shown = torch.full((n, agents, vh * vw + 1), -1, dtype=torch.int64, device=device)
+    shown.scatter_reduce_(2, target, torch.where(is_exit, cell, -1), "amax")
+    shown = shown[..., :-1]
+    exits = combined.gather(2, shown.clamp(min=0))
+    view = torch.where(shown >= 0, exits, view).view(n, agents, vh, vw, 1)
+    shifts = torch.as_tensor(channels, dtype=torch.int32, device=device)
+    return ((view >> shifts) & 1).to(torch.uint8)
