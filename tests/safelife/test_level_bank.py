@@ -4,6 +4,7 @@ import copy
 import itertools
 import logging
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
@@ -226,6 +227,16 @@ def test_a_corrupt_bank_is_regenerated(tmp_path, generations, caplog, damage):
         again = tiny_bank(tmp_path)
     assert "is corrupt" in caplog.text and len(generations) == 2
     assert all(same_level(a, b) for a, b in zip(bank.levels, again.levels))
+
+
+def test_banks_made_at_once_are_generated_once(tmp_path, generations):
+    # Subprocess envs start together; the lock (per open file, so threads show it too) makes
+    # all but one wait for the file.
+    with ThreadPoolExecutor(3) as pool:
+        banks = list(pool.map(lambda _: tiny_bank(tmp_path), range(3)))
+    assert len(generations) == 1
+    assert all(same_level(a, b) for bank in banks[1:] for a, b in zip(banks[0].levels,
+                                                                       bank.levels))
 
 
 def test_a_failed_generation_leaves_no_file(tmp_path, monkeypatch):
