@@ -1,6 +1,8 @@
 """The torch backend against the Numba engine: the same boards, actions and random numbers must
 give the same result bit for bit."""
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -239,3 +241,15 @@ def test_agent_axis_replays_the_original_multi_agent_traces():
         assert_equal(rewards, "rewards", step)
         assert_equal(~active, "dones", step)
     assert_equal(agent_views(boards, goals, locs), "obs_last")
+
+
+def test_speed_benchmark_runs(monkeypatch, capsys):
+    script = Path(__file__).resolve().parents[2] / "benchmarks/engine_speed.py"
+    spec = importlib.util.spec_from_file_location("engine_speed", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(sys, "argv", ["engine_speed.py", "--sizes", "1", "3", "--seconds", "0"])
+    module.main()
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert [row.split()[0] for row in rows] == ["1", "3"]
+    assert all(float(rate.replace(",", "")) > 0 for row in rows for rate in row.split()[1:])
