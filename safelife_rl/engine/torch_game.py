@@ -68,8 +68,9 @@ class TorchGame:
         self.points, self.can_exit = self._score()
         self.initial_points = self.points.clone()
         self.active = self.agent_present()
-        # Spawners can be destroyed but never made, so these hold for the whole game.
-        # Most goals are still lifes: only the others advance, by index.
+        # Spawners can be destroyed but never made, and nothing but the rules changes goals,
+        # so these hold for the whole game; most goals are still lifes, and only the others
+        # advance (by index).
         self._spawning_boards = bool(((self.boards & cells.SPAWNING) != 0).any())
         spawning_goals = ((self.goals & cells.SPAWNING) != 0).flatten(1).any(1)
         moving = spawning_goals | (advance(self.goals) != self.goals).flatten(1).any(1)
