@@ -32,8 +32,9 @@ class SafeLifeGame:
             raise ValueError("levels played together must share a board shape")
         self.levels = list(levels)
         self.rng = rng
-        self.boards = np.stack([level.board for level in levels]).astype(np.uint16)
-        self.goals = np.stack([level.goals for level in levels]).astype(np.uint16)
+        # row-major copies: the kernels need them, and a level's arrays may be views
+        self.boards = np.stack([level.board for level in levels]).astype(np.uint16, order="C")
+        self.goals = np.stack([level.goals for level in levels]).astype(np.uint16, order="C")
         self.agent_locs = np.array([level.agent_loc for level in levels], np.int64)
         self.spawn_prob = np.array([level.spawn_prob for level in levels], np.float64)
         self.points_table = np.stack([level.points_table for level in levels]).astype(np.float64)

@@ -291,3 +291,19 @@ def test_training_configs_leave_banks_off_and_evaluation_on_its_suite(train_conf
     assert cfg.env.kwargs.bank is None and cfg.env.eval_kwargs.bank is None
     cfg = train_config("env=prune-still", "env.kwargs.bank={size:1000}")
     assert cfg.env.kwargs.bank.size == 1000 and cfg.env.eval_kwargs.bank is None
+
+
+def test_a_game_plays_levels_whose_arrays_are_not_row_major():
+    import dataclasses
+
+    from safelife_rl.game import SafeLifeGame
+    from safelife_rl.registration import suite_file
+
+    level = load_levels(suite_file("append-still"))[0]
+    columns = dataclasses.replace(
+        level, board=np.asfortranarray(level.board), goals=np.asfortranarray(level.goals))
+    game, reference = SafeLifeGame([columns]), SafeLifeGame([level])
+    for action in (1, 2, 5, 3):
+        game.step(np.array([action]))
+        reference.step(np.array([action]))
+    assert np.array_equal(game.boards, reference.boards)
