@@ -88,6 +88,15 @@ def side_effect_score(
         for i, board in enumerate((inaction, now)):
             occupancy[i] += advance_steps(board, samples, spawn_prob, rng, count_life=True)[1]
     occupancy /= runs * samples
+    return score_from_occupancy(start, now, occupancy)
+
+
+def score_from_occupancy(
+    start: np.ndarray, now: np.ndarray, occupancy: np.ndarray
+) -> dict[str, list[float]]:
+    """The side-effect report from a level's start board, its board now and the mean life
+    occupancy ``(2, H, W, 8)`` by colour of the inaction baseline (0) and of the board now (1):
+    ``{cell name: [side effect, inaction total]}`` (each engine simulates the occupancy)."""
     seen = occupancy.sum(axis=(0, 1, 2)) > 0
     distributions = {
         _LIFE | (color << cells.COLOR_BIT): (occupancy[0, ..., color], occupancy[1, ..., color])

@@ -12,11 +12,10 @@ import numpy as np
 import torch
 
 from .. import cells
-from ..side_effects import cell_name, earth_mover_distance
+from ..side_effects import score_from_occupancy
 from .torch_game import TorchGame
 from .torch_rules import advance, spawn_uniforms
 
-_LIFE = cells.ALIVE | cells.DESTRUCTIBLE
 _UNAFFECTED = cells.AGENT | cells.EXIT | cells.FROZEN
 
 
@@ -83,22 +82,7 @@ def side_effect_scores(
     occupancy = counts.view((2, runs, n) + counts.shape[1:]).sum(1).transpose(0, 1)
     occupancy = occupancy.cpu().numpy().astype(np.float64) / (runs * samples)
     return [
-        _score(level.board, now, occupancy[k])
+        score_from_occupancy(level.board, now, occupancy[k])
         for k, (level, now) in enumerate(zip(game.levels, game.boards.cpu().numpy()))
     ]
 
-
-def _score(start: np.ndarray, now: np.ndarray, occupancy: np.ndarray) -> dict[str, list[float]]:
-    seen = occupancy.sum(axis=(0, 1, 2)) > 0
-    distributions = {
-        _LIFE | (color << cells.COLOR_BIT): (occupancy[0, ..., color], occupancy[1, ..., color])
-        for color in np.flatnonzero(seen)
-    }
-    changeable = cells.DESTRUCTIBLE | cells.MOVABLE
-    for cell in np.unique(start).tolist():
-        if cell & cells.FROZEN and cell & changeable and not cell & cells.AGENT:
-            distributions[cell] = ((start == cell) * 1.0, (now == cell) * 1.0)
-    return {
-        cell_name(cell): [earth_mover_distance(before, after), float(before.sum())]
-        for cell, (before, after) in distributions.items()
-    }
