@@ -3,8 +3,7 @@
 A run resumed from a checkpoint at step ``S`` drops what the killed run logged after ``S``:
 TensorBoard discards those events itself once the new event file opens with a purge at
 ``S + 1`` (its documented restart mechanism), and ``progress.csv`` keeps only its rows up to
-``S``. The CSV is rewritten whole through a temporary file at every dump, so a crash leaves the
-previous complete file, never half a row.
+``S``.
 """
 
 from __future__ import annotations
@@ -31,20 +30,26 @@ class ResumableTensorBoard(TensorBoardOutputFormat):
         self._is_closed = False
 
 
-class AtomicCSV(KVWriter):
-    """``progress.csv`` rewritten atomically at every dump; rows with a step above
-    ``keep_until`` (those a resumed run will log again) are dropped when it opens."""
+class ResumableCSV(KVWriter):
+    """``progress.csv``: each dump appends a row, flushed and synced; the file is rewritten
+    whole (through a temporary file) only when a column appears or a resumed run drops the rows
+    logged after its checkpoint (``keep_until``). A crash can leave at most a partial last
+    line, which the next resume drops. (Rewriting it at every dump would cost 40 ms per dump by
+    the end of a 2M-step run.)"""
 
     def __init__(self, path: str | os.PathLike, keep_until: int | None = None) -> None:
         self.path = Path(path)
         self.keys: list[str] = []
-        self.rows: list[dict[str, str]] = []
-        if keep_until is not None and self.path.exists():
-            with open(self.path, newline="", encoding="utf-8") as file:
-                reader = csv.DictReader(file)
-                self.keys = list(reader.fieldnames or [])
-                self.rows = [row for row in reader if _step(row) <= keep_until]
-            self._write()
+        self._file: Any = None
+        if keep_until is None:
+            self.path.unlink(missing_ok=True)  # a new run starts a new log
+        elif self.path.exists():
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+            if lines and not lines[-1].endswith("\n"):
+                lines.pop()  # a row cut short by a crash
+            reader = csv.DictReader(lines)
+            self.keys = list(reader.fieldnames or [])
+            self._rewrite([row for row in reader if _step(row) <= keep_until])
 
     def write(
         self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0
@@ -57,19 +62,36 @@ class AtomicCSV(KVWriter):
             if not isinstance(value, (int, float, str)):
                 continue  # figures, images, videos and hparams have no CSV form
             row[key] = str(value)
-        self.keys.extend(key for key in row if key not in self.keys)
-        self.rows.append(row)
-        self._write()
+        new = [key for key in row if key not in self.keys]
+        if new or not self.path.exists():
+            rows = self._read() if self.path.exists() else []
+            self.keys.extend(new)
+            self._rewrite([*rows, row])
+            return
+        if self._file is None:
+            # kept open between dumps: a row is appended per dump
+            self._file = open(self.path, "a", newline="", encoding="utf-8")  # noqa: SIM115
+        csv.DictWriter(self._file, self.keys, lineterminator="\n").writerow(row)
+        self._file.flush()
+        os.fsync(self._file.fileno())
 
-    def _write(self) -> None:
+    def _read(self) -> list[dict[str, str]]:
+        self.close()
+        with open(self.path, newline="", encoding="utf-8") as file:
+            return list(csv.DictReader(file))
+
+    def _rewrite(self, rows: list[dict[str, str]]) -> None:
+        self.close()
         text = io.StringIO()
         writer = csv.DictWriter(text, self.keys, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(self.rows)
+        writer.writerows(rows)
         write_text(self.path, text.getvalue())
 
     def close(self) -> None:
-        pass
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 def _step(row: dict[str, str]) -> float:
@@ -86,6 +108,6 @@ def run_logger(folder: str | os.PathLike, resumed_at: int | None = None) -> Logg
     purge = None if resumed_at is None else resumed_at + 1
     formats = [
         ResumableTensorBoard(folder, purge),
-        AtomicCSV(Path(folder) / "progress.csv", resumed_at),
+        ResumableCSV(Path(folder) / "progress.csv", resumed_at),
     ]
     return Logger(folder=str(folder), output_formats=formats)

@@ -210,3 +210,22 @@ def test_plot_command_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         f"python -m safelife_rl.training.plots: error: {tmp_path}: not a training run "
         "(no tensorboard/ folder)"]
+
+
+def test_progress_csv_appends_rows_and_a_resume_drops_a_row_cut_short(tmp_path):
+    from safelife_rl.training.logs import ResumableCSV
+
+    path = tmp_path / "progress.csv"
+    log = ResumableCSV(path)
+    for step in (32, 64, 96):
+        log.write({"time/total_timesteps": step, "train/loss": step / 10}, {})
+    log.write({"time/total_timesteps": 128, "train/loss": 1.0, "eval/x": 2}, {})  # a new column
+    log.close()
+    assert path.read_text().splitlines() == [
+        "time/total_timesteps,train/loss,eval/x", "32,3.2,", "64,6.4,", "96,9.6,", "128,1.0,2"]
+    with open(path, "a") as file:
+        file.write("160,1")  # killed while appending
+    ResumableCSV(path, keep_until=96).close()
+    assert path.read_text().splitlines()[1:] == ["32,3.2,", "64,6.4,", "96,9.6,"]
+    ResumableCSV(path).close()  # a new run starts a new log
+    assert not path.exists()
