@@ -1,6 +1,6 @@
-"""Extended-environment speed: steps per second of our agents in TemptingButton, against the
-reference library on this machine (Q 130,750, DQN 819, A2C 326, PPO 465 steps/s; target 2x),
-with the simulated copy's updates shared (the default, :mod:`extended_envs.agents.shared_updates`)
+"""Extended-environment speed: steps per second of our agents in TemptingButton, beside the
+ExtendedEnvironments library's agents run by ``../shared/reference/baselines.sh extended`` in the
+same run ("x ref"; target 2x), with the simulated copy's updates shared (the default, :mod:`extended_envs.agents.shared_updates`)
 and not ("unshared"), and the framework's overhead: the same two learners (true agent and
 simulation) acting and training on a plain loop with the same observations and rewards, sharing
 too (target at most 10%).
@@ -9,6 +9,7 @@ Rates are steps per second of process CPU time (the agents run torch on one thre
 shared machine's load disturbs less than wall-clock time; the load average is printed beside.
 
     .venv/bin/python benchmarks/extended_envs_speed.py [--steps 20000] [--warmup 500]
+        [--baseline-output FILE | --no-baseline]
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from functools import partial
 
 import numpy as np
 import torch
+from baselines import add_arguments, measure
 
 from extended_envs import bind_agent, run_environment
 from extended_envs.agents import A2CAgent, DQNAgent, PPOAgent, QLearner
 from extended_envs.agents.shared_updates import SHARED_UPDATES
 from extended_envs.envs import TemptingButton
 
-REFERENCE = {QLearner: 130_750, DQNAgent: 819, A2CAgent: 326, PPOAgent: 465}
+#: Our agent classes and the names of the ExtendedEnvironments agents they are measured against.
+REFERENCE = {QLearner: "Q", DQNAgent: "DQN", A2CAgent: "A2C", PPOAgent: "PPO"}
 
 
 def steps_per_cpu_second(steps: int, run: Callable[[], object]) -> float:
@@ -63,13 +66,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20_000, help="timed steps per agent")
     parser.add_argument("--warmup", type=int, default=500, help="untimed steps first")
+    add_arguments(parser)
     args = parser.parse_args()
+    figures = measure("extended", args.steps, args)
     torch.set_num_threads(1)
     print(f"load average {os.getloadavg()[0]:.2f}")
     print(
         f"{'agent':10} {'steps/s':>9} {'x ref':>6} {'unshared':>9} {'plain/s':>9} {'overhead':>9}"
     )
-    for agent_class, reference in REFERENCE.items():
+    for agent_class, name in REFERENCE.items():
+        reference = figures.get(f"extended {name} TemptingButton", float("nan"))
         run_environment(TemptingButton, agent_class, args.warmup, seed=1)
         run = partial(run_environment, TemptingButton, agent_class, args.steps, seed=0)
         extended = cold(args.steps, run)

@@ -1,11 +1,11 @@
 """Steps per second of the SafeLife environment and engine under random actions.
 
 Usage: python benchmarks/safelife_speed.py [--steps 20000] [--levels PATH]
+    [--baseline-output FILE | --no-baseline]
 
-The baseline is the original SafeLife 1.2 (C extension) measured on this project's 2-core
-machine: 1,800 env steps/s on the append-still benchmark suite and 2,400 on procedural
-append-still levels (its PyPI sdist no longer builds here, so it cannot be rerun in the same
-process).
+The baseline is the original SafeLife 1.2.2 (C extension) under the same random actions on the
+same append-still suite and on procedural append-still levels, run by
+``../shared/reference/baselines.sh safelife-env`` in the same run.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ import argparse
 import time
 
 import numpy as np
+from baselines import add_arguments, measure, ratio_line
 
 from safelife_rl import SafeLifeEnv, SafeLifeGame, load_levels
 from safelife_rl.procgen import ProceduralLevels
 from safelife_rl.registration import benchmark_file
-
-ORIGINAL_ENV_STEPS_PER_S = 1800.0
-ORIGINAL_PROCGEN_STEPS_PER_S = 2400.0
 
 
 def env_rate(levels, steps: int) -> float:
@@ -51,7 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000)
     parser.add_argument("--levels", default=None, help="default: the append-still suite")
+    add_arguments(parser)
     args = parser.parse_args()
+    figures = measure("safelife-env", args.steps, args)
     levels = load_levels(args.levels or benchmark_file("append-still"))
     env_rate(levels, 500)  # load compiled kernels before timing
     rates = {
@@ -62,10 +62,10 @@ def main() -> None:
     }
     for name, rate in rates.items():
         print(f"{name:32s} {rate:10,.0f} steps/s")
-    ratio = rates["env (15x15x19 observations)"] / ORIGINAL_ENV_STEPS_PER_S
-    print(f"env speed / original SafeLife env ({ORIGINAL_ENV_STEPS_PER_S:,.0f} steps/s): {ratio:.2f}x")
-    ratio = rates["env, procedural levels"] / ORIGINAL_PROCGEN_STEPS_PER_S
-    print(f"procedural / original ({ORIGINAL_PROCGEN_STEPS_PER_S:,.0f} steps/s): {ratio:.2f}x")
+    print(ratio_line("env", rates["env (15x15x19 observations)"], "steps/s", figures,
+                     "safelife-env append-still"))
+    print(ratio_line("env, procedural", rates["env, procedural levels"], "steps/s", figures,
+                     "safelife-env procedural append-still"))
 
 
 if __name__ == "__main__":

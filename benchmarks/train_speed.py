@@ -1,9 +1,9 @@
 """Training speed: env steps per second of PPO on SafeLife in the SafeLife paper's setup
 (prune-still, 16 envs x 20 steps, 3 epochs, 4 minibatches, 25x25 view, the SafeLife CNN),
-against the original SafeLife PPO's ~700 steps/s on this machine.
+beside the original SafeLife PPO run by ``../shared/reference/baselines.sh`` in the same run.
 
     .venv/bin/python benchmarks/train_speed.py [--steps 32000] [--warmup 3200] [--repeats 1]
-        [OVERRIDE ...]
+        [--baseline-output FILE | --no-baseline] [OVERRIDE ...]
 
 Extra arguments are Hydra overrides of conf/train.yaml on top of experiment=paper (e.g.
 vec_env=subproc torch_threads=2). Besides wall-clock speed it prints the speed per second of
@@ -21,12 +21,12 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl.train sets it
 
+from baselines import add_arguments, measure, ratio_line
 from hydra import compose, initialize_config_dir
 
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.run import build_model, plain
 
-ORIGINAL_STEPS_PER_SECOND = 700.0
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
@@ -36,7 +36,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3_200, help="untimed env steps first")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs (median reported)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
+    add_arguments(parser)
     args = parser.parse_args()
+    figures = measure("safelife-ppo", args.steps, args)
     with initialize_config_dir(str(CONF), version_base=None):
         cfg = compose("train", overrides=["experiment=paper", *args.overrides])
     import torch
@@ -70,8 +72,7 @@ def main() -> None:
     print(f"1-minute load average before and after each run: "
           f"{', '.join(f'{load:.1f}' for load in loads)} on {os.cpu_count()} cores "
           "(wall-clock timings are only comparable on an otherwise idle machine)")
-    print(f"speed / original SafeLife PPO ({ORIGINAL_STEPS_PER_SECOND:.0f} steps/s): "
-          f"{rate / ORIGINAL_STEPS_PER_SECOND:.2f}x")
+    print(ratio_line("ours", rate, "env steps/s", figures, "safelife-ppo prune-still"))
 
 
 if __name__ == "__main__":
