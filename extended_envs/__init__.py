@@ -2,10 +2,12 @@
 
 The practical API of the paper's Section 4 (:mod:`extended_envs.core`), its agents
 (:mod:`extended_envs.agents`), the reality check (Definition 8), the Gymnasium adapter and the
-combination with Gymnasium environments (Definition 12). Importing the package registers the
+combination with Gymnasium environments (Definition 12), and :func:`check_agent`, which checks that
+an agent class keeps the contract simulation relies on. Importing the package registers the
 Gymnasium ids of the CartPole combinations.
 """
 
+from extended_envs.agent_checker import check_agent
 from extended_envs.combination import combine, register_envs
 from extended_envs.core import (
     AdaptableEnvironment,
@@ -25,6 +27,7 @@ __all__ = [
     "ExtendedEnvGym",
     "ExtendedEnvironment",
     "bind_agent",
+    "check_agent",
     "combine",
     "reality_check",
     "run_environment",

@@ -9,6 +9,12 @@ Run it with Hydra::
 
     python -m extended_envs.benchmark agent=QLearner steps=1000 seeds=[0,1,2] reality_check=true
 
+``agent`` is a class of :mod:`extended_envs.agents` (or a short alias) or the import path
+``package.module.Class`` of any agent class (an :class:`~extended_envs.core.Agent` or any
+class with ``act`` and ``train``). The agent class is checked first
+(:func:`~extended_envs.agent_checker.check_agent`): one whose ``act`` changes it or draws
+randomness, or that is not semi-deterministic, is refused before anything runs.
+
 It writes ``results.csv`` (one row per agent, environment and seed: ``agent,env,seed,nsteps,reward``
 with the total reward, as in the reference library's result table), ``results.md`` (reward per
 step of each environment and of its negation, and the measure) and ``results.png`` into the run
@@ -20,7 +26,9 @@ environment or hyperparameter ends the command with one line ``extended_envs.ben
 from __future__ import annotations
 
 import csv
+import importlib
 import io
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,9 +40,15 @@ from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from extended_envs import reality_check
+from extended_envs.agent_checker import check_agent
 from extended_envs.checks import check_count, check_seed
 from extended_envs.config import BenchmarkConfig, typed
-from extended_envs.core import Agent, ExtendedEnvironment, run_environment
+from extended_envs.core import (
+    ExtendedEnvironment,
+    is_agent_class,
+    resolve_hyperparams,
+    run_environment,
+)
 from extended_envs.envs import BY_NAME, battery, minus_rewards
 from safelife_rl.errors import UserError, hydra_app_errors
 from safelife_rl.files import atomic_path, write_text
@@ -52,19 +66,53 @@ ALIASES = {
 }
 
 
-def agent_class(name: str) -> type[Agent]:
-    """The agent class called ``name`` in :mod:`extended_envs.agents` (or a short alias)."""
+IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+def agent_class(name: str) -> type:
+    """The agent class called ``name`` in :mod:`extended_envs.agents` (or a short alias), or
+    the class at the import path ``name`` (``package.module.Class``)."""
+    if "." in name:
+        return imported_agent_class(name)
     from extended_envs import agents  # imports torch: only once the configuration is valid
 
     resolved = ALIASES.get(name.lower(), name)
     if resolved not in agents.__all__:
         choices = ", ".join([*agents.__all__, *ALIASES])
-        raise UserError(f"unknown agent {name!r}; choose one of: {choices}")
+        raise UserError(
+            f"unknown agent {name!r}; choose one of: {choices}, or give the import path "
+            "of an agent class (module.Class)"
+        )
     return getattr(agents, resolved)
 
 
+def imported_agent_class(path: str) -> type:
+    """The class at ``path`` (``module.Class``), which must have ``act`` and ``train``.
+
+    Importing the module runs its code: it is the module the user named on the command line.
+    """
+    if not IMPORT_PATH.fullmatch(path):
+        raise UserError(
+            f"agent={path!r} is not an import path module.Class (dotted Python names)"
+        )
+    module_name, class_name = path.rsplit(".", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise UserError(f"agent={path!r}: cannot import module {module_name!r} ({error})") from None
+    value = getattr(module, class_name, None)
+    if value is None:
+        raise UserError(f"agent={path!r}: module {module_name!r} has no {class_name!r}")
+    if not is_agent_class(value):
+        raise UserError(
+            f"agent={path!r} is not an agent class: expected a class with act(obs) and "
+            "train(o_prev, a, r, o_next) methods"
+        )
+    return value
+
+
 def run_battery(
-    agent: type[Agent],
+    agent: type,
     steps: int,
     seeds: Sequence[int],
     environments: Sequence[type[ExtendedEnvironment]] | None = None,
@@ -209,9 +257,10 @@ def main(cfg: DictConfig) -> float:
     with hydra_app_errors(PROG):
         settings = typed(BenchmarkConfig, cfg)
         agent = agent_class(settings.agent)
+        resolve_hyperparams(agent, settings.hyperparams)  # checked before anything runs
+        check_agent(agent, **settings.hyperparams)
         if settings.reality_check:
             agent = reality_check(agent)
-        agent.resolve_hyperparams(settings.hyperparams)  # checked before anything runs
         environments = environments_for(settings.include_slow, settings.only)
         rows = run_battery(
             agent, settings.steps, settings.seeds, environments,

@@ -36,11 +36,13 @@ from gymnasium import spaces
 
 from extended_envs.core import (
     AdaptableEnvironment,
-    Agent,
     EpisodeEnd,
     ExtendedEnvironment,
     Obs,
-    takes_episode_ends,
+    check_agent_class,
+    check_env_class,
+    is_adaptable,
+    seed_env,
     train_agent,
 )
 from extended_envs.gym_adapter import ExtendedEnvGym
@@ -56,19 +58,17 @@ class Combination(ExtendedEnvironment):
 
     gym_id: ClassVar[str]
     gym_kwargs: ClassVar[dict[str, Any]]
-    E: ClassVar[type[AdaptableEnvironment]]
+    E: ClassVar[type]  # an AdaptableEnvironment, or any class with outcome and train_sim
     n_G_actions: ClassVar[int]
     G_obs_size: ClassVar[int]
     G_obs_discrete: ClassVar[bool]
 
-    def __init__(self, A: type[Agent]) -> None:
-        if not takes_episode_ends(A):
-            raise TypeError(
-                f"{A.__name__}.train does not take the terminated and truncated keywords, which "
-                f"a combination with {self.gym_id} passes at its episode ends"
-            )
+    # The Gymnasium environment's render mode (see :class:`CombinationGymEnv`).
+    render_mode: ClassVar[str | None] = None
+
+    def __init__(self, A: type) -> None:
         self.A = A
-        self.G_instance = gym.make(self.gym_id, **self.gym_kwargs)
+        self.G_instance = gym.make(self.gym_id, render_mode=self.render_mode, **self.gym_kwargs)
         self.prev_obs: np.ndarray | None = None  # G part of the last observation output
         self.a_G = 0
         self.o_G: np.ndarray | None = None
@@ -98,7 +98,7 @@ class Combination(ExtendedEnvironment):
         return a_G, a_E
 
     def start(self) -> np.ndarray:
-        self.E_instance.seed(int(self.np_random.integers(2**31)))
+        seed_env(self.E_instance, int(self.np_random.integers(2**31)))
         o_G, _ = self.G_instance.reset(seed=int(self.np_random.integers(2**31)))
         self.prev_obs = self.G_part(o_G)
         return self.join_obs(self.prev_obs, self.E_instance.start())
@@ -142,7 +142,7 @@ class Combination(ExtendedEnvironment):
         }
 
 
-def projected_agent_class(A: type[Agent], combo: Combination) -> type:
+def projected_agent_class(A: type, combo: Combination) -> type:
     """What E sees as its agent class inside G*E: acts and trains the real agent as in Def. 12."""
 
     class ProjectedAgent:
@@ -178,11 +178,23 @@ def projected_agent_class(A: type[Agent], combo: Combination) -> type:
 
 
 def combine(
-    gym_id: str, E: type[AdaptableEnvironment], gym_kwargs: dict[str, Any] | None = None
+    gym_id: str,
+    E: type,
+    gym_kwargs: dict[str, Any] | None = None,
+    render_mode: str | None = None,
 ) -> type[Combination]:
-    """The extended environment class G*E for Gymnasium id ``gym_id`` and ``E``."""
-    if not issubclass(E, AdaptableEnvironment):
-        raise TypeError(f"{E.__name__} is not an AdaptableEnvironment (Definition 11)")
+    """The extended environment class G*E for Gymnasium id ``gym_id`` and ``E``.
+
+    :param E: an :class:`~extended_envs.core.AdaptableEnvironment` or any extended environment
+        class with ``outcome`` and ``train_sim`` (Definition 11).
+    :param render_mode: the render mode of G's instances.
+    """
+    check_env_class(E)
+    if not is_adaptable(E):
+        raise TypeError(
+            f"{E.__name__} is not an AdaptableEnvironment (Definition 11): it needs "
+            "outcome(action) and train_sim(action, reward, obs)"
+        )
     if not isinstance(E.n_obs, int):
         raise TypeError(f"{E.__name__} must have discrete observations to be combined")
     gym_kwargs = dict(gym_kwargs or {})
@@ -219,11 +231,12 @@ def combine(
             "G_obs_discrete": G_obs_discrete,
             "n_actions": int(action_space.n) * E.n_actions,
             "n_obs": n_obs,
+            "render_mode": render_mode,
         },
     )
 
 
-def cartpole_combination(env_name: str) -> type[Combination]:
+def cartpole_combination(env_name: str, render_mode: str | None = None) -> type[Combination]:
     """CartPole * ``extended_envs.envs.<env_name>`` (IgnoreRewards, IncentivizeLearningRate)."""
     from extended_envs import envs  # deferred: the library imports the core package
 
@@ -233,15 +246,26 @@ def cartpole_combination(env_name: str) -> type[Combination]:
             f"no adaptable extended environment named {env_name!r}; choose one of "
             f"{', '.join(adaptable)}"
         )
-    return combine(CARTPOLE_ID, adaptable[env_name], CARTPOLE_KWARGS)
+    return combine(CARTPOLE_ID, adaptable[env_name], CARTPOLE_KWARGS, render_mode)
 
 
 class CombinationGymEnv(ExtendedEnvGym):
-    """The Gymnasium view of G*E that also reports G's episode ends.
+    """The Gymnasium view of G*E that also reports G's episode ends and renders G.
 
     A step that ends one returns G's final observation with the flags; the following
-    ``reset()`` (no seed) returns the new episode's first observation.
+    ``reset()`` (no seed) returns the new episode's first observation. ``render()`` renders G's
+    instance in the combination's ``render_mode`` (the extended environment has no picture).
     """
+
+    def __init__(
+        self,
+        env_class: type[Combination],
+        agent_class: type,
+        use_reality_check: bool = False,
+        **agent_hyperparams: Any,
+    ) -> None:
+        super().__init__(env_class, agent_class, use_reality_check, **agent_hyperparams)
+        self.render_mode = env_class.render_mode
 
     def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         obs, reward, _, _, info = super().step(action)
@@ -251,21 +275,83 @@ class CombinationGymEnv(ExtendedEnvGym):
             return obs, reward, False, False, info
         return end.final_obs, reward, end.terminated, end.truncated, info
 
+    def render(self) -> Any:
+        if self.env is None:
+            raise RuntimeError("call reset() before render()")
+        return self.env.G_instance.render()
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.G_instance.close()
+        super().close()
+
+
+def agent_named(agent: str | type) -> type:
+    """A class of :mod:`extended_envs.agents` by name, or ``agent`` itself if it is a class."""
+    from extended_envs import agents
+
+    if not isinstance(agent, str):
+        return check_agent_class(agent)
+    if agent not in agents.__all__:
+        raise UserError(f"unknown agent {agent!r}; choose one of {', '.join(agents.__all__)}")
+    return getattr(agents, agent)
+
+
+class CartPoleCombinationEnv(CombinationGymEnv):
+    """Entry point of the registered ids ``ExtendedEnvs/CartPole-<env_name>-v0``.
+
+    :param env_name: IgnoreRewards or IncentivizeLearningRate.
+    :param agent: the simulated agent's class, or the name of one of :mod:`extended_envs.agents`.
+    :param render_mode: one of CartPole's (``metadata["render_modes"]``), or None.
+    :param agent_hyperparams: the agent's hyperparameters.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["human", "rgb_array"],
+        "render_fps": 50,
+    }
+
+    def __init__(
+        self,
+        env_name: str,
+        agent: str | type = "DQNAgent",
+        use_reality_check: bool = False,
+        render_mode: str | None = None,
+        **agent_hyperparams: Any,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise UserError(
+                f"render_mode={render_mode!r} is not one of CartPole's: "
+                f"{self.metadata['render_modes']} or None"
+            )
+        self.env_name, self.agent = env_name, agent
+        super().__init__(
+            cartpole_combination(env_name, render_mode),
+            agent_named(agent),
+            use_reality_check,
+            **agent_hyperparams,
+        )
+
+    def init_kwargs(self) -> dict[str, Any]:
+        return {
+            "env_name": self.env_name,
+            "agent": self.agent,
+            "use_reality_check": self.use_reality_check,
+            "render_mode": self.render_mode,
+            **self.agent_hyperparams,
+        }
+
 
 def make_cartpole_gym_env(
     env_name: str,
-    agent: str | type[Agent] = "DQNAgent",
+    agent: str | type = "DQNAgent",
     use_reality_check: bool = False,
+    render_mode: str | None = None,
     **agent_hyperparams: Any,
-) -> CombinationGymEnv:
-    """Entry point of the registered ids; ``agent`` names a class of :mod:`extended_envs.agents`."""
-    from extended_envs import agents
-
-    if isinstance(agent, str) and agent not in agents.__all__:
-        raise UserError(f"unknown agent {agent!r}; choose one of {', '.join(agents.__all__)}")
-    agent_class = getattr(agents, agent) if isinstance(agent, str) else agent
-    return CombinationGymEnv(
-        cartpole_combination(env_name), agent_class, use_reality_check, **agent_hyperparams
+) -> CartPoleCombinationEnv:
+    """The Gymnasium env of a registered id (see :class:`CartPoleCombinationEnv`)."""
+    return CartPoleCombinationEnv(
+        env_name, agent, use_reality_check, render_mode, **agent_hyperparams
     )
 
 
@@ -277,11 +363,14 @@ def gym_id(env_name: str) -> str:
 
 
 def register_envs() -> None:
-    """Register the CartPole combinations with Gymnasium (idempotent)."""
+    """Register the CartPole combinations with Gymnasium (idempotent).
+
+    The entry point is a string, so the ids' specs serialise (``EnvSpec.to_json``).
+    """
     for env_name in CARTPOLE_COMBINATIONS:
         if gym_id(env_name) not in gym.registry:
             gym.register(
                 id=gym_id(env_name),
-                entry_point=make_cartpole_gym_env,
+                entry_point=f"{__name__}:CartPoleCombinationEnv",
                 kwargs={"env_name": env_name},
             )

@@ -1,7 +1,9 @@
 """The practical API of extended environments (Section 4 of the paper).
 
 Agents
-    An agent class subclasses :class:`Agent`. Its constructor is
+    An agent class subclasses :class:`Agent`, or is any class with ``act`` and ``train`` (the
+    paper's practical API, see "Classes of the paper's API" below). An :class:`Agent`'s
+    constructor is
     ``__init__(self, n_actions, n_obs, seed=None, **hyperparams)``; it implements
     ``act(obs) -> int`` and ``train(o_prev, a, r, o_next) -> None``. Actions are ints in
     ``range(n_actions)``. Observations are ints in ``range(n_obs)`` when ``n_obs`` is an int, or
@@ -42,6 +44,25 @@ Environments
     ``step(action) -> (reward, obs)``. Randomness comes only from ``self.np_random``, a NumPy
     generator seeded by :meth:`ExtendedEnvironment.seed`, which :func:`run_environment` (and the
     Gymnasium adapter) call with the run's seed after ``__init__`` and before ``start``.
+
+Classes of the paper's API
+    Neither agents nor environments have to subclass these bases. An agent may be any class
+    with ``act(obs)`` and ``train(o_prev, a, r, o_next)``: binding makes a subclass with class
+    attributes ``n_actions``, ``n_obs``, ``seed`` and ``hyperparams`` whose constructor calls
+    the class's ``__init__`` with the hyperparameters as keywords (the paper's
+    ``copy_with_meta``). Its hyperparameters are the constructor's keyword parameters with
+    defaults (an unknown one is an error unless it takes ``**kwargs``); constructor parameters
+    named ``n_actions``, ``n_obs`` or ``seed`` receive those values. It should draw randomness
+    only from its ``seed`` (``self.seed``), and only in ``train``. A ``train`` without the
+    ``terminated``/``truncated`` keywords is trained on an episode's final observation with the
+    four arguments.
+
+    An environment may be any class with ``n_actions``, ``n_obs``, ``__init__(self, A)``,
+    ``start()`` and ``step(action)``. What it offers beyond that is used: a ``seed(seed)`` method
+    is how such an environment is seeded (called after ``__init__`` and before ``start`` with an
+    int derived from the run's seed and keyed apart from the agents', see :func:`env_seed`; one
+    without it is not seeded by the run), ``episode_end`` and ``summary()`` as below. An
+    environment with ``outcome`` and ``train_sim`` is adaptable (Definition 11).
 
 Adaptable environments (Definition 11)
     An environment that can be combined with a Gymnasium environment (Definition 12,
@@ -157,9 +178,13 @@ class EpisodeEnd:
 def train_agent(
     agent: Any, o_prev: Obs, a: int, r: float, o_next: Obs, end: EpisodeEnd | None
 ) -> None:
-    """``agent.train`` on one transition, ended by ``end`` when it is not None."""
-    if end is None:
-        agent.train(o_prev, a, r, o_next)
+    """``agent.train`` on one transition, ended by ``end`` when it is not None.
+
+    An agent whose ``train`` lacks the episode-end keywords is trained on the final observation
+    with the paper's four arguments.
+    """
+    if end is None or not takes_episode_ends(type(agent)):
+        agent.train(o_prev, a, r, o_next if end is None else end.final_obs)
     else:
         agent.train(
             o_prev, a, r, end.final_obs, terminated=end.terminated, truncated=end.truncated
@@ -174,6 +199,77 @@ def takes_episode_ends(agent_class: type) -> bool:
     return {"terminated", "truncated"} <= set(parameters)
 
 
+# Constructor parameters of an agent class outside :class:`Agent` that are not hyperparameters.
+BINDING_PARAMETERS = ("n_actions", "n_obs", "seed")
+
+
+def is_agent_class(value: Any) -> bool:
+    """A class with callable ``act`` and ``train`` (an agent class of the paper's API)."""
+    return inspect.isclass(value) and all(
+        callable(getattr(value, name, None)) for name in ("act", "train")
+    )
+
+
+def check_agent_class(value: Any) -> type:
+    """``value`` if it is an agent class, else a UserError saying what it lacks."""
+    if not is_agent_class(value):
+        raise UserError(
+            f"{value!r} is not an agent class: expected a class with act(obs) and "
+            "train(o_prev, a, r, o_next) methods"
+        )
+    return value
+
+
+def constructor_parameters(agent_class: type) -> dict[str, inspect.Parameter]:
+    """The keyword parameters of the constructor of ``agent_class`` (no ``self``)."""
+    parameters = inspect.signature(agent_class.__init__).parameters
+    return {
+        name: p
+        for name, p in list(parameters.items())[1:]
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        or p.kind is inspect.Parameter.VAR_KEYWORD
+    }
+
+
+def default_hyperparams(agent_class: type) -> dict[str, Any]:
+    """The hyperparameters of ``agent_class`` and their defaults.
+
+    An :class:`Agent` names them in ``default_hyperparams``; any other class by its
+    constructor's keyword parameters with defaults (``n_actions``, ``n_obs`` and ``seed`` aside).
+    """
+    if issubclass(agent_class, Agent):
+        return dict(agent_class.default_hyperparams)
+    return {
+        name: p.default
+        for name, p in constructor_parameters(agent_class).items()
+        if p.default is not inspect.Parameter.empty and name not in BINDING_PARAMETERS
+    }
+
+
+def resolve_hyperparams(agent_class: type, hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """Defaults of ``agent_class`` overridden by ``hyperparams``; unknown names are an error."""
+    if issubclass(agent_class, Agent):
+        return agent_class.resolve_hyperparams(hyperparams)
+    check_agent_class(agent_class)
+    defaults = default_hyperparams(agent_class)
+    parameters = constructor_parameters(agent_class)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    unknown = sorted(
+        name
+        for name in hyperparams
+        if name in BINDING_PARAMETERS or (name not in defaults and not takes_any)
+    )
+    if unknown:
+        known = ", ".join(sorted(defaults)) or "none"
+        raise UserError(
+            f"{agent_class.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
+        )
+    check_hyperparams(
+        agent_class.__name__, getattr(agent_class, "hyperparam_ranges", {}), hyperparams
+    )
+    return {**defaults, **hyperparams}
+
+
 def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
     check_count("n_actions", n_actions)
     if not isinstance(n_obs, spaces.Box) and (not is_int(n_obs) or n_obs < 1):
@@ -181,7 +277,7 @@ def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
 
 
 def bind_agent(
-    agent_class: type[Agent],
+    agent_class: type,
     n_actions: int,
     n_obs: ObsSpec,
     seed: int | None = None,
@@ -189,17 +285,29 @@ def bind_agent(
 ) -> type[Agent]:
     """A subclass of ``agent_class`` constructed with no arguments (see the module docstring).
 
-    Binding an already bound class rebinds its underlying agent class.
+    Binding an already bound class rebinds its underlying agent class. ``agent_class`` may be
+    an :class:`Agent` or any class with ``act`` and ``train`` (see the module docstring).
     """
-    base: type[Agent] = getattr(agent_class, "unbound", agent_class)
+    base: type = getattr(agent_class, "unbound", agent_class)
+    check_agent_class(base)
     check_sizes(n_actions, n_obs)
     bound_seed = fresh_seed() if seed is None else check_seed(seed)
-    bound_hyperparams = base.resolve_hyperparams(hyperparams)
+    bound_hyperparams = resolve_hyperparams(base, hyperparams)
 
-    def __init__(self: Agent) -> None:
-        base.__init__(self, n_actions, n_obs, bound_seed, **bound_hyperparams)
+    if issubclass(base, Agent):
 
-    def rebind(cls: type, **changes: Any) -> type[Agent]:
+        def __init__(self: Any) -> None:
+            base.__init__(self, n_actions, n_obs, bound_seed, **bound_hyperparams)
+
+    else:
+        given = {"n_actions": n_actions, "n_obs": n_obs, "seed": bound_seed}
+        parameters = constructor_parameters(base)
+        binding = {name: value for name, value in given.items() if name in parameters}
+
+        def __init__(self: Any) -> None:
+            base.__init__(self, **binding, **bound_hyperparams)
+
+    def rebind(cls: type, **changes: Any) -> type:
         return bind_agent(base, n_actions, n_obs, bound_seed, **{**bound_hyperparams, **changes})
 
     return type(
@@ -221,6 +329,44 @@ def bind_agent(
 
 def is_bound(agent_class: type) -> bool:
     return "unbound" in vars(agent_class)
+
+
+def new_agent(
+    agent_class: type, n_actions: int, n_obs: ObsSpec, seed: int, hyperparams: dict[str, Any]
+) -> Any:
+    """An instance of the unbound ``agent_class`` with these sizes, seed and hyperparameters."""
+    if issubclass(agent_class, Agent):
+        return agent_class(n_actions, n_obs, seed, **hyperparams)
+    return bind_agent(agent_class, n_actions, n_obs, seed, **hyperparams)()
+
+
+def env_seed(seed: int | None) -> int | None:
+    """The seed given to the ``seed`` method of an environment outside
+    :class:`ExtendedEnvironment`: the run's seed keyed apart (``ENV_SPAWN_KEY``) from the
+    agents', an int in [0, 2**32)."""
+    if seed is None:
+        return None
+    sequence = np.random.SeedSequence(seed, spawn_key=(ENV_SPAWN_KEY,))
+    return int(sequence.generate_state(1)[0])
+
+
+def seed_env(env: Any, seed: int | None) -> None:
+    """Seed ``env`` with the run's ``seed`` where it can be seeded (see the module docstring)."""
+    if isinstance(env, ExtendedEnvironment):
+        env.seed(seed)
+    elif callable(getattr(env, "seed", None)):
+        env.seed(env_seed(seed))
+
+
+def env_summary(env: Any) -> dict[str, Any]:
+    """``env.summary()``, or an empty dict for an environment without one."""
+    summary = getattr(env, "summary", None)
+    return dict(summary()) if callable(summary) else {}
+
+
+def is_adaptable(env_class: type) -> bool:
+    """Whether ``env_class`` has Definition 11's ``outcome`` and ``train_sim``."""
+    return all(callable(getattr(env_class, name, None)) for name in ("outcome", "train_sim"))
 
 
 class ExtendedEnvironment(ABC):
@@ -318,9 +464,25 @@ def check_episode_end(end: Any, n_obs: ObsSpec, source: str) -> EpisodeEnd:
     return EpisodeEnd(check_obs(end.final_obs, n_obs, source), end.terminated, end.truncated)
 
 
+def check_env_class(value: Any) -> type:
+    """``value`` if it is an extended environment class, else a UserError saying what it lacks."""
+    missing = [
+        name
+        for name in ("n_actions", "n_obs", "start", "step")
+        if not inspect.isclass(value) or not hasattr(value, name)
+    ]
+    if missing:
+        raise UserError(
+            f"{value!r} is not an extended environment class: it lacks {', '.join(missing)} "
+            "(expected n_actions, n_obs, __init__(self, A), start() and step(action))"
+        )
+    check_sizes(value.n_actions, value.n_obs)
+    return value
+
+
 def run_environment(
-    env_class: type[ExtendedEnvironment],
-    agent_class: type[Agent],
+    env_class: type,
+    agent_class: type,
     num_steps: int,
     seed: int | None = None,
     progress: bool = False,
@@ -328,12 +490,16 @@ def run_environment(
 ) -> dict[str, Any]:
     """Run the true agent for ``num_steps`` steps.
 
+    :param env_class: an extended environment class (:class:`ExtendedEnvironment` or any class
+        of the paper's API).
     :param agent_class: an unbound agent class (bound here to the environment's sizes, the seed
-        and ``agent_hyperparams``), or an already bound one (used as it is).
+        and ``agent_hyperparams``), or an already bound one (used as it is); an :class:`Agent`
+        or any class with ``act`` and ``train``.
     :return: ``total_reward``, ``reward_per_step``, ``num_steps``, ``seed``, ``rewards`` (the
         reward of each step, float64) and ``env_summary`` (the environment's ``summary()``).
     """
     check_count("num_steps", num_steps)
+    check_env_class(env_class)
     seed = fresh_seed() if seed is None else check_seed(seed)
     if is_bound(agent_class):
         if agent_hyperparams:
@@ -349,7 +515,7 @@ def run_environment(
     with global_numpy_state_kept():
         agent = A()
         env = env_class(A)
-        env.seed(seed)
+        seed_env(env, seed)
         obs = check_obs(env.start(), n_obs, f"{env_class.__name__}.start")
         steps = tqdm(range(num_steps), desc=env_class.__name__) if progress else range(num_steps)
         for _ in steps:
@@ -364,7 +530,7 @@ def run_environment(
                 reward = check_reward(reward, stepped)
             if not discrete or type(next_obs) is not int or not 0 <= next_obs < n_obs:
                 next_obs = check_obs(next_obs, n_obs, stepped)
-            end = env.episode_end
+            end = getattr(env, "episode_end", None)
             if end is not None:
                 end = check_episode_end(end, n_obs, stepped)
             train_agent(agent, obs, action, reward, next_obs, end)
@@ -378,5 +544,5 @@ def run_environment(
         "num_steps": num_steps,
         "seed": seed,
         "rewards": rewards,
-        "env_summary": env.summary(),
+        "env_summary": env_summary(env),
     }

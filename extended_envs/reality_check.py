@@ -11,14 +11,18 @@ from extended_envs.core import (
     Obs,
     ObsSpec,
     bind_agent,
+    check_agent_class,
     is_bound,
+    new_agent,
     obs_key,
     train_agent,
 )
+from extended_envs.core import default_hyperparams as defaults_of
+from extended_envs.core import resolve_hyperparams as resolve_for
 from safelife_rl.errors import UserError
 
 
-def reality_check(agent_class: type[Agent], default_action: int | None = None) -> type[Agent]:
+def reality_check(agent_class: type, default_action: int | None = None) -> type[Agent]:
     """The agent class of ``agent_class``'s reality checks.
 
     An instance wraps one instance of ``agent_class`` (created once, with the same sizes, seed
@@ -27,7 +31,9 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
     ignores training and always acts ``pi(<x_1>)``, the wrapped agent's first action (Definition
     8), or ``default_action`` when given (``RC(y)`` of Remark 10). Semi-determinism carries over.
 
-    ``agent_class`` may be bound (then so is the result, with the same binding) or unbound.
+    ``agent_class`` may be bound (then so is the result, with the same binding) or unbound, an
+    :class:`~extended_envs.core.Agent` or any class with ``act`` and ``train``; the result
+    has its hyperparameters.
     """
     if is_bound(agent_class):
         return bind_agent(
@@ -37,11 +43,15 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
             agent_class.seed,  # type: ignore[arg-type]
             **agent_class.hyperparams,  # type: ignore[attr-defined]
         )
-    inner_class = agent_class
+    inner_class = check_agent_class(agent_class)
 
     class RealityCheck(Agent):
-        default_hyperparams = inner_class.default_hyperparams
-        hyperparam_ranges = inner_class.hyperparam_ranges
+        default_hyperparams = defaults_of(inner_class)
+        hyperparam_ranges = getattr(inner_class, "hyperparam_ranges", {})
+
+        @classmethod
+        def resolve_hyperparams(cls, hyperparams: dict[str, Any]) -> dict[str, Any]:
+            return resolve_for(inner_class, hyperparams)
 
         def __init__(
             self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
@@ -54,7 +64,7 @@ def reality_check(agent_class: type[Agent], default_action: int | None = None) -
                     f"reality check default_action={default_action!r} is not allowed: "
                     f"an int in range({n_actions})"
                 )
-            self.inner = inner_class(n_actions, n_obs, self.seed, **self.hyperparams)
+            self.inner = new_agent(inner_class, n_actions, n_obs, self.seed, self.hyperparams)
             self.first_action: int | None = None
             self.frozen_action: int | None = None
             self.memo: tuple[Any, int] | None = None  # (observation, inner action) until trained

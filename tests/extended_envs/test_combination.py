@@ -87,10 +87,17 @@ def test_true_agent_sees_the_same_episode_ends_as_its_simulation():
         assert np.array_equal(mine[3], its[3]) and mine[4:] == its[4:]  # o_next and flags
 
 
-def test_agents_without_episode_ends_are_refused_by_combinations():
-    A = bind_agent(FourArgumentAgent, 4, CARTPOLE_IGNORE.n_obs, seed=0)
-    with pytest.raises(TypeError, match="does not take the terminated and truncated"):
-        CARTPOLE_IGNORE(A)
+def test_agents_without_episode_ends_train_on_the_final_observation():
+    trained = []
+
+    class FourArguments(FourArgumentAgent):
+        def train(self, o_prev, a, r, o_next):
+            trained.append(o_next.copy())
+
+    result = run_environment(CARTPOLE_IGNORE, FourArguments, 60, seed=0)
+    assert len(result["env_summary"]["episode_lengths"]) >= 2
+    fallen = [o for o in trained if abs(o[2]) > 0.2]  # CartPole's final observations
+    assert len(fallen) >= len(result["env_summary"]["episode_lengths"])
     assert run_environment(TemptingButton, FourArgumentAgent, 5, seed=0)["num_steps"] == 5
 
 
