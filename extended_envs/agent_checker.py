@@ -4,10 +4,10 @@ In the spirit of Gymnasium's ``check_env``. Extended environments simulate the a
 copies what they would do, so an agent class must be semi-deterministic (Definition 7:
 identically created and trained instances act identically) and its ``act`` must not change it
 (everything that changes it, its random draws included, goes through ``train``). An agent that
-breaks either still runs, but its simulations silently differ from it: an epsilon-greedy
-Q-learner drawing its exploration in ``act`` scored +0.634 on the battery against +0.598 for the
-same agent drawing in ``train``, because an environment asking its copy once per step advanced
-the copy's random stream differently from the true agent's.
+breaks either still runs, but its simulations silently differ from it: an environment that asks
+its copy what it would do advances the copy's random stream differently from the true agent's,
+so the benchmark measures something else than the agent (issue #14: an epsilon-greedy agent
+drawing in ``act`` scored +0.634 on the battery, +0.598 drawing in ``train``).
 
 The check trains instances on one scripted random history (observations, actions and rewards in
 {-1, 0, 1}) and compares them, so it finds what the history shows, not every possible violation:

@@ -106,3 +106,18 @@ def test_sb3_make_vec_env(env_id):
                 policy_kwargs={"net_arch": [8]}, seed=0)  # fmt: skip
     model.learn(40)
     assert model.num_timesteps == 40
+
+
+def test_adapter_of_a_library_environment_pickles_and_continues():
+    from extended_envs import ExtendedEnvGym
+    from extended_envs.agents import QLearner
+    from extended_envs.envs import TemptingButton
+
+    env = ExtendedEnvGym(TemptingButton, QLearner, use_reality_check=True, epsilon=0.2)
+    env.reset(seed=5)
+    for action in [0, 1, 1, 0, 1]:
+        env.step(action)
+    copies = [pickle.loads(pickle.dumps(env)), copy.deepcopy(env)]
+    for action in [1, 0, 0, 1, 1, 0] * 5:
+        step = env.step(action)
+        assert all(same_step(step, other.step(action)) for other in copies)
