@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -65,11 +66,16 @@ class ShutdownGridworldEnv(gym.Env):
     (:func:`drest.tabular.compile_world` refuses those); ``max_coins_by_length`` and
     ``available_lengths`` build the table.
 
+    **Rendering**: ``"ansi"`` returns the grid as text, ``"rgb_array"`` as an image,
+    ``"human"`` prints the text to the terminal at every reset and step (no window);
+    ``gym.make`` also gives ``"ansi_list"`` and ``"rgb_array_list"`` (Gymnasium's
+    ``RenderCollection``).
+
     **Registered ids**: ``drest/Example-v0``, ``drest/Lopsided-v0`` (kwarg ``x``), one per appendix
     world (``drest/FewerForLonger-v0`` ...), ``drest/Procedural-v0``; see :mod:`drest.registration`.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, gridworld: GridSpec | str = "example", obs_type: str = "vector",
                  render_mode: str | None = None, x: float = 1.0,
@@ -118,6 +124,8 @@ class ShutdownGridworldEnv(gym.Env):
         self._discounted = 0.0
         self._steps = 0
         self._over = False
+        if self.render_mode == "human":
+            self.render()
         return self.observation(self._state), {}
 
     def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -136,6 +144,8 @@ class ShutdownGridworldEnv(gym.Env):
         if terminated:
             info["trajectory_length"] = self._state.t
             info["discounted_coins"] = self._discounted
+        if self.render_mode == "human":
+            self.render()
         return self.observation(self._state), float(coin), terminated, truncated, info
 
     def _step_limit(self) -> int:
@@ -148,6 +158,9 @@ class ShutdownGridworldEnv(gym.Env):
             return self._render_text()
         if self.render_mode == "rgb_array":
             return self._render_rgb()
+        if self.render_mode == "human":
+            sys.stdout.write(self._render_text() + "\n")
+            sys.stdout.flush()
         return None
 
     def _render_text(self) -> str:

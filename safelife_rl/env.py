@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -52,7 +55,14 @@ class SafeLifeEnv(gym.Env):
 
     **Rewards.** The change in the board's point value each step, plus 1 for exiting.
 
-    **Termination.** The agent leaves through the exit; truncation at ``time_limit`` steps.
+    **Termination.** The agent leaves through the exit; truncation at ``time_limit`` steps (the
+    env's ``spec.max_episode_steps`` when made by ``gym.make``).
+
+    **Rendering** (``render_mode``): ``"ansi"`` returns the board as coloured text,
+    ``"rgb_array"`` as an image (12 pixels per cell); ``"human"`` prints the coloured text board
+    to the terminal at every reset and step (at ``render_fps`` when stdout is a terminal; no
+    window, no pygame); ``"ansi_list"`` and ``"rgb_array_list"`` collect a frame at every reset
+    and step, and ``render()`` returns the frames since the last call.
 
     **Info.** ``length``, ``reward`` (episode totals so far), ``success`` (exited),
     ``points``, ``available_points``, ``required_points``, ``performance`` (fraction of the
@@ -70,7 +80,11 @@ class SafeLifeEnv(gym.Env):
     :param side_effects: measure side effects at the end of each episode (``info``).
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 8}
+    metadata = {
+        "render_modes": ["human", "ansi", "rgb_array", "ansi_list", "rgb_array_list"],
+        "render_fps": 8,
+    }
+    _spec: gym.envs.registration.EnvSpec | None = None
 
     def __init__(
         self,
@@ -114,6 +128,18 @@ class SafeLifeEnv(gym.Env):
         )
         self.game: SafeLifeGame | None = None
         self._next_level = 0
+        self._frames: list[str | np.ndarray] = []
+
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The spec ``gym.make`` gave the env, its ``max_episode_steps`` the ``time_limit``."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: gym.envs.registration.EnvSpec | None) -> None:
+        if spec is not None and spec.max_episode_steps is None:
+            spec = dataclasses.replace(spec, max_episode_steps=self.time_limit)
+        self._spec = spec
 
     def _observe(self) -> np.ndarray:
         game = self.game
@@ -160,6 +186,8 @@ class SafeLifeEnv(gym.Env):
         self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
         self._length = 0
         self._reward = 0.0
+        self._frames = []
+        self._show()
         return self._observe(), self._info()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -183,15 +211,34 @@ class SafeLifeEnv(gym.Env):
         if self.side_effects and (done or truncated):
             rng = np.random.default_rng(int(self.np_random.integers(2**63)))
             info["side_effects"] = side_effect_score(self.game, rng=rng)
+        self._show()
         return reward, done, truncated, info
 
-    def render(self) -> str | np.ndarray | None:
+    def _frame(self, kind: str) -> str | np.ndarray:
+        board, goals = self.game.boards[0], self.game.goals[0]
+        return render_ansi(board, goals) if kind == "ansi" else render_rgb(board, goals)
+
+    def _show(self) -> None:
+        """The render modes that draw by themselves: a frame after every reset and step."""
+        if self.render_mode == "human":
+            self.render()
+        elif self.render_mode in ("ansi_list", "rgb_array_list"):
+            self._frames.append(self._frame(self.render_mode.removesuffix("_list")))
+
+    def render(self) -> str | np.ndarray | list[str | np.ndarray] | None:
+        """The current board in the env's ``render_mode`` (see the class description)."""
+        if self.render_mode in ("ansi_list", "rgb_array_list"):
+            frames, self._frames = self._frames, []
+            return frames
         if self.game is None or self.render_mode is None:
             return None
-        board, goals = self.game.boards[0], self.game.goals[0]
-        if self.render_mode == "ansi":
-            return render_ansi(board, goals)
-        return render_rgb(board, goals)
+        if self.render_mode == "human":
+            sys.stdout.write(self._frame("ansi") + "\n")
+            sys.stdout.flush()
+            if sys.stdout.isatty():
+                time.sleep(1 / self.metadata["render_fps"])
+            return None
+        return self._frame(self.render_mode)
 
     def close(self) -> None:
         if hasattr(self.sampler, "close"):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+import gymnasium as gym
 import imageio.v3 as iio
 import numpy as np
 
 from .env import SafeLifeEnv
+from .errors import UserError
 from .files import atomic_path
 from .render import render_rgb
 
@@ -27,7 +29,7 @@ def board_frames(boards: np.ndarray, goals: np.ndarray, cell_px: int = 12) -> li
 
 
 def record_episode(
-    env: SafeLifeEnv,
+    env: gym.Env,
     policy: Callable[[np.ndarray], int],
     path: str | os.PathLike,
     seed: int | None = None,
@@ -35,15 +37,30 @@ def record_episode(
 ) -> dict:
     """Play one episode with ``policy`` (observation -> action) and save it as a GIF.
 
+    :param env: a SafeLife env, bare or wrapped (``gym.make(...)``, training wrappers; its
+        board is drawn whatever its ``render_mode``), or any env made with
+        ``render_mode="rgb_array"``.
     :returns: the final step's ``info``.
     """
+    if isinstance(env.unwrapped, SafeLifeEnv):
+        base = env.unwrapped
+
+        def frame() -> np.ndarray:
+            return render_rgb(base.game.boards[0], base.game.goals[0])
+    elif env.render_mode == "rgb_array":
+        def frame() -> np.ndarray:
+            return env.render()
+    else:
+        raise UserError(
+            f"record_episode needs a SafeLife env or an env made with render_mode='rgb_array', "
+            f"got {env} with render_mode={env.render_mode!r}"
+        )
     obs, info = env.reset(seed=seed)
-    game = env.game
-    frames = [render_rgb(game.boards[0], game.goals[0])]
+    frames = [frame()]
     done = False
     while not done:
         obs, _, terminated, truncated, info = env.step(int(policy(obs)))
-        frames.append(render_rgb(game.boards[0], game.goals[0]))
+        frames.append(frame())
         done = terminated or truncated
     write_gif(frames, path, fps)
     return info

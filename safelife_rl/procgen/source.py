@@ -5,11 +5,18 @@ made again from its seed, in any process. :class:`ProceduralLevels` draws the se
 stream that restarts whenever the environment reseeds its generator, which keeps
 ``env.reset(seed=...)`` reproducible whether levels are made in this process or ahead of time
 by worker processes.
+
+Worker processes cannot start inside a daemonic process (every worker of a subprocess vector
+env: SB3's ``SubprocVecEnv``, Gymnasium's ``AsyncVectorEnv``): there ``workers`` falls back to
+generating the same levels in the process itself, with a one-time warning. The vector env's
+processes already run the envs in parallel.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -25,6 +32,25 @@ from .generator import generate_level
 from .params import load_params
 
 SEED_BOUND = 2**63
+_warned_daemonic = False
+
+
+def _worker_count(workers: int) -> int:
+    """``workers``, or 0 in a daemonic process (which may not start processes), with a
+    one-time warning."""
+    global _warned_daemonic
+    if workers and multiprocessing.current_process().daemon:
+        if not _warned_daemonic:
+            _warned_daemonic = True
+            warnings.warn(
+                f"workers={workers}: this process is a daemonic worker (e.g. of a subprocess "
+                "vector env), which cannot start level-generation processes; levels are "
+                "generated in this process instead (the same levels, one at a time)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return 0
+    return workers
 
 
 def _level_name(label: str, seed: int) -> str:
@@ -44,7 +70,8 @@ class ProceduralLevels:
     base seed from it; levels then follow from that base alone.
 
     :param params: a level type (``"append-still"``), a YAML parameter file, or parameters.
-    :param workers: worker processes generating levels ahead (0: generate on demand).
+    :param workers: worker processes generating levels ahead (0: generate on demand; in a
+        daemonic process, such as a subprocess vector env's worker, always on demand).
     :param prefetch: levels kept in preparation per worker.
     """
 
@@ -69,7 +96,7 @@ class ProceduralLevels:
         return generate_level(self.params, seed, _level_name(self.label, seed))
 
     def _submit(self, seed: int) -> tuple[int, Future | None]:
-        if self.workers == 0:
+        if _worker_count(self.workers) == 0:
             return seed, None
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, initializer=detach_from_signals)
@@ -139,7 +166,7 @@ def iter_levels(
     if len(names) != len(seeds):
         raise UserError(f"{len(seeds)} seeds but {len(names)} names")
     jobs: Iterable[Level]
-    if workers > 0:
+    if _worker_count(workers) > 0:
         pool = ProcessPoolExecutor(workers, initializer=detach_from_signals)
         jobs = pool.map(generate_level, [params] * len(seeds), seeds, names)
     else:

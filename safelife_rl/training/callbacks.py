@@ -119,7 +119,15 @@ class StopOnSignal(BaseCallback):
 
 class TrainingClock(BaseCallback):
     """Tell the envs' scheduled wrappers the step count at every rollout and log the scheduled
-    values (``schedule/exit_fraction``, ``schedule/side_effect_penalty``)."""
+    values (``schedule/exit_fraction``, ``schedule/side_effect_penalty``).
+
+    The app adds it to every run; training with SB3 directly, pass it yourself so that
+    :class:`~safelife_rl.training.ExitCurriculum` and
+    :class:`~safelife_rl.training.SideEffectPenalty` follow their schedules (without it they
+    stay at step 0 and warn)::
+
+        model.learn(1_000_000, callback=TrainingClock())
+    """
 
     def _on_rollout_start(self) -> None:
         values = sync_training_steps(self.training_env, self.num_timesteps)

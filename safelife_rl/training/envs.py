@@ -71,7 +71,8 @@ def make_env(
     env = _make(env_id, kwargs)
     if batch_slot:
         slot = BatchSlot(env.unwrapped)  # checks that it is a SafeLife env
-        if env.spec is not None and env.spec.max_episode_steps is not None:
+        # a SafeLife env's spec gives its own time_limit; another limit is an outer TimeLimit
+        if env.spec is not None and env.spec.max_episode_steps not in (None, slot.env.time_limit):
             raise ValueError(f"vec_env=batched cannot keep the registered time limit of {env_id}")
         env = slot
     for config in (wrappers or {}).values():

@@ -9,13 +9,23 @@ import torch
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+#: The smallest view the three convolutions take; smaller views are padded to it.
+MIN_VIEW = 17
+
 
 class SafeLifeCNN(BaseFeaturesExtractor):
     """Three convolutions (kernels 5, 3, 3; strides 2, 2, 1) and a dense layer, as in SafeLife.
 
     Takes the channel-last binary observation ``(height, width, channels)`` of
     :class:`~safelife_rl.SafeLifeEnv`; with ``net_arch=[]`` the policy and value heads (or the
-    Q-values) are single linear layers on these features, as in the original networks.
+    Q-values) are single linear layers on these features, as in the original networks. A view
+    smaller than the convolutions need (17x17) is padded with empty cells around its edges (the
+    default 15x15 view gains one cell on each side), so the CNN takes any view::
+
+        PPO("CnnPolicy", env, policy_kwargs={"features_extractor_class": SafeLifeCNN,
+                                             "net_arch": []})
+
+    (SB3's own ``CnnPolicy`` extractor, NatureCNN, takes only 0-255 images of at least 36x36.)
 
     :param observation_space: a ``Box`` of shape ``(height, width, channels)``.
     :param features_dim: width of the dense layer (512 in the original).
@@ -37,10 +47,10 @@ class SafeLifeCNN(BaseFeaturesExtractor):
         if len(conv_channels) != 3:
             raise ValueError(f"conv_channels needs three sizes, got {tuple(conv_channels)}")
         height, width, n_channels = observation_space.shape
-        if min(height, width) < 17:
-            raise ValueError(
-                f"SafeLifeCNN needs a view of at least 17x17 cells, got {height}x{width}"
-            )
+        # (left, right, top, bottom) empty cells up to the smallest view the convolutions take
+        pad_h, pad_w = max(0, MIN_VIEW - height), max(0, MIN_VIEW - width)
+        self.padding = (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2)
+        height, width = height + pad_h, width + pad_w
         c1, c2, c3 = (int(c) for c in conv_channels)
         self.cnn = nn.Sequential(
             nn.Conv2d(n_channels, c1, kernel_size=5, stride=2),
@@ -56,4 +66,7 @@ class SafeLifeCNN(BaseFeaturesExtractor):
         self.dense = nn.Sequential(nn.Linear(n_flat, features_dim), nn.ReLU())
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
-        return self.dense(self.cnn(observations.permute(0, 3, 1, 2)))
+        images = observations.permute(0, 3, 1, 2)
+        if any(self.padding):
+            images = nn.functional.pad(images, self.padding)
+        return self.dense(self.cnn(images))

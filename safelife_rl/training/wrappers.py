@@ -3,11 +3,16 @@
 Each takes the env first and its settings as keywords, so a config can list them and
 ``hydra.utils.instantiate(config, env)`` applies them. Those whose strength follows a schedule
 over training derive from :class:`ScheduledWrapper`; :func:`sync_training_steps` tells them the
-current number of training steps (the runner calls it once per rollout).
+current number of training steps. The app calls it once per rollout; with SB3 directly pass
+:class:`~safelife_rl.training.TrainingClock` as the callback
+(``model.learn(n, callback=TrainingClock())``), which does the same. A scheduled wrapper that
+has stepped :data:`UNSYNCED_WARNING_STEPS` times without ever being told warns once: its
+schedule stays at step 0.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import deque
 from typing import Any
 
@@ -22,6 +27,8 @@ from .schedules import LinearRamp
 # freezing/frozen/destructible attributes that oscillators flip on their own.
 _KEPT_BITS = np.uint16(0xFFFF & ~(cells.AGENT | cells.FREEZING | cells.FROZEN | cells.DESTRUCTIBLE))
 _RED_LIFE = cells.ALIVE | cells.RED
+#: Steps a scheduled wrapper takes before it warns that no one tells it the training steps.
+UNSYNCED_WARNING_STEPS = 20_000
 
 
 def _game(env: gym.Env) -> Any:
@@ -32,6 +39,8 @@ class ScheduledWrapper(gym.Wrapper):
     """A wrapper whose settings depend on how many training steps have been taken."""
 
     training_steps: float = 0.0
+    _synced = False
+    _unsynced_steps = 0
 
     def set_training_steps(self, steps: float) -> dict[str, float]:
         """Set the step count here and in every scheduled wrapper below.
@@ -39,6 +48,7 @@ class ScheduledWrapper(gym.Wrapper):
         :returns: the scheduled values now in force, by name, for logging.
         """
         self.training_steps = float(steps)
+        self._synced = True
         values = self.scheduled_values()
         inner = self.env
         while isinstance(inner, gym.Wrapper):
@@ -51,13 +61,32 @@ class ScheduledWrapper(gym.Wrapper):
     def scheduled_values(self) -> dict[str, float]:
         raise NotImplementedError
 
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not self._synced:
+            self._unsynced_steps += 1
+            if self._unsynced_steps == UNSYNCED_WARNING_STEPS:
+                warnings.warn(
+                    f"{type(self).__name__} has stepped {UNSYNCED_WARNING_STEPS} times but was "
+                    "never told the training step count, so its schedule stays at step 0: "
+                    "train with callback=safelife_rl.training.TrainingClock() (SB3), or call "
+                    "sync_training_steps(vec_env, steps) or env.set_training_steps(steps)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        return self.env.step(action)
+
 
 def sync_training_steps(vec_env: Any, steps: float) -> dict[str, float]:
-    """Tell the scheduled wrappers of every env in an SB3 ``VecEnv`` the training step count.
+    """Tell the scheduled wrappers of every env in a vector env the training step count.
 
+    :param vec_env: an SB3 ``VecEnv`` or a Gymnasium ``VectorEnv``.
     :returns: the scheduled values of the first env (empty if it has no scheduled wrapper).
     """
-    if isinstance(vec_env, VectorEnv) or not vec_env.has_attr("set_training_steps"):
+    if isinstance(vec_env, VectorEnv):
+        if not all(vec_env.call("has_wrapper_attr", "set_training_steps")):
+            return {}
+        return vec_env.call("set_training_steps", steps)[0]
+    if not vec_env.has_attr("set_training_steps"):
         return {}
     return vec_env.env_method("set_training_steps", steps)[0]
 
@@ -197,7 +226,7 @@ class SideEffectPenalty(ScheduledWrapper):
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, reward, terminated, truncated, info = super().step(action)
         coefficient = self.coefficient()
         if coefficient > 0:
             count = self.side_effect_cells()

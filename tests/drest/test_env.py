@@ -29,11 +29,55 @@ def play(env, actions):
     return total, info
 
 
+# the env's own render modes, and those gym.make adds (Gymnasium's RenderCollection)
+RENDER_MODES = ShutdownGridworldEnv.metadata["render_modes"] + ["ansi_list", "rgb_array_list"]
+
+
 @pytest.mark.parametrize("env_id", ALL_IDS)
-def test_registered_envs_pass_check_env(env_id):
+def test_registered_envs_pass_check_env(env_id, capsys):
     for obs_type in (("image",) if env_id == PROCEDURAL_ID else ("vector", "image")):
         env = gym.make(env_id, obs_type=obs_type)
-        check_env(env.unwrapped, skip_render_check=True)
+        check_env(env.unwrapped)  # with the spec: every render mode, made again from it
+
+
+@pytest.mark.parametrize("mode", RENDER_MODES)
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_every_render_mode(env_id, mode, capsys):
+    env = gym.make(env_id, render_mode=mode)
+    env.reset(seed=0)
+    env.step(UP)
+    frame = env.render()
+    if mode == "human":  # printed at the reset, the step and the render call
+        assert frame is None and capsys.readouterr().out.count("moves left") == 3
+        return
+    frames = frame if mode.endswith("_list") else [frame]
+    assert len(frames) == (2 if mode.endswith("_list") else 1)
+    for frame in frames:
+        if mode.startswith("ansi"):
+            assert isinstance(frame, str) and "A" in frame
+        else:
+            assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_spec_round_trip_and_pickling(env_id):
+    def rollout(env, seed):
+        env.action_space.seed(seed)
+        obs, _ = env.reset(seed=seed)
+        seq = [obs]
+        for _ in range(6):
+            obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+            seq += [obs, reward]
+            if terminated or truncated:
+                break
+        return seq
+
+    env = gym.make(env_id, obs_type="image")
+    again = gym.make(env.spec)
+    assert again.spec.kwargs == env.spec.kwargs
+    assert all(np.array_equal(a, b) for a, b in zip(rollout(env, 2), rollout(again, 2)))
+    clone = pickle.loads(pickle.dumps(env))
+    assert all(np.array_equal(a, b) for a, b in zip(rollout(env, 3), rollout(clone, 3)))
 
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
@@ -161,3 +205,39 @@ def test_button_on_last_default_move_extends_episode():
     # B2 is at (1, 1); agent at (2, 2): left then up presses it on move 2 = default length
     total, info = play(env, [LEFT, UP, LEFT, UP])
     assert info["trajectory_length"] == 4 and total == 1.0  # Cx (x=1) at (0, 0) on move 4
+
+
+class CoinEnv(gym.Env):
+    """Not a drest env: one step, ``coin`` paid, trajectory length 1 or 2 (the action)."""
+
+    observation_space = gym.spaces.Discrete(1)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, coin=1.0):
+        self.coin = coin
+
+    def reset(self, *, seed=None, options=None):
+        return 0, {}
+
+    def step(self, action):
+        return 0, self.coin, True, False, {"trajectory_length": int(action) + 1}
+
+
+def test_the_wrapper_on_an_env_that_is_not_ours():
+    from drest.wrapper import DrestRewardWrapper
+    from safelife_rl.errors import UserError
+
+    with pytest.raises(UserError, match="pass num_lengths=k"):
+        DrestRewardWrapper(CoinEnv(), meta_episode_size=4)
+    env = DrestRewardWrapper(CoinEnv(), meta_episode_size=4, num_lengths=2, m="estimate")
+    env.reset()
+    assert env.step(0)[1] == pytest.approx(1.0)  # m(1) estimated from this return: 1
+    negative = DrestRewardWrapper(CoinEnv(-1.0), meta_episode_size=4, num_lengths=2)
+    negative.reset()
+    with pytest.raises(UserError, match="rewards >= 0"):
+        negative.step(0)
+    lopsided = DrestRewardWrapper(CoinEnv(-1.0), 4, reward="drest_lopsided", num_lengths=2)
+    lopsided.reset()
+    assert lopsided.step(0)[1] == pytest.approx(-1.0)
+    with pytest.raises(UserError, match="m\\(l\\) must be positive"):
+        DrestRewardWrapper(CoinEnv(), 4, num_lengths=2, m={1: 1.0, 2: 0.0})

@@ -10,23 +10,75 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import safelife_rl
 from safelife_rl import TASKS, SafeLifeEnv
+from safelife_rl.errors import UserError
 from safelife_rl.registration import ORIGINAL_SUITES, benchmark_file, suite_file
 from safelife_rl.replay import load_trace
 
 IDS = sorted(TASKS.values())
 TASK_OF = {env_id: task for task, env_id in TASKS.items()}
+RENDER_MODES = SafeLifeEnv.metadata["render_modes"]
+
+
+def fixed_levels(env_id):
+    """The original suite of the id's task, else ours: generating dynamic and navigation levels
+    takes seconds each; the procedural default is checked in test_procgen_levels.py."""
+    task = TASK_OF[env_id]
+    return benchmark_file(task) if task in ORIGINAL_SUITES else suite_file(task)
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_registered_envs_pass_gymnasium_checks(env_id):
-    # Fixed levels (the original suite, else ours): generating dynamic and navigation levels
-    # takes seconds each; the procedural default is checked in test_procgen_levels.py.
-    task = TASK_OF[env_id]
-    path = benchmark_file(task) if task in ORIGINAL_SUITES else suite_file(task)
-    env = gym.make(env_id, levels=path)
-    check_env(env.unwrapped, skip_render_check=True)
+    env = gym.make(env_id, levels=fixed_levels(env_id), time_limit=300)
+    # with the env's spec, check_env also makes the env again in every render mode
+    check_env(env.unwrapped)
     assert env.observation_space.shape == (15, 15, 19)
     assert env.action_space == gym.spaces.Discrete(9)
+    assert env.spec.max_episode_steps == 300 == env.unwrapped.spec.max_episode_steps
+    assert gym.make(env_id).spec.max_episode_steps == 1000  # the default time_limit
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_spec_round_trip_and_pickling(env_id):
+    env = gym.make(env_id, levels=fixed_levels(env_id), shuffle=True, time_limit=20)
+    again = gym.make(env.spec)
+    assert again.spec.max_episode_steps == 20
+    assert again.spec.kwargs == env.spec.kwargs and again.unwrapped.time_limit == 20
+    env.reset(seed=3)
+    clone = pickle.loads(pickle.dumps(env))
+    assert np.array_equal(rollout(env, 4, steps=25), rollout(again, 4, steps=25))
+    assert np.array_equal(rollout(env, 5, steps=10), rollout(clone, 5, steps=10))
+    env.reset(seed=0)
+    truncated = [env.step(0)[3] for _ in range(20)]
+    assert truncated == [False] * 19 + [True]  # at spec.max_episode_steps
+
+
+@pytest.mark.parametrize("mode", RENDER_MODES)
+@pytest.mark.parametrize("env_id", IDS)
+def test_every_render_mode(env_id, mode, capsys):
+    env = gym.make(env_id, levels=fixed_levels(env_id), render_mode=mode)
+    env.reset(seed=0)
+    env.step(0)
+    frame = env.render()
+    size = env.unwrapped.game.boards[0].shape
+    if mode == "human":  # printed at the reset, the step and the render call
+        assert frame is None and capsys.readouterr().out.count("\x1b[0m\n") == 3 * size[0]
+        return
+    frames = frame if mode.endswith("_list") else [frame]
+    assert len(frames) == (2 if mode.endswith("_list") else 1)
+    for frame in frames:
+        if mode.startswith("ansi"):
+            assert isinstance(frame, str) and frame.count("\n") == size[0] and "\x1b[" in frame
+        else:
+            assert frame.dtype == np.uint8 and frame.shape == (size[0] * 12, size[1] * 12, 3)
+    if mode.endswith("_list"):
+        assert env.render() == []  # render() hands the frames over once
+    assert capsys.readouterr().out == ""
+
+
+def test_unknown_render_mode_is_refused():
+    with pytest.raises(UserError, match="render_mode must be one of"):
+        gym.make("safelife_rl/PruneStill-v1", levels=fixed_levels("safelife_rl/PruneStill-v1"),
+                 render_mode="rgb")
 
 
 def test_sb3_check_env(benchmarks):
@@ -62,19 +114,6 @@ def test_spawner_randomness_follows_the_seed(benchmarks):
     assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
 
 
-@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
-def test_render_modes(mode):
-    env = gym.make("safelife_rl/Navigation-v1", render_mode=mode,
-                   levels=benchmark_file("navigation"))
-    env.reset(seed=0)
-    frame = env.render()
-    if mode == "ansi":
-        assert isinstance(frame, str) and frame.count("\n") == 26 and "\x1b[" in frame
-    else:
-        assert frame.dtype == np.uint8 and frame.shape == (26 * 12, 26 * 12, 3)
-        assert len(np.unique(frame.reshape(-1, 3), axis=0)) > 3
-
-
 def test_pickling_and_vector_envs():
     env = gym.make("safelife_rl/AppendStill-v1")
     env.reset(seed=0)
@@ -87,6 +126,47 @@ def test_pickling_and_vector_envs():
     assert obs.shape == (3, 15, 15, 19)
     obs, rewards, *_ = vec.step(np.array([1, 2, 3]))
     assert rewards.shape == (3,)
+
+
+def test_level_workers_inside_subprocess_vector_envs():
+    """Vector envs run each env in a daemonic process, which may not start level workers:
+    there ``workers=`` makes the same levels in the process itself."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    def make():
+        return gym.make("safelife_rl/PruneStill-v1", workers=1)
+
+    expected = np.stack([make().reset(seed=s)[0] for s in (7, 8)])
+    sb3 = SubprocVecEnv([make, make], start_method="fork")
+    sb3.seed(7)
+    assert np.array_equal(sb3.reset(), expected)
+    sb3.step(np.array([1, 2]))
+    sb3.close()
+    vec = gym.make_vec("safelife_rl/PruneStill-v1", 2, vectorization_mode="async", workers=1)
+    assert np.array_equal(vec.reset(seed=7)[0], expected)
+    vec.step(np.array([1, 2]))
+    vec.close()
+
+
+def test_level_workers_in_a_daemonic_process_warn_once(monkeypatch):
+    import multiprocessing
+
+    from safelife_rl.procgen import ProceduralLevels, source
+
+    process = multiprocessing.current_process()
+    monkeypatch.setattr(process, "_config", {**process._config, "daemon": True})
+    monkeypatch.setattr(source, "_warned_daemonic", False)
+    levels = ProceduralLevels("prune-still", workers=2)
+    with pytest.warns(RuntimeWarning, match="daemonic"):
+        level = levels.sample(np.random.default_rng(0))
+    assert levels._pool is None
+    again = ProceduralLevels("prune-still").sample(np.random.default_rng(0))
+    assert np.array_equal(level.board, again.board)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        levels.sample(np.random.default_rng(1))  # no second warning
 
 
 def test_exit_trace_through_the_env(tmp_path):

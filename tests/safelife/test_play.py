@@ -15,6 +15,7 @@ from PIL import Image, ImageSequence
 
 from safelife_rl import LevelFormatError, SafeLifeEnv
 from safelife_rl.__main__ import main
+from safelife_rl.errors import UserError
 from safelife_rl.play import play
 from safelife_rl.replay import load_trace
 from safelife_rl.video import record_episode
@@ -91,6 +92,38 @@ def test_record_episode_gif(benchmarks, tmp_path):
     with Image.open(tmp_path / "ep.gif") as gif:  # merged repeats keep the total duration
         total = sum(frame.info["duration"] for frame in ImageSequence.Iterator(gif))
     assert abs(total - 13 * 125) <= 13 * 5  # GIF stores centiseconds
+
+
+def test_record_episode_takes_the_envs_the_docs_make(tmp_path):
+    import gymnasium as gym
+
+    import drest  # noqa: F401  (registers its ids)
+    from safelife_rl.registration import benchmark_file
+    from safelife_rl.training import ExitBonus, MovementBonus
+
+    env = gym.make("safelife_rl/PruneStill-v1", levels=benchmark_file("prune-still"),
+                   time_limit=5)
+    info = record_episode(MovementBonus(ExitBonus(env)), lambda obs: 2, tmp_path / "a.gif", 0)
+    assert info["length"] == 5 and iio.imread(tmp_path / "a.gif").shape[1:] == (312, 312, 3)
+    other = gym.make("drest/Example-v0", render_mode="rgb_array")
+    record_episode(other, lambda obs: 2, tmp_path / "b.gif", seed=0)
+    assert len(iio.imread(tmp_path / "b.gif")) > 1
+    with pytest.raises(UserError, match="render_mode='rgb_array'"):
+        record_episode(gym.make("drest/Example-v0"), lambda obs: 2, tmp_path / "c.gif")
+
+
+def test_gymnasium_record_video(tmp_path):
+    pytest.importorskip("moviepy", reason="RecordVideo needs the [video] extra")
+    import gymnasium as gym
+
+    env = gym.make("safelife_rl/AppendStill-v1", levels=[load_trace(TRACE)[0]],
+                   render_mode="rgb_array", time_limit=8)
+    env = gym.wrappers.RecordVideo(env, str(tmp_path), episode_trigger=lambda i: True)
+    env.reset(seed=0)
+    while not any(env.step(0)[2:4]):
+        pass
+    env.close()
+    assert [p.suffix for p in tmp_path.iterdir()] == [".mp4"]
 
 
 def bad_trace(tmp_path: Path, **changes) -> Path:

@@ -111,8 +111,8 @@ def test_cnn_matches_the_original_layout():
 
     out = net(torch.ones(7, 25, 25, 15))
     assert out.shape == (7, 512) and (out >= 0).all()
-    with pytest.raises(ValueError, match="17x17"):
-        SafeLifeCNN(gym.spaces.Box(0, 1, (15, 15, 19), np.uint8))
+    small = SafeLifeCNN(gym.spaces.Box(0, 1, (15, 15, 19), np.uint8))  # padded to 17x17
+    assert small.padding == (1, 1, 1, 1) and small(torch.ones(2, 15, 15, 19)).shape == (2, 512)
     with pytest.raises(ValueError, match="height, width, channels"):
         SafeLifeCNN(gym.spaces.Box(0, 1, (25, 25), np.uint8))
 

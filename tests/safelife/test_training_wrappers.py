@@ -173,6 +173,53 @@ def test_sync_reaches_every_scheduled_wrapper_in_every_env():
     assert sync_training_steps(DummyVecEnv([lambda: SafeLifeEnv([tiny_level()])]), 5) == {}
 
 
+def scheduled_env():
+    env = SafeLifeEnv([tiny_level()], time_limit=10)
+    return ExitCurriculum(env, LinearRamp([0, 100], [0.5, 1.0]))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_sync_reaches_gymnasium_vector_envs(mode):
+    cls = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
+    vec = cls([scheduled_env, scheduled_env])
+    assert sync_training_steps(vec, 50) == pytest.approx({"exit_fraction": 0.75})
+    assert vec.get_attr("training_steps") == (50.0, 50.0)
+    vec.close()
+    plain = cls([lambda: SafeLifeEnv([tiny_level()])])
+    assert sync_training_steps(plain, 5) == {}
+    plain.close()
+
+
+def test_training_clock_keeps_plain_sb3_in_step():
+    from stable_baselines3 import PPO
+
+    from safelife_rl.training import TrainingClock
+
+    vec = DummyVecEnv([scheduled_env, scheduled_env])
+    model = PPO("MlpPolicy", vec, n_steps=16, batch_size=32, n_epochs=1, seed=0,
+                policy_kwargs={"net_arch": [8]})
+    model.learn(64, callback=TrainingClock())
+    assert vec.get_attr("training_steps") == [32.0, 32.0]  # synced at the last rollout's start
+
+
+def test_an_unsynced_schedule_warns_once(monkeypatch):
+    from safelife_rl.training import wrappers
+
+    monkeypatch.setattr(wrappers, "UNSYNCED_WARNING_STEPS", 3)
+    env = scheduled_env()
+    with pytest.warns(UserWarning, match="TrainingClock"):
+        play(env, [STILL] * 3)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        play(env, [STILL] * 3)  # once only
+        synced = scheduled_env()
+        synced.set_training_steps(0)
+        synced.reset(seed=0)
+        play(synced, [STILL] * 5)
+
+
 def test_make_env_applies_configured_wrappers_in_order():
     from safelife_rl.training.envs import make_env
 
