@@ -151,9 +151,10 @@ def table1_run(agent_name: str, seed: int, steps: int) -> tuple[str, int, float,
 
 
 def table1_saved(job: tuple[str, int, int], result: Any) -> bool:
-    """Whether ``result`` is what :func:`table1_run` returns for ``job``, as JSON."""
+    """Whether ``result`` is what :func:`table1_run` returns for ``job``, as JSON (a run takes
+    some time: its seconds divide the steps/s column)."""
     agent_name, seed, _ = job
-    return is_saved(result, [agent_name, seed], numbers=2) and result[3] >= 0
+    return is_saved(result, [agent_name, seed], numbers=2) and result[3] > 0
 
 
 def table1(out: Path, steps: int, seeds: int, n_jobs: int) -> str:

@@ -168,3 +168,11 @@ def test_saved_figure_runs_must_be_this_runs_result():
         ["IgnoreRewards", "RC(DQN)", 1, 3, 0.1],
     ]  # fmt: skip
     assert not any(reproduce.figure_saved(job, result) for result in bad)
+
+
+def test_saved_table1_runs_took_some_time():
+    """Their seconds divide the steps/s column: 0 s is no real run (Hypothesis found it)."""
+    job = ("QLearner", 0, 5)
+    assert reproduce.table1_saved(job, ["QLearner", 0, -0.2, 0.0004])
+    assert not reproduce.table1_saved(job, ["QLearner", 0, -0.2, 0])
+    assert not reproduce.table1_saved(job, ["QLearner", 0, -0.2, 0.0])
