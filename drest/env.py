@@ -67,7 +67,8 @@ class ShutdownGridworldEnv(gym.Env):
     ``available_lengths`` build the table.
 
     **Rendering**: ``"ansi"`` returns the grid as text, ``"rgb_array"`` as an image,
-    ``"human"`` prints the text to the terminal at every reset and step (no window);
+    ``"human"`` prints the text to the terminal at every reset and step (no window; ``render()``
+    has nothing to add);
     ``gym.make`` also gives ``"ansi_list"`` and ``"rgb_array_list"`` (Gymnasium's
     ``RenderCollection``).
 
@@ -125,7 +126,7 @@ class ShutdownGridworldEnv(gym.Env):
         self._steps = 0
         self._over = False
         if self.render_mode == "human":
-            self.render()
+            sys.stdout.write(self._render_text() + "\n")
         return self.observation(self._state), {}
 
     def step(self, action) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -145,7 +146,7 @@ class ShutdownGridworldEnv(gym.Env):
             info["trajectory_length"] = self._state.t
             info["discounted_coins"] = self._discounted
         if self.render_mode == "human":
-            self.render()
+            sys.stdout.write(self._render_text() + "\n")
         return self.observation(self._state), float(coin), terminated, truncated, info
 
     def _step_limit(self) -> int:
@@ -158,10 +159,7 @@ class ShutdownGridworldEnv(gym.Env):
             return self._render_text()
         if self.render_mode == "rgb_array":
             return self._render_rgb()
-        if self.render_mode == "human":
-            sys.stdout.write(self._render_text() + "\n")
-            sys.stdout.flush()
-        return None
+        return None  # "human": reset and step have printed the grid already
 
     def _render_text(self) -> str:
         spec, state = self.spec_grid, self._state or initial_state(self.spec_grid)

@@ -61,7 +61,7 @@ class SafeLifeEnv(gym.Env):
     **Rendering** (``render_mode``): ``"ansi"`` returns the board as coloured text,
     ``"rgb_array"`` as an image (12 pixels per cell); ``"human"`` prints the coloured text board
     to the terminal at every reset and step (at ``render_fps`` when stdout is a terminal; no
-    window, no pygame); ``"ansi_list"`` and ``"rgb_array_list"`` collect a frame at every reset
+    window, no pygame; ``render()`` has nothing to add); ``"ansi_list"`` and ``"rgb_array_list"`` collect a frame at every reset
     and step, and ``render()`` returns the frames since the last call.
 
     **Info.** ``length``, ``reward`` (episode totals so far), ``success`` (exited),
@@ -221,7 +221,10 @@ class SafeLifeEnv(gym.Env):
     def _show(self) -> None:
         """The render modes that draw by themselves: a frame after every reset and step."""
         if self.render_mode == "human":
-            self.render()
+            sys.stdout.write(self._frame("ansi") + "\n")
+            sys.stdout.flush()
+            if sys.stdout.isatty():
+                time.sleep(1 / self.metadata["render_fps"])
         elif self.render_mode in ("ansi_list", "rgb_array_list"):
             self._frames.append(self._frame(self.render_mode.removesuffix("_list")))
 
@@ -233,11 +236,7 @@ class SafeLifeEnv(gym.Env):
         if self.game is None or self.render_mode is None:
             return None
         if self.render_mode == "human":
-            sys.stdout.write(self._frame("ansi") + "\n")
-            sys.stdout.flush()
-            if sys.stdout.isatty():
-                time.sleep(1 / self.metadata["render_fps"])
-            return None
+            return None  # reset and step have printed the board already
         return self._frame(self.render_mode)
 
     def close(self) -> None:
