@@ -112,6 +112,7 @@ def register_envs() -> None:
             gym.register(
                 id=env_id,
                 entry_point="safelife_rl.registration:make_task_env",
+                vector_entry_point="safelife_rl.engine.vector_env:make_task_vector_env",
                 kwargs={"task": task},
                 max_episode_steps=None,
             )

@@ -17,7 +17,7 @@ import torch
 from .. import cells
 from ..levels import Level
 from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
-from ..scoring import available_points
+from ..scoring import EXIT_POINTS, available_points
 from .torch_observation import agent_views
 from .torch_rules import (
     advance,
@@ -72,13 +72,57 @@ class TorchGame:
         # so these hold for the whole game; most goals are still lifes, and only the others
         # advance (by index).
         self._spawning_boards = bool(((self.boards & cells.SPAWNING) != 0).any())
-        spawning_goals = ((self.goals & cells.SPAWNING) != 0).flatten(1).any(1)
-        moving = spawning_goals | (advance(self.goals) != self.goals).flatten(1).any(1)
-        self._moving_goals = moving.nonzero()[:, 0]
-        self._spawning_goals = bool(spawning_goals.any())
+        self._spawning_goal = ((self.goals & cells.SPAWNING) != 0).flatten(1).any(1)
+        changing = (advance(self.goals) != self.goals).flatten(1).any(1)
+        self._moving_goal = self._spawning_goal | changing
+        self._moving_goals = self._moving_goal.nonzero()[:, 0]
+        self._spawning_goals = bool(self._spawning_goal.any())
+
+    #: The state of each game, indexed by game along the first axis (see :meth:`replace`).
+    _PER_GAME = ("boards", "goals", "agent_locs", "spawn_prob", "points_table", "initial_counts",
+                 "available_points", "required_points", "points", "can_exit", "initial_points",
+                 "active", "_spawning_goal", "_moving_goal")
 
     def __len__(self) -> int:
         return len(self.boards)
+
+    def replace(self, indices: Sequence[int] | torch.Tensor, levels: Sequence[Level]) -> None:
+        """Start new games in place: game ``indices[k]`` becomes a fresh game of ``levels[k]``,
+        exactly as a new ``TorchGame`` of those levels starts (the other games go on).
+
+        :attr:`num_steps` counts the batch's steps and goes on; keep per-game step counts
+        apart where games restart (as :mod:`.vector_env` does).
+        """
+        index = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
+        if len(index) != len(levels):
+            raise ValueError(f"{len(index)} games to replace but {len(levels)} levels")
+        if not len(levels):
+            return
+        if levels[0].shape != self.boards.shape[1:]:
+            raise ValueError(f"levels played together must share a board shape: a level of "
+                             f"shape {levels[0].shape} cannot replace boards of shape "
+                             f"{tuple(self.boards.shape[1:])}")
+        fresh = TorchGame(levels, device=self.device)
+        for name in self._PER_GAME:
+            getattr(self, name)[index] = getattr(fresh, name)
+        for k, level in zip(index.tolist(), levels):
+            self.levels[k] = level
+        # Spawners are never made, so a batch that had none keeps none until a level brings them.
+        self._spawning_boards |= fresh._spawning_boards
+        self._moving_goals = self._moving_goal.nonzero()[:, 0]
+        self._spawning_goals = bool(self._spawning_goal.any())
+
+    def select(self, indices: Sequence[int] | torch.Tensor) -> TorchGame:
+        """A copy of games ``indices`` (their state as it is now), e.g. to score them apart."""
+        index = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
+        part = object.__new__(TorchGame)
+        part.__dict__.update(self.__dict__)
+        for name in self._PER_GAME:
+            setattr(part, name, getattr(self, name)[index])
+        part.levels = [self.levels[k] for k in index.tolist()]
+        part._moving_goals = part._moving_goal.nonzero()[:, 0]
+        part.generator = torch.Generator(self.device).manual_seed(0)
+        return part
 
     def _score(self) -> tuple[torch.Tensor, torch.Tensor]:
         return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
@@ -106,6 +150,11 @@ class TorchGame:
     def points_earned(self) -> torch.Tensor:
         """Points earned since the start, exit bonus included, ``(N, A)``."""
         return self.points - self.initial_points
+
+    def performance(self) -> torch.Tensor:
+        """Fraction of the available points earned (exit bonus excluded), ``(N, A)``."""
+        earned = self.points_earned() - self.has_exited() * EXIT_POINTS
+        return earned / self.available_points.clamp(min=1)
 
     def step(self, actions: torch.Tensor | np.ndarray | Sequence[int] | int
              ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,220 @@
+"""The device vector env against single SafeLife envs under the training wrappers: the same
+levels and actions must give the same observations, rewards, ends and episode statistics."""
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from hydra.utils import instantiate
+
+from safelife_rl import Level, SafeLifeEnv, cells, load_levels
+from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.engine.vector_env import SafeLifeVectorEnv
+from safelife_rl.errors import UserError
+from safelife_rl.registration import suite_file
+from safelife_rl.training.wrappers import ScheduledWrapper
+
+RAMP = "safelife_rl.training.LinearRamp"
+WRAPPERS = {  # conf/wrappers/safelife.yaml's order, the schedules moving between steps 0 and 100
+    "movement_bonus": {"_target_": "safelife_rl.training.MovementBonus", "period": 3},
+    "exit_bonus": {"_target_": "safelife_rl.training.ExitBonus", "bonus": 0.5},
+    "side_effect_penalty": {
+        "_target_": "safelife_rl.training.SideEffectPenalty", "penalty": 0.1,
+        "ramp": {"_target_": RAMP, "steps": [0, 100], "values": [0.5, 1.0]},
+    },
+    "exit_curriculum": {"_target_": "safelife_rl.training.ExitCurriculum",
+                        "ramp": {"_target_": RAMP, "steps": [0, 100], "values": [0.2, 1.0]}},
+    "continuing": None,
+    "time_limit": {"_target_": "gymnasium.wrappers.TimeLimit", "max_episode_steps": 9},
+}
+PLAYER, EXIT = cells.KINDS["player"], cells.KINDS["exit"]
+RED_LIFE = cells.KINDS["life"] | cells.RED
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small batches: on a shared 2-core machine torch's thread pool only waits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_levels() -> list[Level]:
+    """9x9 levels with the exit three cells right of the agent, red life to clear (points and
+    side effects) and crates; some exits open only after points are earned."""
+    levels = []
+    for k in range(5):
+        board = np.zeros((9, 9), np.uint16)
+        goals = np.zeros_like(board)
+        board[4, 4], board[4, 7] = PLAYER, EXIT
+        board[3, 5:7] = board[2, 5:7] = RED_LIFE  # a red block
+        board[6, 2 + k % 3] = cells.KINDS["crate"]
+        goals[7, 1:4] = cells.GREEN
+        board[7, 1 + k % 2] = cells.KINDS["life"] | cells.GREEN
+        levels.append(Level(board, goals, (4, 4), min_performance=[-1.0, 0.0, 0.3, 0.6, 1.0][k],
+                            name=f"tiny-{k}"))
+    return levels
+
+
+def wrapped(levels, wrappers, **kwargs):
+    env = SafeLifeEnv(levels, **kwargs)
+    for config in wrappers.values():
+        if config is not None:
+            env = instantiate(config, env, _convert_="all")
+    return env
+
+
+def set_steps(env, steps):
+    while not isinstance(env, ScheduledWrapper):
+        env = env.env
+    env.set_training_steps(steps)
+
+
+def assert_info_equal(got, index, want):
+    for key, value in want.items():
+        mine = got[key][index]
+        mine = mine.item() if isinstance(mine, torch.Tensor) else mine
+        assert mine == value, (key, mine, value)
+
+
+@pytest.mark.parametrize("levels, actions_p, kwargs, wrappers", [
+    # the benchmark suite's first levels (oscillators), in order; the env's own time limit ends
+    # episodes, with side effects
+    (load_levels(suite_file("prune-dynamic"))[:7], None, {"time_limit": 12},
+     {**WRAPPERS, "time_limit": None}),
+    # exits reached often (mostly moving right), a shorter outer TimeLimit, views off-centre
+    (tiny_levels(), [0.05, 0.1, 0.45, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05],
+     {"time_limit": 30, "view_shape": (5, 7)}, WRAPPERS),
+])
+def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kwargs, wrappers):
+    n, steps = 3, 40
+    kwargs = {**kwargs, "side_effects": True}
+    vec = SafeLifeVectorEnv(SafeLifeEnv(levels, **kwargs), n, "cpu", wrappers)
+    singles = [wrapped(levels, wrappers, **kwargs) for _ in range(n)]
+    rng = np.random.default_rng(3)
+    obs, _ = vec.reset(seed=1)
+    want_obs = [env.reset(seed=i, options={"level": i})[0] for i, env in enumerate(singles)]
+    next_level = n  # restarts take the next levels in order of env index
+    returns = [0.0] * n
+    np.testing.assert_array_equal(obs.numpy(), np.stack(want_obs))
+    ended_count = terminated_count = measured = 0
+    for t in range(steps):
+        if t == 20:  # the schedules move: penalty 0.075, exit fraction 0.6 from now on
+            assert vec.set_training_steps(50) == {"side_effect_penalty": pytest.approx(0.075),
+                                                  "exit_fraction": pytest.approx(0.6)}
+            for env in singles:
+                set_steps(env, 50)
+        actions = rng.choice(9, size=n, p=actions_p)
+        obs, rewards, terminated, truncated, infos = vec.step(torch.from_numpy(actions))
+        assert obs.dtype == torch.uint8 and rewards.dtype == torch.float32
+        for i, env in enumerate(singles):
+            o, r, te, tr, info = env.step(int(actions[i]))
+            returns[i] += r
+            assert rewards[i].item() == np.float32(r), (t, i)
+            assert (terminated[i].item(), truncated[i].item()) == (te, tr), (t, i)
+            if te or tr:
+                ended_count += 1
+                terminated_count += te
+                assert infos["_final_obs"][i] and infos["_final_info"][i]
+                np.testing.assert_array_equal(infos["final_obs"][i].numpy(), o)
+                final = infos["final_info"]
+                assert_info_equal(final, i, info)  # side effects included where measured
+                assert final["_side_effects"][i] == ("side_effects" in info)
+                measured += "side_effects" in info
+                assert final["episode"]["r"][i].item() == returns[i]
+                assert final["episode"]["l"][i].item() == info["length"]
+                returns[i] = 0.0
+                o, _ = env.reset(options={"level": next_level})
+                next_level += 1
+            else:
+                assert not infos or not infos["_final_info"][i]
+            np.testing.assert_array_equal(obs[i].numpy(), o)
+    assert ended_count >= 6 and measured >= 2
+    if actions_p is not None:
+        assert terminated_count >= 2  # exits, exit bonuses and the outer TimeLimit all seen
+
+
+def test_gymnasium_make_vec_on_cpu_follows_the_vector_api():
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        envs = gym.make_vec("safelife_rl/PruneStill-v1", num_envs=4,
+                            vectorization_mode="vector_entry_point", device="cpu",
+                            levels=suite_file("prune-still"), time_limit=5)
+    assert not [w for w in warned if "VectorEnv" in str(w.message)]  # autoreset mode metadata
+    assert isinstance(envs.unwrapped, SafeLifeVectorEnv)
+    assert envs.spec.id == "safelife_rl/PruneStill-v1" and envs.num_envs == 4
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    assert envs.observation_space == gym.vector.utils.batch_space(
+        envs.single_observation_space, 4)
+    assert envs.action_space == gym.vector.utils.batch_space(envs.single_action_space, 4)
+    envs.action_space.seed(0)
+    obs, info = envs.reset(seed=0)
+    assert envs.observation_space.contains(obs.numpy()) and info == {}
+    for t in range(6):
+        obs, rewards, terminated, truncated, info = envs.step(envs.action_space.sample())
+        assert envs.observation_space.contains(obs.numpy())
+        assert rewards.shape == terminated.shape == truncated.shape == (4,)
+    assert truncated.any() or info == {}  # the 5-step limit ended every episode at step 5
+    envs.close()
+
+
+def test_same_seed_same_stream_on_procedural_levels():
+    def rollout(seed):
+        envs = gym.make_vec("safelife_rl/AppendSpawn-v1", num_envs=2,
+                            vectorization_mode="vector_entry_point", time_limit=4,
+                            view_shape=(9, 9))
+        obs, _ = envs.reset(seed=seed)
+        stream = [obs]
+        for action in np.random.default_rng(0).integers(9, size=(7, 2)):
+            obs, rewards, *_ = envs.step(action)
+            stream += [obs, rewards]
+        return stream
+
+    first, again, other = rollout(7), rollout(7), rollout(8)
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert not all(torch.equal(a, b) for a, b in zip(first, other))
+
+
+def test_torch_game_replace_starts_fresh_games_in_place():
+    levels = load_levels(suite_file("append-dynamic"))[:4]
+    game = TorchGame(levels[:3])
+    game.step(torch.tensor([[1], [2], [5]]))
+    stepped = game.boards[1].clone()
+    game.replace([2, 0], [levels[3], levels[2]])
+    fresh = TorchGame([levels[2], levels[1], levels[3]])
+    for name in TorchGame._PER_GAME:
+        assert torch.equal(getattr(game, name)[[0, 2]], getattr(fresh, name)[[0, 2]]), name
+    assert torch.equal(game.boards[1], stepped)
+    assert torch.equal(game._moving_goals, fresh._moving_goals)
+    assert game.levels == [levels[2], levels[1], levels[3]]
+
+
+def test_bad_input_gets_clear_errors():
+    env = SafeLifeEnv(load_levels(suite_file("prune-still"))[:2])
+    with pytest.raises(UserError, match="unknown torch device 'gpu0'"):
+        SafeLifeVectorEnv(env, 2, device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="torch device 'cuda' is not available"):
+            SafeLifeVectorEnv(env, 2, device="cuda")
+    with pytest.raises(UserError, match=r"num_envs=10000000000 envs of 26x26 boards need about "
+                                        r"\d+\.\d GiB on cpu"):
+        SafeLifeVectorEnv(env, 10**10)
+    with pytest.raises(UserError, match="num_envs must be a positive integer"):
+        SafeLifeVectorEnv(env, 0)
+    wrappers = {"continuing": {"_target_": "safelife_rl.training.ContinuingEnv"},
+                "exit_bonus": {"_target_": "safelife_rl.training.ExitBonus"},
+                "obs": {"_target_": "gymnasium.wrappers.FlattenObservation"}}
+    with pytest.raises(UserError, match=r"cannot apply the wrapper\(s\) continuing "
+                                        r"\(.*ContinuingEnv\), obs \(.*FlattenObservation\)"):
+        SafeLifeVectorEnv(env, 2, training_wrappers=wrappers)
+    vec = SafeLifeVectorEnv(env, 2)
+    with pytest.raises(RuntimeError, match="call reset"):
+        vec.step([0, 0])
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match="invalid action 9"):
+        vec.step([0, 9])
+    with pytest.raises(ValueError, match=r"one action per env, shape \(2,\)"):
+        vec.step([0, 1, 2])
