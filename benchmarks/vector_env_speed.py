@@ -1,0 +1,107 @@
+"""Env steps per second of the device vector env, beside the CPU batched vec env.
+
+Usage: python benchmarks/vector_env_speed.py [--sizes 64 1024] [--threads 1] [--seconds 3]
+                                              [--wrappers conf/wrappers/safelife.yaml]
+
+N envs play the append-still suite (``suite_file``, levels in order, 1000-step episodes) with
+random actions under the training wrappers of ``conf/wrappers/safelife.yaml`` (the impact
+penalty switched on, schedules at their end). One env step is everything an agent gets: the
+game step, its observation, the shaped reward, episode ends and restarts. Columns:
+``SafeLifeVectorEnv`` on the CPU and, when there is one, on CUDA (observations left on the
+device), and ``BatchedSafeLifeVecEnv`` (the Numba engine, each env with its Gymnasium wrapper
+chain and SB3's ``Monitor``) at N up to 1024.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import OmegaConf
+
+from safelife_rl import SafeLifeEnv, load_levels
+from safelife_rl.engine.vector_env import SafeLifeVectorEnv, bytes_per_env, free_memory
+from safelife_rl.registration import suite_file
+
+_CONF = Path(__file__).resolve().parents[1] / "conf" / "wrappers" / "safelife.yaml"
+_NUMBA_MAX = 1024  # building thousands of wrapped single envs takes longer than the timing
+
+
+def _timed(step, sync, seconds: float) -> float:
+    """Seconds per call of ``step``, timed over at least ``seconds`` and two calls."""
+    step()
+    sync()
+    calls, start = 0, time.perf_counter()
+    while calls < 2 or time.perf_counter() - start < seconds:
+        step()
+        calls += 1
+    sync()
+    return (time.perf_counter() - start) / calls
+
+
+def wrapper_config(path: str | Path) -> dict:
+    config = OmegaConf.to_container(OmegaConf.load(path))
+    if config.get("side_effect_penalty"):
+        config["side_effect_penalty"]["penalty"] = 0.1
+    return config
+
+
+def device_rate(levels, wrappers: dict, n: int, device: torch.device, seconds: float) -> float:
+    envs = SafeLifeVectorEnv(SafeLifeEnv(levels), n, device, wrappers)
+    envs.set_training_steps(10**7)
+    envs.reset(seed=0)
+    generator = torch.Generator(device).manual_seed(0)
+    actions = torch.randint(0, 9, (64, n), generator=generator, device=device)
+    calls = iter(range(1 << 62))
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    rate = n / _timed(lambda: envs.step(actions[next(calls) % 64]), sync, seconds)
+    envs.close()
+    return rate
+
+
+def numba_rate(wrappers: dict, n: int, seconds: float) -> float:
+    from safelife_rl.training.envs import make_vec_env
+    from safelife_rl.training.wrappers import sync_training_steps
+
+    kwargs = {"levels": str(suite_file("append-still"))}
+    envs = make_vec_env("safelife_rl/AppendStill-v1", kwargs, wrappers, n, "batched")
+    sync_training_steps(envs, 10**7)
+    envs.seed(0)
+    envs.reset()
+    rng = np.random.default_rng(0)
+    rate = n / _timed(lambda: envs.step(rng.integers(0, 9, n)), lambda: None, seconds)
+    envs.close()
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 1024])
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    parser.add_argument("--wrappers", default=str(_CONF), help="wrapper config (YAML)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    levels = load_levels(suite_file("append-still"))
+    wrappers = wrapper_config(args.wrappers)
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    names = [f"vector {d.type}" for d in devices] + ["numba batched"]
+    print(f"env steps/s with observations (torch {torch.__version__}, "
+          f"{args.threads} CPU thread(s))")
+    print(f"{'N':>7} " + " ".join(f"{name:>14}" for name in names))
+    for n in args.sizes:
+        rates = []
+        for device in devices:
+            need = n * bytes_per_env(levels[0].shape, (15, 15), 19)
+            fits = need < (free_memory(device) or need + 1)
+            rates.append(device_rate(levels, wrappers, n, device, args.seconds)
+                         if fits else float("nan"))
+        rates.append(numba_rate(wrappers, n, args.seconds) if n <= _NUMBA_MAX else float("nan"))
+        print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
+
+
+if __name__ == "__main__":
+    main()
