@@ -218,3 +218,35 @@ def test_bad_input_gets_clear_errors():
         vec.step([0, 9])
     with pytest.raises(ValueError, match=r"one action per env, shape \(2,\)"):
         vec.step([0, 1, 2])
+
+
+def test_shuffled_levels_and_level_banks_draw_from_the_seeded_generator(tmp_path):
+    """Restarts draw their levels on the CPU from the env's generator: a shuffled list by
+    index, a sampler (here a level bank, turned and shifted) by ``sample(rng)``."""
+    import copy
+
+    from safelife_rl.procgen.bank import LevelBank
+    from safelife_rl.procgen.params import load_params
+
+    params = copy.deepcopy(load_params("prune-still"))
+    params["board_shape"] = [10, 10]
+    bank = LevelBank(params, size=3, cache_dir=tmp_path, progress=False)
+    suite = load_levels(suite_file("prune-still"))[:9]
+    for source in (suite, bank):
+        vec = SafeLifeVectorEnv(SafeLifeEnv(source, time_limit=2, shuffle=True), 4)
+        vec.reset(seed=5)
+        started = [level.name for level in vec.game.levels]
+        vec.step([0, 1, 2, 3])
+        vec.step([4, 5, 6, 7])  # every env ends and restarts
+        rng = gym.utils.seeding.np_random(5)[0]
+        if source is suite:
+            first = [suite[k] for k in rng.integers(len(suite), size=4)]
+            rng.integers(2**63)  # the spawners' torch seed
+            again = [suite[k] for k in rng.integers(len(suite), size=4)]
+        else:
+            first = [bank.sample(rng) for _ in range(4)]
+            rng.integers(2**63)
+            again = [bank.sample(rng) for _ in range(4)]
+        assert started == [level.name for level in first]
+        assert [level.name for level in vec.game.levels] == [level.name for level in again]
+        assert torch.equal(TorchGame(again).boards, vec.game.boards)  # turned and shifted alike
