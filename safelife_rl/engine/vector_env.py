@@ -92,7 +92,7 @@ def _wrapper_chain(env: gym.Env, configs: Mapping[str, Any] | None) -> list[gym.
         if config is None:
             continue
         env = instantiate(dict(config), env, _convert_="all")
-        if type(env) not in RULES and not isinstance(env, gym.wrappers.TimeLimit):
+        if type(env) not in RULES and type(env) is not gym.wrappers.TimeLimit:
             unsupported.append(f"{name} ({type(env).__module__}.{type(env).__qualname__})")
         chain.append(env)
     if unsupported:
@@ -159,7 +159,7 @@ class SafeLifeVectorEnv(VectorEnv):
         self.num_envs = int(num_envs)
         self.device = torch_device(device)
         self.chain = _wrapper_chain(env, training_wrappers)
-        limits = [w._max_episode_steps for w in self.chain if isinstance(w, gym.wrappers.TimeLimit)]
+        limits = [w._max_episode_steps for w in self.chain if type(w) is gym.wrappers.TimeLimit]
         self.max_episode_steps = min(limits, default=None)
         if env.sampler is None and len({level.shape for level in env.levels}) > 1:
             raise UserError("the device vector env plays all boards in one tensor, but the "
