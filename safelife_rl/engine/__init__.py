@@ -5,8 +5,11 @@
 * :mod:`.torch_game`: a batch of games on a torch device (state, step, rewards,
   observations), the counterpart of :class:`safelife_rl.SafeLifeGame`;
 * :mod:`.torch_side_effects`: the side-effect score with its inaction baseline simulated on
-  the device.
+  the device;
+* :mod:`.torch_wrappers`: the training wrappers' rules over a batch of games;
+* :mod:`.vector_env`: a Gymnasium vector env of such games (the ids' ``vector_entry_point``).
 
 ``tests/safelife/test_torch_engine.py`` and ``test_torch_conformance.py`` hold the torch
-backend to the Numba engine and to the original's traces bit for bit.
+backend to the Numba engine and to the original's traces bit for bit, and
+``test_vector_env.py`` the vector env to single envs under the training wrappers.
 """
