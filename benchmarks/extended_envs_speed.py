@@ -15,6 +15,7 @@ shared machine's load disturbs less than wall-clock time; the load average is pr
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ def steps_per_cpu_second(steps: int, run: Callable[[], object]) -> float:
 def cold(steps: int, run: Callable[[], object]) -> float:
     """Steps per CPU second of ``run`` with no update results stored from earlier runs."""
     SHARED_UPDATES.clear()
+    gc.collect()  # else a full collection of the objects torch's import made lands in the run
     return steps_per_cpu_second(steps, run)
 
 
