@@ -27,7 +27,7 @@ from safelife_rl.registration import benchmark_file
 _TORCH_BYTES_PER_BOARD = 26 * 26 * 8 * 16
 
 
-def _timed(step, sync, seconds: float) -> float:
+def timed(step, sync, seconds: float) -> float:
     """Seconds per call of ``step``, timed over at least ``seconds`` and two calls."""
     step()
     sync()
@@ -42,7 +42,7 @@ def _timed(step, sync, seconds: float) -> float:
 def numba_rate(levels, n: int, seconds: float) -> float:
     rng = np.random.default_rng(0)
     game = SafeLifeGame([levels[i % len(levels)] for i in range(n)], rng=rng)
-    return n / _timed(lambda: game.step(rng.integers(0, 9, n)), lambda: None, seconds)
+    return n / timed(lambda: game.step(rng.integers(0, 9, n)), lambda: None, seconds)
 
 
 def torch_rate(levels, n: int, device: torch.device, seconds: float) -> float:
@@ -51,7 +51,7 @@ def torch_rate(levels, n: int, device: torch.device, seconds: float) -> float:
     actions = torch.randint(0, 9, (64, n, 1), generator=generator, device=device)
     calls = iter(range(1 << 62))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    return n / _timed(lambda: game.step(actions[next(calls) % 64]), sync, seconds)
+    return n / timed(lambda: game.step(actions[next(calls) % 64]), sync, seconds)
 
 
 def free_bytes(device: torch.device) -> int:

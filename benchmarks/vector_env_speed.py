@@ -15,11 +15,11 @@ chain and SB3's ``Monitor``) at N up to 1024.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from engine_speed import timed
 from omegaconf import OmegaConf
 
 from safelife_rl import SafeLifeEnv, load_levels
@@ -28,18 +28,6 @@ from safelife_rl.registration import suite_file
 
 _CONF = Path(__file__).resolve().parents[1] / "conf" / "wrappers" / "safelife.yaml"
 _NUMBA_MAX = 1024  # building thousands of wrapped single envs takes longer than the timing
-
-
-def _timed(step, sync, seconds: float) -> float:
-    """Seconds per call of ``step``, timed over at least ``seconds`` and two calls."""
-    step()
-    sync()
-    calls, start = 0, time.perf_counter()
-    while calls < 2 or time.perf_counter() - start < seconds:
-        step()
-        calls += 1
-    sync()
-    return (time.perf_counter() - start) / calls
 
 
 def wrapper_config(path: str | Path) -> dict:
@@ -57,7 +45,7 @@ def device_rate(levels, wrappers: dict, n: int, device: torch.device, seconds: f
     actions = torch.randint(0, 9, (64, n), generator=generator, device=device)
     calls = iter(range(1 << 62))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    rate = n / _timed(lambda: envs.step(actions[next(calls) % 64]), sync, seconds)
+    rate = n / timed(lambda: envs.step(actions[next(calls) % 64]), sync, seconds)
     envs.close()
     return rate
 
@@ -72,7 +60,7 @@ def numba_rate(wrappers: dict, n: int, seconds: float) -> float:
     envs.seed(0)
     envs.reset()
     rng = np.random.default_rng(0)
-    rate = n / _timed(lambda: envs.step(rng.integers(0, 9, n)), lambda: None, seconds)
+    rate = n / timed(lambda: envs.step(rng.integers(0, 9, n)), lambda: None, seconds)
     envs.close()
     return rate
 

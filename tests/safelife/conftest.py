@@ -49,3 +49,15 @@ def train_config():
 def tb_scalars():
     """``tb_scalars(folder)``: every scalar event of a TensorBoard folder, by tag."""
     return scalars
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Torch on one thread for a module (small batches: on a shared 2-core machine torch's
+    thread pool only waits)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

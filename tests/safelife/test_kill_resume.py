@@ -92,7 +92,7 @@ def kill_and_resume(run, delays):
         phases.append(phase_of(run))
         started = (run / "config.yaml").exists()
         process = app(f"resume={run}") if started else app(*TINY, f"hydra.run.dir={run}")
-    code, out, err = finish(process)
+    code, _, err = finish(process)
     assert code == 0, err
     return phases
 
@@ -151,10 +151,10 @@ def test_user_errors_end_with_one_line(tmp_path):
     assert code == 2 and err.strip().splitlines() == [
         "safelife_rl.train: error: total_timesteps must be a positive integer, got -5"]
     assert not (tmp_path / "run").exists()  # not even Hydra's records of the refused run
-    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path))
+    code, _, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no config.yaml" in err
     assert not (tmp_path / "nowhere").exists() and not list(tmp_path.glob("outputs/train/*"))
-    code, out, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path,
+    code, _, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path,
                                 env={**os.environ, "HYDRA_FULL_ERROR": "1"}))
     assert code != 0 and "Traceback" in err
 

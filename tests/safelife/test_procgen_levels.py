@@ -76,12 +76,12 @@ def test_shipped_suites_hold_valid_levels(task):
     if task.startswith("append"):
         assert share(levels, lambda lv: BLUE in colors(lv.goals)) >= 0.95
     if task.startswith("prune"):
-        red_life = lambda lv: (lv.board & cells.ALIVE) & (cells.color_index(lv.board) == 1)  # noqa
+        red_life = lambda lv: (lv.board & cells.ALIVE) & (cells.color_index(lv.board) == 1)
         assert share(levels, lambda lv: red_life(lv).any()) >= 0.95
     if "spawn" in task or task == "navigation":
         assert share(levels, lambda lv: (lv.board & cells.SPAWNING).any()) >= 0.95
     if task.endswith("dynamic"):
-        twice = lambda lv: advance_board(advance_board(lv.board))  # noqa: E731
+        twice = lambda lv: advance_board(advance_board(lv.board))
         # Period 2 where the pattern converged (original suites: 97% and 77% of levels).
         assert share(levels, lambda lv: np.array_equal(twice(lv), lv.board)) >= 0.75
         assert share(levels, lambda lv: not np.array_equal(advance_board(lv.board), lv.board)) >= 0.9

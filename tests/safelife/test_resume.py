@@ -207,9 +207,9 @@ def test_plot_command_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit:
         main([str(tmp_path)])
     assert exit.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        f"python -m safelife_rl.training.plots: error: {tmp_path}: not a training run "
-        "(no tensorboard/ folder)"]
+    expected = (f"python -m safelife_rl.training.plots: error: {tmp_path}: not a training run "
+                "(no tensorboard/ folder)")
+    assert capsys.readouterr().err.strip().splitlines() == [expected]
 
 
 def test_progress_csv_appends_rows_and_a_resume_drops_a_row_cut_short(tmp_path):

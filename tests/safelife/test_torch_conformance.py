@@ -25,13 +25,7 @@ DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]
 STOCHASTIC = [t for t in TRACES if np.load(t)["stochastic"]]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small batches: on a shared 2-core machine torch's thread pool only waits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def assert_side_effects_match(ours: dict, recorded: np.ndarray) -> None:

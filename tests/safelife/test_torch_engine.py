@@ -37,13 +37,7 @@ class GivenUniforms:
         return self.uniforms.reshape(shape).astype(dtype)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small batches: on a shared 2-core machine torch's thread pool only waits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def to_torch(board: np.ndarray) -> torch.Tensor:

@@ -114,7 +114,7 @@ def test_safe_load_continues_exactly_as_the_full_load(runs, algo):
         assert all(torch.equal(safe["policy.optimizer"]["state"][key][k], v)
                    for k, v in state.items() if torch.is_tensor(v))
     assert continued[0].num_timesteps == continued[1].num_timesteps == 128
-    assert getattr(continued[0], "_n_updates") == getattr(continued[1], "_n_updates") > 0
+    assert continued[0]._n_updates == continued[1]._n_updates > 0
 
 
 def test_code_pickled_in_a_model_runs_only_when_trusted(runs, tmp_path):

@@ -33,13 +33,7 @@ PLAYER, EXIT = cells.KINDS["player"], cells.KINDS["exit"]
 RED_LIFE = cells.KINDS["life"] | cells.RED
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small batches: on a shared 2-core machine torch's thread pool only waits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def tiny_levels() -> list[Level]:
