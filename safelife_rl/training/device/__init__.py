@@ -1,0 +1,17 @@
+"""SB3 learning without leaving the torch device: PPO and A2C whose rollouts (observations,
+actions, buffer) stay tensors on the training device, stepped from a tensor vector env."""
+
+from .adapters import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, TensorStep, TensorVecEnv
+from .algorithms import DeviceA2C, DevicePPO, DeviceRollouts
+from .buffer import TensorRolloutBuffer
+
+__all__ = [
+    "DeviceA2C",
+    "DevicePPO",
+    "DeviceRollouts",
+    "GymnasiumTensorVecEnv",
+    "NumpyVecEnvAdapter",
+    "TensorRolloutBuffer",
+    "TensorStep",
+    "TensorVecEnv",
+]

@@ -1,0 +1,217 @@
+"""The tensor vector-env interface the device algorithms step, and its adapters.
+
+:class:`TensorVecEnv` is an SB3 ``VecEnv`` (so SB3's constructors, seeding and
+``sync_training_steps`` take it as they are) whose ``reset()`` and ``step(actions)`` take and
+give torch tensors on :attr:`~TensorVecEnv.device`, as a :class:`TensorStep`. Infos are built on
+the CPU only for the envs whose episodes end.
+
+- :class:`NumpyVecEnvAdapter` makes any SB3 NumPy ``VecEnv`` one (tests compare the device
+  algorithms with stock SB3 through it; non-SafeLife envs train with ``vec_env=device`` so);
+- :class:`GymnasiumTensorVecEnv` makes one of a Gymnasium ``VectorEnv`` that already steps
+  tensors with same-step autoreset, such as
+  :class:`~safelife_rl.engine.vector_env.SafeLifeVectorEnv`.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from gymnasium.vector import VectorEnv
+from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
+
+
+class TensorStep(NamedTuple):
+    """One step of all envs, tensors on the env's device (first dimension ``num_envs``).
+
+    :param observations: the next observations (an ended env's first one of its new episode).
+    :param rewards: float32 rewards.
+    :param terminated: bool, the episode reached a terminal state.
+    :param truncated: bool, the episode was cut short (a time limit); not where ``terminated``.
+    :param final_observations: the observations before the restarts, valid where
+        ``terminated | truncated``; ``None`` when no env ended.
+    :param infos: SB3-style info dicts (``"episode"``: ``{"r", "l"}``, the env's statistics) of
+        the envs that ended, by env index, on the CPU.
+    """
+
+    observations: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_observations: torch.Tensor | None
+    infos: dict[int, dict[str, Any]]
+
+
+class TensorVecEnv(VecEnv):
+    """A vector env stepped with tensors on :attr:`device`; see the module docstring.
+
+    ``step_async``/``step_wait`` are not used: the device algorithms call :meth:`step`.
+    """
+
+    def __init__(self, num_envs: int, observation_space: Any, action_space: Any,
+                 device: torch.device | str):
+        self.device = torch.device(device)
+        super().__init__(num_envs, observation_space, action_space)
+
+    @abstractmethod
+    def reset(self) -> torch.Tensor:  # type: ignore[override]
+        """Restart every env (with the seed given to :meth:`seed`, if any); the observations."""
+
+    @abstractmethod
+    def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
+        """Step every env with ``actions`` (a tensor on :attr:`device`, ``(num_envs,)`` for
+        discrete actions)."""
+
+    def step_async(self, actions: np.ndarray) -> None:
+        raise NotImplementedError(f"{type(self).__name__} steps with tensors: call step()")
+
+    def step_wait(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} steps with tensors: call step()")
+
+
+class NumpyVecEnvAdapter(TensorVecEnv):
+    """An SB3 NumPy ``VecEnv`` as a :class:`TensorVecEnv`: actions go to the CPU, observations
+    and rewards come back as tensors on ``device``; timeouts (``TimeLimit.truncated``) become
+    ``truncated``, ``terminal_observation`` the final observations.
+
+    :param venv: the vector env (e.g. a ``DummyVecEnv``).
+    :param device: where the tensors go.
+    """
+
+    def __init__(self, venv: VecEnv, device: torch.device | str = "cpu"):
+        self.venv = venv
+        super().__init__(venv.num_envs, venv.observation_space, venv.action_space, device)
+
+    def reset(self) -> torch.Tensor:  # type: ignore[override]
+        return torch.as_tensor(self.venv.reset(), device=self.device)
+
+    def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
+        observations, rewards, dones, infos = self.venv.step(actions.cpu().numpy())
+        truncated = np.array([bool(done and info.get("TimeLimit.truncated", False))
+                              for done, info in zip(dones, infos)])
+        ended = {int(k): infos[k] for k in np.flatnonzero(dones)}
+        final = None
+        if ended:
+            final = np.array(observations)
+            for k, info in ended.items():
+                if info.get("terminal_observation") is not None:
+                    final[k] = info["terminal_observation"]
+            final = torch.as_tensor(final, device=self.device)
+        return TensorStep(
+            torch.as_tensor(observations, device=self.device),
+            torch.as_tensor(rewards, device=self.device),
+            torch.as_tensor(dones & ~truncated, device=self.device),
+            torch.as_tensor(truncated, device=self.device),
+            final,
+            ended,
+        )
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return self.venv.seed(seed)
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self.venv.set_attr(attr_name, value, indices)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices)
+
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)
+
+
+def _cpu_values(value: Any, index: torch.Tensor, numpy_index: np.ndarray) -> list[Any] | dict:
+    """``value`` (a tensor, an array, or a dict of them, one entry per env) at the ended envs
+    ``index``, as Python values; one device-to-host copy per tensor."""
+    if isinstance(value, dict):
+        return {k: _cpu_values(v, index, numpy_index) for k, v in value.items()
+                if not k.startswith("_")}
+    if isinstance(value, torch.Tensor):
+        return value[index].tolist()
+    return list(np.asarray(value, dtype=object)[numpy_index])
+
+
+def _split(values: dict[str, Any], at: int) -> dict[str, Any]:
+    return {k: _split(v, at) if isinstance(v, dict) else v[at] for k, v in values.items()}
+
+
+class GymnasiumTensorVecEnv(TensorVecEnv):
+    """A Gymnasium ``VectorEnv`` that steps tensors with same-step autoreset (``info`` keys
+    ``final_obs`` and ``final_info``, the latter a dict of per-env tensors or arrays) as a
+    :class:`TensorVecEnv`, e.g. :class:`~safelife_rl.engine.vector_env.SafeLifeVectorEnv`.
+
+    The info of an ended env holds its ``final_info`` entries as Python values (``None``
+    entries, e.g. side effects not measured, left out), as the single env's last info does.
+
+    :param venv: the vector env; its ``device`` attribute (if any) is the tensors' device.
+    """
+
+    def __init__(self, venv: VectorEnv):
+        self.venv = venv
+        self._seed: int | None = None
+        super().__init__(venv.num_envs, venv.single_observation_space,
+                         venv.single_action_space, getattr(venv, "device", "cpu"))
+
+    def reset(self) -> torch.Tensor:  # type: ignore[override]
+        observations, _ = self.venv.reset(seed=self._seed)
+        self._seed = None
+        return torch.as_tensor(observations, device=self.device)
+
+    def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
+        observations, rewards, terminated, truncated, info = self.venv.step(actions)
+        terminated = torch.as_tensor(terminated, device=self.device)
+        truncated = torch.as_tensor(truncated, device=self.device) & ~terminated
+        ended: dict[int, dict[str, Any]] = {}
+        final = None
+        if "final_obs" in info:
+            final = torch.as_tensor(info["final_obs"], device=self.device)
+            mask = torch.as_tensor(info["_final_info"], device=self.device)
+            index = mask.nonzero()[:, 0]
+            numpy_index = index.cpu().numpy()
+            values = _cpu_values(info["final_info"], index, numpy_index)
+            for at, k in enumerate(numpy_index.tolist()):
+                one = _split(values, at)
+                ended[k] = {key: v for key, v in one.items() if v is not None}
+        return TensorStep(torch.as_tensor(observations, device=self.device),
+                          torch.as_tensor(rewards, device=self.device), terminated, truncated,
+                          final, ended)
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed the next :meth:`reset` (one seed for the whole batch)."""
+        self._seed = seed
+        return [seed] * self.num_envs
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self.venv, attr_name)] * len(self._get_indices(indices))
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self.venv, attr_name, value)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        results = self.venv.call(method_name, *method_args, **method_kwargs)
+        return [results[k] for k in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False] * len(self._get_indices(indices))
+
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether the envs have ``attr_name`` (the vector env's own wrapper-attribute test,
+        so ``set_training_steps`` is found where a scheduled wrapper is applied)."""
+        return all(self.venv.call("has_wrapper_attr", attr_name))

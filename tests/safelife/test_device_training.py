@@ -1,0 +1,113 @@
+"""SB3 learning on the device (:mod:`safelife_rl.training.device`): the device PPO and A2C make
+the updates stock SB3 makes, and train from the SafeLife vector env with its episode infos."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import A2C, PPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from safelife_rl.training.device import (
+    DeviceA2C,
+    DevicePPO,
+    GymnasiumTensorVecEnv,
+    NumpyVecEnvAdapter,
+    TensorRolloutBuffer,
+)
+from safelife_rl.training.evaluation import episode_scalars
+
+PAIRS = [
+    (PPO, DevicePPO, {"n_steps": 16, "batch_size": 16, "n_epochs": 3}),
+    (A2C, DeviceA2C, {"n_steps": 8}),
+]
+
+
+def cartpoles() -> DummyVecEnv:
+    # a 20-step time limit, so rollouts hold timeouts that bootstrap from the value function
+    return DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=20)] * 4)
+
+
+def trained(algo: type, env, settings: dict, steps: int, weights: dict | None = None):
+    model = algo("MlpPolicy", env, seed=0, device="cpu", policy_kwargs={"net_arch": [16]},
+                 **settings)
+    if weights is not None:
+        model.policy.load_state_dict(weights)
+    initial = copy.deepcopy(model.policy.state_dict())
+    model.learn(steps)
+    return model, initial
+
+
+@pytest.mark.parametrize("stock,device,settings", PAIRS, ids=["ppo", "a2c"])
+def test_device_algorithms_make_the_updates_of_stock_sb3(stock, device, settings):
+    """Same seed, envs, batches and initial weights: the same parameters after several updates
+    (rollouts with episode ends and timeouts), and the same episode statistics."""
+    steps = 4 * settings["n_steps"] * 6
+    reference, initial = trained(stock, cartpoles(), settings, steps)
+    model, _ = trained(device, NumpyVecEnvAdapter(cartpoles()), settings, steps, initial)
+    assert isinstance(model.rollout_buffer, TensorRolloutBuffer)
+    moved = max((p - initial[k]).abs().max().item()
+                for k, p in reference.policy.state_dict().items())
+    assert moved > 1e-3  # the updates did something
+    for (name, p), q in zip(reference.policy.named_parameters(), model.policy.parameters()):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
+    assert [e["r"] for e in model.ep_info_buffer] == [e["r"] for e in reference.ep_info_buffer]
+
+
+def test_the_buffer_yields_device_tensors_in_sb3_order():
+    """Minibatches are SB3's: the same permutation draw, env-major flattening, float actions."""
+    space = gym.spaces.Box(0, 1, (2,), dtype=np.uint8)
+    buffer = TensorRolloutBuffer(3, space, gym.spaces.Discrete(9), "cpu", n_envs=2)
+    for step in range(3):
+        obs = torch.tensor([[step, 0], [step, 1]], dtype=torch.uint8)
+        buffer.add(obs, torch.tensor([step, 5]), torch.ones(2), torch.zeros(2),
+                   torch.zeros(2, 1), torch.zeros(2))
+    buffer.compute_returns_and_advantage(torch.zeros(2), torch.zeros(2, dtype=torch.bool))
+    np.random.seed(3)
+    order = np.random.permutation(6)
+    np.random.seed(3)
+    (batch,) = buffer.get()
+    assert batch.observations.dtype == torch.uint8 and batch.actions.dtype == torch.float32
+    envs, steps = order // 3, order % 3
+    assert batch.observations.tolist() == [[s, e] for s, e in zip(steps, envs)]
+    assert batch.actions[:, 0].tolist() == [float(s if e == 0 else 5) for s, e in zip(steps, envs)]
+    assert buffer.returns.shape == (6,) and isinstance(buffer.values, np.ndarray)
+
+
+class Episodes(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scalars: list[dict[str, float]] = []
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"]):
+            if done:
+                self.scalars.append(episode_scalars(info))
+        return True
+
+
+def test_device_ppo_trains_from_the_safelife_vector_env():
+    """The SafeLife vector env plugs in; callbacks see each finished episode's statistics."""
+    from safelife_rl import load_levels
+    from safelife_rl.registration import suite_file
+
+    vector = gym.make_vec("safelife_rl/PruneStill-v1", num_envs=4,
+                          vectorization_mode="vector_entry_point", device="cpu",
+                          levels=load_levels(suite_file("prune-still"))[:4], time_limit=6,
+                          view_shape=(9, 9), side_effects=True)
+    env = GymnasiumTensorVecEnv(vector)
+    model = DevicePPO("MlpPolicy", env, n_steps=8, batch_size=16, n_epochs=1, seed=0,
+                      device="cpu", policy_kwargs={"net_arch": [16]})
+    episodes = Episodes()
+    model.learn(64, callback=episodes)
+    assert model.num_timesteps == 64
+    assert len(episodes.scalars) >= 8  # 6-step episodes in 16 steps of 4 envs
+    first = episodes.scalars[0]
+    assert first["length"] == 6 and "performance" in first
+    assert any(key.startswith("side_effects/") for key in first)
+    assert len(model.ep_info_buffer) == len(episodes.scalars)
