@@ -20,6 +20,7 @@ class VecEnvKind(str, Enum):
     batched = "batched"
     subproc = "subproc"
     dummy = "dummy"
+    device = "device"
 
 
 @dataclass

@@ -19,8 +19,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from ..workers import in_worker
 from .batched import BatchedSafeLifeVecEnv, BatchSlot
+from .device.adapters import TensorVecEnv
 
-VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy")
+VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy", "device")
 
 
 def registered_id(env_id: str) -> str:
@@ -99,19 +100,25 @@ def make_vec_env(
     n_envs: int,
     kind: str = "auto",
     start_method: str | None = "fork",
+    device: str = "cpu",
 ) -> VecEnv:
     """``n_envs`` copies of :func:`make_env`. Seed them through the algorithm.
 
     :param kind: ``"batched"``: in this process, the SafeLife games of all envs stepped as
         one batch (:class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`, SafeLife envs
         only); ``"subproc"``: one worker process per env (when ``n_envs`` > 1); ``"dummy"``: in
-        this process one after the other; ``"auto"``: batched for SafeLife envs, else subproc.
+        this process one after the other; ``"auto"``: batched for SafeLife envs, else subproc;
+        ``"device"``: a :class:`~safelife_rl.training.device.TensorVecEnv` on ``device`` for
+        the device algorithms (:func:`make_device_vec_env`).
+    :param device: torch device of a ``"device"`` vector env.
     """
     kind = getattr(kind, "value", kind)  # the config schema's enum, or its plain string
     if kind not in VEC_ENV_KINDS:
         raise ValueError(f"vec_env must be one of {VEC_ENV_KINDS}, got {kind!r}")
     if n_envs < 1:
         raise ValueError(f"n_envs must be positive, got {n_envs}")
+    if kind == "device":
+        return make_device_vec_env(env_id, kwargs, wrappers, n_envs, device)
     if kind == "auto":
         kind = "batched" if batchable(env_id, kwargs) else "subproc"
     factories = [
@@ -122,3 +129,29 @@ def make_vec_env(
     if kind == "subproc" and n_envs > 1:
         return SubprocVecEnv([partial(in_worker, f) for f in factories], start_method=start_method)
     return DummyVecEnv(factories)
+
+
+def make_device_vec_env(
+    env_id: str,
+    kwargs: Mapping[str, Any] | None,
+    wrappers: Mapping[str, Mapping[str, Any] | None] | None,
+    n_envs: int,
+    device: str = "cpu",
+) -> TensorVecEnv:
+    """``n_envs`` envs stepped with tensors on ``device``, for
+    :class:`~safelife_rl.training.device.DevicePPO` and ``DeviceA2C``: SafeLife envs as one
+    :class:`~safelife_rl.engine.vector_env.SafeLifeVectorEnv` (games, observations and rewards
+    stay on the device; the wrappers applied there in batch), other envs as a ``DummyVecEnv``
+    of :func:`make_env` behind :class:`~safelife_rl.training.device.NumpyVecEnvAdapter`.
+    """
+    from .device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
+
+    if not batchable(env_id, kwargs):
+        factories = [partial(make_env, env_id, kwargs, wrappers) for _ in range(n_envs)]
+        return NumpyVecEnvAdapter(DummyVecEnv(factories), device)
+    vector = gym.make_vec(
+        registered_id(env_id), num_envs=n_envs, vectorization_mode="vector_entry_point",
+        device=device, training_wrappers=wrappers,
+        **instantiate(dict(kwargs or {}), _convert_="all"),
+    )
+    return GymnasiumTensorVecEnv(vector)

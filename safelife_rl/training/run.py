@@ -26,6 +26,7 @@ from .callbacks import (
     flush_tensorboard,
 )
 from .config import check_settings
+from .device import device_algorithm
 from .envs import make_env, make_vec_env
 from .evaluation import random_policy
 from .files import save_model_atomic
@@ -74,8 +75,11 @@ def _callbacks(cfg: DictConfig, run_dir: Path, run_config: str) -> list[BaseCall
 
 
 def build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
+    algo = cfg.algo
+    if cfg.get("vec_env") == "device":  # the algorithm's device twin steps the tensor env
+        algo = OmegaConf.merge(algo, {"_target_": device_algorithm(algo._target_)})
     return instantiate(
-        cfg.algo,
+        algo,
         policy=cfg.policy.name,
         env=env,
         policy_kwargs=instantiate(cfg.policy.kwargs, _convert_="all"),
@@ -141,7 +145,8 @@ def train(
     resumed_at = None if not resume else saved.steps if saved is not None else 0
     with StopOnSignal() as stop:
         env = make_vec_env(
-            cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env
+            cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env,
+            device=cfg.device,
         )
         try:
             if saved is None:

@@ -111,3 +111,29 @@ def test_device_ppo_trains_from_the_safelife_vector_env():
     assert first["length"] == 6 and "performance" in first
     assert any(key.startswith("side_effects/") for key in first)
     assert len(model.ep_info_buffer) == len(episodes.scalars)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c"])
+def test_the_training_app_trains_on_the_device_with_the_same_logs(tmp_path, algo, train_config,
+                                                                  tb_scalars):
+    """``vec_env=device``: the device algorithm, SB3's and the project's TensorBoard tags,
+    checkpoints and the evaluation on the fixed suite."""
+    import json
+
+    from safelife_rl.training.run import train
+
+    summary = train(train_config("total_timesteps=128", "vec_env=device", f"algo={algo}"),
+                    tmp_path)
+    assert summary["timesteps"] == 128 and summary["algo"] == algo.upper()
+    assert (tmp_path / "final_model.zip").exists()
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "model_128_steps.zip", "model_64_steps.zip"]
+    evaluation = json.loads((tmp_path / "evaluation.json").read_text())
+    assert evaluation["trained"]["episodes"] == 2 and evaluation["trained"]["mean_length"] == 30
+    logged = tb_scalars(tmp_path / "tensorboard")
+    assert [e.value for e in logged["episode/length"]] == [30.0] * 4
+    assert all(0 <= e.value <= 1 for e in logged["episode/performance"])
+    assert [e.step for e in logged["eval/performance"]] == [64, 128]
+    fractions = [e.value for e in logged["schedule/exit_fraction"]]
+    assert fractions and all(f == pytest.approx(0.001) for f in fractions)
+    assert "rollout/ep_rew_mean" in logged and "train/value_loss" in logged

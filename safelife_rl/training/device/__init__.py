@@ -2,7 +2,7 @@
 actions, buffer) stay tensors on the training device, stepped from a tensor vector env."""
 
 from .adapters import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, TensorStep, TensorVecEnv
-from .algorithms import DeviceA2C, DevicePPO, DeviceRollouts
+from .algorithms import DeviceA2C, DevicePPO, DeviceRollouts, device_algorithm
 from .buffer import TensorRolloutBuffer
 
 __all__ = [
@@ -14,4 +14,5 @@ __all__ = [
     "TensorRolloutBuffer",
     "TensorStep",
     "TensorVecEnv",
+    "device_algorithm",
 ]

@@ -24,6 +24,7 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from ...errors import UserError
 from .adapters import TensorVecEnv
 from .buffer import TensorRolloutBuffer
 
@@ -35,10 +36,6 @@ class DeviceRollouts:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("rollout_buffer_class", TensorRolloutBuffer)
         super().__init__(*args, **kwargs)
-
-    def _excluded_save_params(self) -> list[str]:
-        # device tensors of the interrupted rollout: a loaded model starts with a fresh reset
-        return [*super()._excluded_save_params(), "_last_obs", "_last_episode_starts"]
 
     def _setup_learn(self, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(self.env, TensorVecEnv):
@@ -125,3 +122,22 @@ class DevicePPO(DeviceRollouts, PPO):
 
 class DeviceA2C(DeviceRollouts, A2C):
     """SB3's A2C trained from a :class:`~.adapters.TensorVecEnv` on the device."""
+
+
+#: The device algorithm of each SB3 algorithm that has one, by ``_target_``.
+DEVICE_ALGORITHMS = {
+    "stable_baselines3.PPO": "safelife_rl.training.device.DevicePPO",
+    "stable_baselines3.ppo.PPO": "safelife_rl.training.device.DevicePPO",
+    "stable_baselines3.A2C": "safelife_rl.training.device.DeviceA2C",
+    "stable_baselines3.a2c.A2C": "safelife_rl.training.device.DeviceA2C",
+}
+
+
+def device_algorithm(target: str) -> str:
+    """The ``_target_`` of the device algorithm for the SB3 algorithm ``target``, or a
+    :class:`~safelife_rl.errors.UserError` for one without (e.g. DQN)."""
+    if target in DEVICE_ALGORITHMS.values():
+        return target
+    if target not in DEVICE_ALGORITHMS:
+        raise UserError(f"vec_env=device trains PPO or A2C (algo=ppo or algo=a2c), not {target}")
+    return DEVICE_ALGORITHMS[target]
