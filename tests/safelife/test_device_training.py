@@ -149,3 +149,26 @@ def test_a_device_run_resumes_with_another_vec_env(tmp_path, train_config):
     overrides = [f"resume={tmp_path}", "total_timesteps=128", "vec_env=batched"]
     summary = train(resume_config(train_config(*overrides), overrides), tmp_path, resume=True)
     assert summary["timesteps"] == 128
+
+
+def test_ended_infos_are_each_ended_envs_final_info():
+    from safelife_rl.training.device.adapters import ended_infos
+
+    ended = torch.tensor([False, True, False, True])
+    final_info = {
+        "length": torch.tensor([1, 2, 3, 4]), "_length": ended,
+        "success": torch.tensor([True, False, True, True]),
+        "performance": torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float32),
+        "level": np.array(["a", "b", "c", "d"], dtype=object),
+        "side_effects": np.array([None, None, None, {"life": [1.0, 2.0]}], dtype=object),
+        "episode": {"r": torch.tensor([1.5, 2.5, 3.5, 4.5], dtype=torch.float64),
+                    "l": torch.tensor([1, 2, 3, 4]), "_r": ended},
+    }
+    infos = ended_infos(final_info, ended)
+    assert infos == {
+        1: {"length": 2, "success": False, "performance": final_info["performance"][1].item(),
+            "level": "b", "episode": {"r": 2.5, "l": 2}},
+        3: {"length": 4, "success": True, "performance": final_info["performance"][3].item(),
+            "level": "d", "side_effects": {"life": [1.0, 2.0]}, "episode": {"r": 4.5, "l": 4}},
+    }
+    assert type(infos[1]["length"]) is int and type(infos[1]["success"]) is bool

@@ -133,19 +133,43 @@ class NumpyVecEnvAdapter(TensorVecEnv):
         return self.venv.has_attr(attr_name)
 
 
-def _cpu_values(value: Any, index: torch.Tensor, numpy_index: np.ndarray) -> list[Any] | dict:
-    """``value`` (a tensor, an array, or a dict of them, one entry per env) at the ended envs
-    ``index``, as Python values; one device-to-host copy per tensor."""
-    if isinstance(value, dict):
-        return {k: _cpu_values(v, index, numpy_index) for k, v in value.items()
-                if not k.startswith("_")}
-    if isinstance(value, torch.Tensor):
-        return value[index].tolist()
-    return list(np.asarray(value, dtype=object)[numpy_index])
+def ended_infos(final_info: dict[str, Any], ended: torch.Tensor) -> dict[int, dict[str, Any]]:
+    """The single-env infos of the envs ``ended`` (a bool tensor) from a vector env's
+    ``final_info`` (per-env tensors, arrays, or dicts of them; ``_``-keys are masks), with
+    Python values; ``None`` entries (e.g. side effects not measured) are left out. All tensors
+    come to the host in one copy."""
+    leaves: dict[tuple[str, ...], Any] = {}
 
+    def collect(values: dict[str, Any], path: tuple[str, ...]) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict):
+                collect(value, (*path, key))
+            elif not key.startswith("_"):
+                leaves[(*path, key)] = value
 
-def _split(values: dict[str, Any], at: int) -> dict[str, Any]:
-    return {k: _split(v, at) if isinstance(v, dict) else v[at] for k, v in values.items()}
+    collect(final_info, ())
+    index = ended.nonzero()[:, 0]
+    tensors = {path: v for path, v in leaves.items() if isinstance(v, torch.Tensor)}
+    columns = torch.stack([index.to(torch.float64),
+                           *(v[index].to(torch.float64) for v in tensors.values())]).cpu()
+    rows = columns[0].long().tolist()
+    values: dict[tuple[str, ...], list[Any]] = {}
+    for column, (path, tensor) in zip(columns[1:].tolist(), tensors.items()):
+        convert = (bool if tensor.dtype == torch.bool
+                   else float if tensor.is_floating_point() else int)
+        values[path] = [convert(x) for x in column]  # exact: counts stay under 2**53
+    for path, array in leaves.items():
+        if path not in tensors:
+            values[path] = list(np.asarray(array, dtype=object)[rows])
+    infos: dict[int, dict[str, Any]] = {k: {} for k in rows}
+    for path, column in values.items():
+        for k, value in zip(rows, column):
+            if value is not None:
+                info = infos[k]
+                for key in path[:-1]:
+                    info = info.setdefault(key, {})
+                info[path[-1]] = value
+    return infos
 
 
 class GymnasiumTensorVecEnv(TensorVecEnv):
@@ -179,12 +203,7 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         if "final_obs" in info:
             final = torch.as_tensor(info["final_obs"], device=self.device)
             mask = torch.as_tensor(info["_final_info"], device=self.device)
-            index = mask.nonzero()[:, 0]
-            numpy_index = index.cpu().numpy()
-            values = _cpu_values(info["final_info"], index, numpy_index)
-            for at, k in enumerate(numpy_index.tolist()):
-                one = _split(values, at)
-                ended[k] = {key: v for key, v in one.items() if v is not None}
+            ended = ended_infos(info["final_info"], mask)
         return TensorStep(torch.as_tensor(observations, device=self.device),
                           torch.as_tensor(rewards, device=self.device), terminated, truncated,
                           final, ended)
