@@ -172,3 +172,11 @@ def test_ended_infos_are_each_ended_envs_final_info():
             "level": "d", "side_effects": {"life": [1.0, 2.0]}, "episode": {"r": 4.5, "l": 4}},
     }
     assert type(infos[1]["length"]) is int and type(infos[1]["success"]) is bool
+
+
+def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, train_config):
+    from safelife_rl.errors import UserError
+    from safelife_rl.training.run import train
+
+    with pytest.raises(UserError, match="vec_env=device trains PPO or A2C"):
+        train(train_config("total_timesteps=64", "vec_env=device", "algo=dqn"), tmp_path)
