@@ -124,9 +124,12 @@ def load_model(
     cls = get_class(cfg.algo._target_) if cfg is not None else getattr(stable_baselines3, algo)
     if cls.__name__ != algo:
         raise UserError(f"{path}: a {algo} model, not {cls.__name__}")
+    from .run import build_model, training_target  # run.py loads models through this module
+
+    if cfg is not None:
+        cls = get_class(training_target(cfg))  # e.g. PPO's device twin (same saved data)
     custom_objects = None
     if not trusted:
-        from .run import build_model  # run.py loads models through this module
 
         fresh = build_model(OmegaConf.merge(cfg, {"device": device}), env)
         custom_objects = _rebuilt_values(data, fresh, path)

@@ -74,12 +74,17 @@ def _callbacks(cfg: DictConfig, run_dir: Path, run_config: str) -> list[BaseCall
     return built
 
 
+def training_target(cfg: DictConfig) -> str:
+    """The class the run trains with: the config's algorithm, or its device twin, which steps
+    the tensor env, with ``vec_env=device``."""
+    if cfg.get("vec_env") == "device":
+        return device_algorithm(cfg.algo._target_)
+    return cfg.algo._target_
+
+
 def build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
-    algo = cfg.algo
-    if cfg.get("vec_env") == "device":  # the algorithm's device twin steps the tensor env
-        algo = OmegaConf.merge(algo, {"_target_": device_algorithm(algo._target_)})
     return instantiate(
-        algo,
+        OmegaConf.merge(cfg.algo, {"_target_": training_target(cfg)}),
         policy=cfg.policy.name,
         env=env,
         policy_kwargs=instantiate(cfg.policy.kwargs, _convert_="all"),

@@ -139,14 +139,15 @@ def test_the_training_app_trains_on_the_device_with_the_same_logs(tmp_path, algo
     assert "rollout/ep_rew_mean" in logged and "train/value_loss" in logged
 
 
-def test_a_device_run_resumes_with_another_vec_env(tmp_path, train_config):
+@pytest.mark.parametrize("resumed_with", ["batched", "device"])
+def test_a_device_run_resumes_on_either_path(tmp_path, train_config, resumed_with):
     from safelife_rl.train import resume_config
     from safelife_rl.training.run import train
 
     train(train_config("total_timesteps=64", "callbacks.evaluation=null", "vec_env=device"),
           tmp_path)
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
-    overrides = [f"resume={tmp_path}", "total_timesteps=128", "vec_env=batched"]
+    overrides = [f"resume={tmp_path}", "total_timesteps=128", f"vec_env={resumed_with}"]
     summary = train(resume_config(train_config(*overrides), overrides), tmp_path, resume=True)
     assert summary["timesteps"] == 128
 
