@@ -14,11 +14,10 @@ import argparse
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn
 
 
 class UserError(ValueError):
@@ -27,9 +26,6 @@ class UserError(ValueError):
 
 #: Exceptions that describe the user's input rather than a fault in the code.
 USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
-
-F = TypeVar("F", bound=Callable[..., Any])
-
 
 def tracebacks_wanted() -> bool:
     return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
@@ -54,20 +50,6 @@ def one_line_errors(prog: str, traceback: bool = False) -> Iterator[None]:
             raise
         print(f"{prog}: error: {describe(error)}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-def cli(prog: str) -> Callable[[F], F]:
-    """Decorate a command's entry point so that user errors end it with one line."""
-
-    def decorate(function: F) -> F:
-        @wraps(function)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with one_line_errors(prog):
-                return function(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
 
 
 class ArgumentParser(argparse.ArgumentParser):
