@@ -6,7 +6,10 @@ Usage: python benchmarks/engine_speed.py [--sizes 1 64 1024 16384 65536] [--thre
 Each batch of N games (the append-still suite's levels, repeated) plays random actions; one
 board step is one game's action, board and goal update, exits and points (no observations).
 The Numba engine runs on the CPU; the torch engine on the CPU and, when there is one, on CUDA.
-A batch that would not fit in the free memory is skipped.
+A batch that would not fit in the free memory is skipped. Beside them it prints the original
+SafeLife environment's steps/s (``baselines.sh safelife-env``, run in the same run). An
+original env step also makes an observation, which a board step does not, so read that ratio as
+an upper bound; ``vector_env_speed.py`` compares steps with observations.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import time
 
 import numpy as np
 import torch
+
+from baselines import add_arguments, measure, ratio_line
 
 from safelife_rl import SafeLifeGame, load_levels
 from safelife_rl.engine.torch_game import TorchGame
@@ -67,19 +72,30 @@ def main() -> None:
                         help="torch CPU threads (the Numba kernels use one)")
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
     parser.add_argument("--levels", default=None, help="default: the append-still suite")
+    parser.add_argument("--baseline-steps", type=int, default=16_000,
+                        help="steps of the original env (baselines.sh safelife-env)")
+    add_arguments(parser)
     args = parser.parse_args()
+    figures = measure("safelife-env", args.baseline_steps, args)
     torch.set_num_threads(args.threads)
     levels = load_levels(args.levels or benchmark_file("append-still"))
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     names = ["numba"] + [f"torch {d.type}" for d in devices]
     print(f"board steps/s (torch {torch.__version__}, {args.threads} CPU thread(s))")
     print(f"{'N':>7} " + " ".join(f"{name:>14}" for name in names))
+    best = {}
     for n in args.sizes:
         rates = [numba_rate(levels, n, args.seconds)]
         for device in devices:
             fits = n * _TORCH_BYTES_PER_BOARD < free_bytes(device)
             rates.append(torch_rate(levels, n, device, args.seconds) if fits else float("nan"))
         print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
+        for name, rate in zip(names, rates):
+            if rate == rate and rate > best.get(name, (0, 0))[0]:
+                best[name] = (rate, n)
+    for name, (rate, n) in best.items():
+        print(ratio_line(f"{name}, best (N={n})", rate, "board steps/s", figures,
+                         "safelife-env append-still"))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ penalty switched on, schedules at their end). One env step is everything an agen
 game step, its observation, the shaped reward, episode ends and restarts. Columns:
 ``SafeLifeVectorEnv`` on the CPU and, when there is one, on CUDA (observations left on the
 device), and ``BatchedSafeLifeVecEnv`` (the Numba engine, each env with its Gymnasium wrapper
-chain and SB3's ``Monitor``) at N up to 1024.
+chain and SB3's ``Monitor``) at N up to 1024. Beside them, the original SafeLife environment's
+steps/s on the same suite with the same observations (``baselines.sh safelife-env``, run in the
+same run; one env, random actions, no wrappers).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from baselines import add_arguments, measure, ratio_line
 from engine_speed import timed
 from omegaconf import OmegaConf
 
@@ -71,7 +74,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
     parser.add_argument("--wrappers", default=str(_CONF), help="wrapper config (YAML)")
+    parser.add_argument("--baseline-steps", type=int, default=16_000,
+                        help="steps of the original env (baselines.sh safelife-env)")
+    add_arguments(parser)
     args = parser.parse_args()
+    figures = measure("safelife-env", args.baseline_steps, args)
     torch.set_num_threads(args.threads)
     levels = load_levels(suite_file("append-still"))
     wrappers = wrapper_config(args.wrappers)
@@ -89,6 +96,10 @@ def main() -> None:
                          if fits else float("nan"))
         rates.append(numba_rate(wrappers, n, args.seconds) if n <= _NUMBA_MAX else float("nan"))
         print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
+        for name, rate in zip(names, rates):
+            if rate == rate:
+                print(ratio_line(f"  {name}, N={n}", rate, "env steps/s", figures,
+                                 "safelife-env append-still"))
 
 
 if __name__ == "__main__":

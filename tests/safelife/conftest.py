@@ -51,6 +51,19 @@ def tb_scalars():
     return scalars
 
 
+def _torch_devices() -> list[str]:
+    import torch
+
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(params=_torch_devices())
+def torch_device(request) -> str:
+    """Each torch device this machine has: the CPU, and CUDA where there is a GPU (so the
+    device tests run on an accelerator wherever one is present, and on the CPU everywhere)."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def torch_one_thread():
     """Torch on one thread for a module (small batches: on a shared 2-core machine torch's

@@ -91,18 +91,18 @@ class Episodes(BaseCallback):
         return True
 
 
-def test_device_ppo_trains_from_the_safelife_vector_env():
+def test_device_ppo_trains_from_the_safelife_vector_env(torch_device):
     """The SafeLife vector env plugs in; callbacks see each finished episode's statistics."""
     from safelife_rl import load_levels
     from safelife_rl.registration import suite_file
 
     vector = gym.make_vec("safelife_rl/PruneStill-v1", num_envs=4,
-                          vectorization_mode="vector_entry_point", device="cpu",
+                          vectorization_mode="vector_entry_point", device=torch_device,
                           levels=load_levels(suite_file("prune-still"))[:4], time_limit=6,
                           view_shape=(9, 9), side_effects=True)
     env = GymnasiumTensorVecEnv(vector)
     model = DevicePPO("MlpPolicy", env, n_steps=8, batch_size=16, n_epochs=1, seed=0,
-                      device="cpu", policy_kwargs={"net_arch": [16]})
+                      device=torch_device, policy_kwargs={"net_arch": [16]})
     episodes = Episodes()
     model.learn(64, callback=episodes)
     assert model.num_timesteps == 64

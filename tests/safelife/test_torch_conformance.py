@@ -35,7 +35,7 @@ def assert_side_effects_match(ours: dict, recorded: np.ndarray) -> None:
         assert ours[name] == pytest.approx([effect, total], abs=1e-6), name
 
 
-def test_every_deterministic_trace_replays_bit_for_bit_in_batches():
+def test_every_deterministic_trace_replays_bit_for_bit_in_batches(torch_device):
     """All 70 deterministic traces, those of one length played as one batch of games."""
     assert len(DETERMINISTIC) >= 70
     by_length = defaultdict(list)
@@ -43,9 +43,9 @@ def test_every_deterministic_trace_replays_bit_for_bit_in_batches():
         level, actions, arrays = load_trace(trace)
         by_length[len(actions)].append((level, actions, arrays))
     for group in by_length.values():
-        game = TorchGame([level for level, _, _ in group])
+        game = TorchGame([level for level, _, _ in group], device=torch_device)
         obs_first = game.observe()[:, 0]
-        actions = torch.as_tensor(np.stack([a for _, a, _ in group]))
+        actions = torch.as_tensor(np.stack([a for _, a, _ in group]), device=torch_device)
         boards, goals, rewards, dones = [game.boards.clone()], [game.goals.clone()], [], []
         for step in actions.T:
             reward, done = game.step(step[:, None])
@@ -61,7 +61,7 @@ def test_every_deterministic_trace_replays_bit_for_bit_in_batches():
         }
         for k, (_, _, arrays) in enumerate(group):
             for field in FIELDS:
-                mine = ours[field][k].numpy().astype(arrays[field].dtype)
+                mine = ours[field][k].cpu().numpy().astype(arrays[field].dtype)
                 mismatch = np.argwhere(mine != arrays[field])
                 assert len(mismatch) == 0, f"{field} differs first at index {mismatch[0]}"
         for scores, (_, _, arrays) in zip(side_effect_scores(game), group):

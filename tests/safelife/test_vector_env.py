@@ -83,17 +83,18 @@ def assert_info_equal(got, index, want):
     (tiny_levels(), [0.05, 0.1, 0.45, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05],
      {"time_limit": 30, "view_shape": (5, 7)}, WRAPPERS),
 ])
-def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kwargs, wrappers):
+def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kwargs, wrappers,
+                                                          torch_device):
     n, steps = 3, 40
     kwargs = {**kwargs, "side_effects": True}
-    vec = SafeLifeVectorEnv(SafeLifeEnv(levels, **kwargs), n, "cpu", wrappers)
+    vec = SafeLifeVectorEnv(SafeLifeEnv(levels, **kwargs), n, torch_device, wrappers)
     singles = [wrapped(levels, wrappers, **kwargs) for _ in range(n)]
     rng = np.random.default_rng(3)
     obs, _ = vec.reset(seed=1)
     want_obs = [env.reset(seed=i, options={"level": i})[0] for i, env in enumerate(singles)]
     next_level = n  # restarts take the next levels in order of env index
     returns = [0.0] * n
-    np.testing.assert_array_equal(obs.numpy(), np.stack(want_obs))
+    np.testing.assert_array_equal(obs.cpu().numpy(), np.stack(want_obs))
     ended_count = terminated_count = measured = 0
     for t in range(steps):
         if t == 20:  # the schedules move: penalty 0.075, exit fraction 0.6 from now on
@@ -102,7 +103,8 @@ def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kw
             for env in singles:
                 set_steps(env, 50)
         actions = rng.choice(9, size=n, p=actions_p)
-        obs, rewards, terminated, truncated, infos = vec.step(torch.from_numpy(actions))
+        obs, rewards, terminated, truncated, infos = vec.step(
+            torch.from_numpy(actions).to(torch_device))
         assert obs.dtype == torch.uint8 and rewards.dtype == torch.float32
         for i, env in enumerate(singles):
             o, r, te, tr, info = env.step(int(actions[i]))
@@ -113,7 +115,7 @@ def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kw
                 ended_count += 1
                 terminated_count += te
                 assert infos["_final_obs"][i] and infos["_final_info"][i]
-                np.testing.assert_array_equal(infos["final_obs"][i].numpy(), o)
+                np.testing.assert_array_equal(infos["final_obs"][i].cpu().numpy(), o)
                 final = infos["final_info"]
                 assert_info_equal(final, i, info)  # side effects included where measured
                 assert final["_side_effects"][i] == ("side_effects" in info)
@@ -125,7 +127,7 @@ def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kw
                 next_level += 1
             else:
                 assert not infos or not infos["_final_info"][i]
-            np.testing.assert_array_equal(obs[i].numpy(), o)
+            np.testing.assert_array_equal(obs[i].cpu().numpy(), o)
     assert ended_count >= 6 and measured >= 2
     if actions_p is not None:
         assert terminated_count >= 2  # exits, exit bonuses and the outer TimeLimit all seen
