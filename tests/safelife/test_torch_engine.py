@@ -239,11 +239,15 @@ def test_agent_axis_replays_the_original_multi_agent_traces():
 
 def test_speed_benchmark_runs(monkeypatch, capsys):
     script = Path(__file__).resolve().parents[2] / "benchmarks/engine_speed.py"
+    monkeypatch.syspath_prepend(str(script.parent))  # its sibling module baselines.py
     spec = importlib.util.spec_from_file_location("engine_speed", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    monkeypatch.setattr(sys, "argv", ["engine_speed.py", "--sizes", "1", "3", "--seconds", "0"])
+    monkeypatch.setattr(sys, "argv", ["engine_speed.py", "--sizes", "1", "3", "--seconds", "0",
+                                      "--no-baseline"])
     module.main()
-    rows = capsys.readouterr().out.splitlines()[2:]
+    lines = capsys.readouterr().out.splitlines()
+    rows = lines[2:4]
     assert [row.split()[0] for row in rows] == ["1", "3"]
+    assert lines[4].startswith("numba, best (N=") and "no baseline" in lines[4]
     assert all(float(rate.replace(",", "")) > 0 for row in rows for rate in row.split()[1:])
