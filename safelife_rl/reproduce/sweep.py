@@ -29,7 +29,10 @@ from ..training.resume import RESUME_OVERRIDES
 from .job import MARK
 from .runs import Run, is_finished, saved_steps
 
+PROG = "safelife_rl.reproduce"
 LAUNCHERS = ("local", "submitit", "slurm")
+#: Exit statuses of a sweep stopped by SIGINT or SIGTERM (as the shell and Python report them).
+INTERRUPTED = (130, 143, -2, -15)
 SETTINGS_FILE = "sweep.json"
 FULL_STEPS = 2_000_000
 QUICK_STEPS = 1280  # conf/experiment/paper-quick.yaml
@@ -141,15 +144,14 @@ def launch(runs: Sequence[Run], settings: Settings, launcher: str, out: Path) ->
                 bar.set_postfix_str(f"{sum(is_finished(r, out) for r in runs)}/{len(runs)} runs")
         except KeyboardInterrupt:
             process.wait()  # the jobs save checkpoints when interrupted
-            reader.join()
-            bar.close()
-            print(f"interrupted; run the same command again to resume (log: {log_path})",
-                  file=sys.stderr)
-            raise SystemExit(130) from None
         reader.join()
         bar.n = done()
         bar.close()
     unfinished = [run for run in runs if not is_finished(run, out)]
+    if process.returncode in INTERRUPTED:
+        print(f"{PROG}: interrupted with {len(unfinished)} runs unfinished; run the same "
+              f"command again to resume them (log: {log_path})", file=sys.stderr)
+        raise SystemExit(130)
     if process.returncode != 0 or unfinished:
         last = [line for line in log_path.read_text(encoding="utf-8").splitlines() if line]
         raise UserError(

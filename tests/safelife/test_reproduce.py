@@ -170,6 +170,14 @@ def test_claim_rules_on_hand_cases():
     safer_only = [traded[0], result("append-still", 0.5, performance=[0.7], green=[0.1])]
     assert claims.trade_off(safer_only, "append-still").verdict == claims.DISAGREES
     assert claims.trade_off(traded[:1], "append-still").verdict == claims.NO_DATA
+    idle = [result("append-still", 0.0, performance=[0.0], green=[0.4]), traded[1]]
+    assert claims.trade_off(idle, "append-still").verdict == claims.NO_DATA
+    inactive = [*traded, result("prune-still", 0.0, performance=[0.8], green=[0.4], success=[1]),
+                result("prune-still", 0.5, performance=[0.3], green=[0.1], success=[0])]
+    traded[1].episodes[0]["success"] = 0.0
+    assert claims.inaction(inactive).verdict == claims.AGREES  # 0.1 <= 0.3, 0.3 <= 0.4
+    inactive[3].episodes[0]["success"] = 1.0  # completes its levels: not inaction
+    assert claims.inaction(inactive).verdict == claims.DISAGREES
     navigation = [result("navigation", 0.0, success=[1, 0, 0, 0], green=[0.2] * 4),
                   result("navigation", 0.1, success=[0, 0, 0, 0], green=[0.2] * 4),
                   result("navigation", 0.5, success=[1, 1, 1, 1], green=[0.0] * 4)]
