@@ -7,6 +7,7 @@ import json
 import math
 import re
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -126,6 +127,16 @@ def test_an_interrupted_sweep_resumes(quick, tmp_path, capsys):
     assert len(read_csv(out / "table2.csv")) == 2
 
 
+def test_a_damaged_saved_run_is_named(quick, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(quick, out)
+    damaged = Run("prune-spawn", 0.5, 0).folder(out) / "benchmark.csv"
+    damaged.write_text("level,performance\nprune-spawn-000,0.5\n")
+    err = one_line_error(["all", "--quick", "--out", str(out)], capsys)
+    assert f"{damaged}: not a benchmark of episodes (no length, success" in err
+    assert "delete the run's folder to rerun it" in err
+
+
 def test_stat_pools_levels_episodes_and_seeds():
     # seed 0: two episodes; seed 1: three, and one level without green cells (NaN)
     found = tables.stat([[0.0, 1.0], [1.0, 1.0, 1.0, math.nan]])
@@ -220,6 +231,26 @@ def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
     # neither the launcher nor a setting a resume may change makes another sweep
     assert settings.as_json()["overrides"] == []
     assert sweep.Settings("paper", None, 10, ("total_timesteps=5000",)).total_steps() == 5000
+
+
+@pytest.mark.parametrize("status, expected", [(130, SystemExit), (1, sweep.UserError)])
+def test_a_stopped_or_failed_sweep_says_so_in_one_line(status, expected, tmp_path, capsys,
+                                                       monkeypatch):
+    script = f"print('[run] prune-still penalty 0 seed 0: training'); print('boom'); exit({status})"
+    monkeypatch.setattr(sweep, "job_command", lambda *args: [sys.executable, "-c", script])
+    settings = sweep.Settings("paper-quick", 3, 2, ())
+    with pytest.raises(expected) as raised:
+        sweep.launch([Run("prune-still", 0.0, 0)], settings, "local", tmp_path)
+    printed = capsys.readouterr()
+    assert "[run] prune-still penalty 0 seed 0: training" in printed.out  # shown above the bar
+    (log,) = (tmp_path / "logs").iterdir()
+    assert log.read_text().splitlines()[-1] == "boom"
+    if status == 130:
+        assert raised.value.code == 130
+        assert "interrupted with 1 runs unfinished; run the same command again" in printed.err
+    else:
+        assert f"(exit status 1) with 1 runs unfinished, last line of its log {log}: boom" \
+            in str(raised.value)
 
 
 def one_line_error(argv, capsys):
