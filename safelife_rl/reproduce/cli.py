@@ -65,7 +65,11 @@ def check_overrides(overrides: Sequence[str]) -> None:
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(
+        prog=PROG, description=__doc__.split("\n\n")[0],
+        usage=f"{PROG} {{{','.join(COMMANDS)}}} [options] [OVERRIDE ...]",
+        epilog="OVERRIDE: Hydra overrides for every job, e.g. device=cuda "
+               "hydra.launcher.n_jobs=8 (docs/paper_results.md)")
     parser.add_argument("command", choices=list(COMMANDS))
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run of a few minutes: tiny runs, 2 penalties, few levels")
@@ -79,10 +83,13 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                         "(default all 100, quick 3)")
     parser.add_argument("--episodes", type=int, help="benchmark plays per level (default 10, "
                         "quick 2)")
-    parser.add_argument("overrides", nargs="*", metavar="OVERRIDE",
-                        help="Hydra overrides for every job, e.g. device=cuda")
     add_traceback_flag(parser)
-    return parser.parse_intermixed_args(argv)
+    args, overrides = parser.parse_known_args(argv)  # the rest: Hydra overrides
+    flags = [a for a in overrides if a.startswith("-")]
+    if flags:
+        parser.error(f"unrecognized arguments: {' '.join(flags)}")
+    args.overrides = overrides
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:

@@ -265,6 +265,8 @@ def one_line_error(argv, capsys):
 
 @pytest.mark.parametrize("argv, named", [
     (["table3"], "invalid choice: 'table3'"),
+    (["--quick"], "the following arguments are required: command"),
+    (["--quick", "table2", "--tasks", "x"], "unrecognized arguments: --tasks"),
     (["table1", "--seeds", "0"], "--seeds must be from 1 to 100, got 0"),
     (["table1", "--seeds", "two"], "argument --seeds: invalid int value: 'two'"),
     (["table2", "--episodes", "0"], "--episodes must be at least 1, got 0"),
