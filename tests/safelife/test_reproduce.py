@@ -297,3 +297,15 @@ def test_an_output_folder_of_other_settings_or_a_file_is_refused(tmp_path, capsy
         sweep.Settings("paper", None, 10, ()).as_json()))
     assert "holds runs made with other settings" in one_line_error(
         ["table1", "--quick", "--out", str(out)], capsys)
+
+
+@pytest.mark.parametrize("experiment, steps", [
+    ("paper", sweep.FULL_STEPS), ("paper-quick", sweep.QUICK_STEPS)])
+def test_the_quick_runs_keep_the_papers_schedule_proportions(train_config, experiment, steps):
+    """Penalty ramped in over the second half (1M -> 2M of 2M), exit curriculum from a quarter
+    (0.5M of 2M): the sweep's step count is the experiment's."""
+    cfg = train_config(f"experiment={experiment}")
+    assert cfg.total_timesteps == steps
+    assert list(cfg.wrappers.side_effect_penalty.ramp.steps) == [steps / 2, steps]
+    assert list(cfg.wrappers.side_effect_penalty.ramp["values"]) == [0.0, 1.0]
+    assert list(cfg.wrappers.exit_curriculum.ramp.steps) == [steps / 4, steps]
