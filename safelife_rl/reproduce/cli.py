@@ -38,9 +38,8 @@ from .runs import (
     grid,
     load_result,
 )
-from .sweep import LAUNCHERS, Settings, check_settings, launch
+from .sweep import LAUNCHERS, PROG, Settings, check_settings, launch
 
-PROG = "safelife_rl.reproduce"
 COMMANDS = {"table1": TABLE1_TASKS, "table2": TABLE2_TASKS, "all": TABLE1_TASKS + TABLE2_TASKS}
 #: Settings the sweep itself sets for every job, which an OVERRIDE may not change.
 SWEPT = ("env", "seed", "experiment", "wrappers.side_effect_penalty.penalty", "hydra/launcher",

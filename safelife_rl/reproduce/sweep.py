@@ -29,7 +29,7 @@ from ..training.resume import RESUME_OVERRIDES
 from .job import MARK
 from .runs import Run, is_finished, saved_steps
 
-PROG = "safelife_rl.reproduce"
+PROG = "safelife_rl.reproduce"  # the command (safelife_rl.reproduce.cli)
 LAUNCHERS = ("local", "submitit", "slurm")
 #: Exit statuses of a sweep stopped by SIGINT or SIGTERM (as the shell and Python report them).
 INTERRUPTED = (130, 143, -2, -15)
