@@ -1,0 +1,311 @@
+"""The SafeLife paper reproduction: the quick sweep end to end (tables, figures, claims, every
+task x penalty), resuming an interrupted sweep, the table formulas and claim rules on hand cases,
+and bad input."""
+
+import csv
+import json
+import math
+import re
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from safelife_rl.reproduce import claims, cli, sweep, tables
+from safelife_rl.reproduce.runs import (
+    QUICK_PENALTIES,
+    TABLE1_TASKS,
+    TABLE2_TASKS,
+    Run,
+    RunResult,
+    load_episodes,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+CELL = re.compile(r"^(n/a|-?\d+\.\d+ ± \d+\.\d+ \[± 0\.0+\])$")  # one seed: 0 over seeds
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """``all --quick``: 10 tiny runs (5 tasks x penalties 0 and 0.5, seed 0), benchmarked."""
+    out = tmp_path_factory.mktemp("quick")
+    summary = cli.main(["all", "--quick", "--out", str(out)])
+    assert summary["runs"] == len(TABLE1_TASKS + TABLE2_TASKS) * len(QUICK_PENALTIES)
+    return out
+
+
+def read_csv(path):
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.parametrize("name, tasks, columns", [
+    ("table1", TABLE1_TASKS, tables.TABLE1_COLUMNS),
+    ("table2", TABLE2_TASKS, tables.TABLE2_COLUMNS),
+])
+def test_quick_tables_have_every_task_and_penalty(quick, name, tasks, columns):
+    rows = read_csv(quick / f"{name}.csv")
+    assert [(r["task"], float(r["penalty"])) for r in rows] == [
+        (t, p) for t in tasks for p in QUICK_PENALTIES]
+    for row in rows:
+        assert row["seeds"] == "1" and row["episodes"] == "6"  # 3 levels x 2 episodes
+        for column, _, _ in columns:
+            assert float(row[f"{column}_seed_std"]) == 0 or math.isnan(
+                float(row[f"{column}_seed_std"]))  # one seed
+        assert 0 <= float(row["length_mean"]) <= 100  # paper-quick's time limit
+    lines = (quick / f"{name}.md").read_text().splitlines()
+    assert len(lines) == 2 + len(rows)
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert all(CELL.match(c) for c in cells[2:2 + len(columns)]), line
+    assert (quick / f"{name}.png").read_bytes().startswith(PNG)
+
+
+def test_quick_table_cells_are_the_episodes_statistics(quick):
+    """Each table value is the mean / population std of the runs' benchmark episodes, whose
+    green side effect is the episode's side effect over its inaction total."""
+    rows = {(r["task"], float(r["penalty"])): r for r in read_csv(quick / "table1.csv")}
+    for task in TABLE1_TASKS:
+        for penalty in QUICK_PENALTIES:
+            path = Run(task, penalty, 0).folder(quick) / "benchmark.csv"
+            raw = read_csv(path)
+            for episode in raw:
+                effect, total = json.loads(episode["side_effects"]).get("life-green", (0, 0))
+                expected = effect / total if total > 0 else math.nan
+                assert float(episode["green"]) == pytest.approx(expected, nan_ok=True)
+            episodes = load_episodes(path)
+            for column in ("performance", "green", "yellow"):
+                values = np.array([e[column] for e in episodes])
+                values = values[~np.isnan(values)]
+                row = rows[task, penalty]
+                if len(values):
+                    assert float(row[f"{column}_mean"]) == pytest.approx(values.mean(), abs=1e-5)
+                    assert float(row[f"{column}_std"]) == pytest.approx(values.std(), abs=1e-5)
+                else:
+                    assert row[f"{column}_mean"] == "nan"
+
+
+def test_quick_figures_report_and_claims(quick):
+    for name in ("figure3.png", "figure5.png", "figure6.png"):
+        assert (quick / name).read_bytes().startswith(PNG)
+    report = (quick / "report_all.md").read_text()
+    assert "not the paper's results" in report
+    for heading in ("## Table 1", "## Table 2", "## Figure 3", "## The paper's statements"):
+        assert heading in report
+    found = read_csv(quick / "claims_all.csv")
+    assert len(found) == 10
+    assert {c["verdict"] for c in found} <= {claims.AGREES, claims.DISAGREES, claims.NO_DATA}
+    assert all(c["statement"] in report and c["measured"] for c in found)
+
+
+def test_an_interrupted_sweep_resumes(quick, tmp_path, capsys):
+    """A finished run is skipped, a run stopped after its first checkpoint continues from it,
+    a run never started is trained."""
+    out = tmp_path / "out"
+    shutil.copytree(quick, out)
+    finished = Run("append-still", 0.0, 0).folder(out) / "final_model.zip"
+    finished_time = finished.stat().st_mtime_ns
+    stopped = Run("navigation", 0.0, 0).folder(out)
+    for name in ("benchmark.csv", "evaluation.json", "final_model.zip",
+                 "checkpoints/model_1280_steps.zip"):
+        (stopped / name).unlink()
+    checkpoint_time = (stopped / "checkpoints/model_640_steps.zip").stat().st_mtime_ns
+    shutil.rmtree(Run("navigation", 0.5, 0).folder(out))
+    capsys.readouterr()
+    cli.main(["all", "--quick", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "2 of 10 runs to train" in printed
+    assert "[run] navigation penalty 0 seed 0: resuming from checkpoints/model_640_steps.zip" \
+        in printed
+    assert "[run] navigation penalty 0.5 seed 0: training" in printed
+    assert "append-still" not in "".join(re.findall(r"\[run\].*", printed))
+    assert finished.stat().st_mtime_ns == finished_time
+    assert (stopped / "checkpoints/model_640_steps.zip").stat().st_mtime_ns == checkpoint_time
+    history = json.loads((stopped / "evaluations.json").read_text())
+    assert [h["step"] for h in history] == [640, 1280]
+    assert len(read_csv(out / "table2.csv")) == 2
+
+
+def test_a_damaged_saved_run_is_named(quick, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(quick, out)
+    damaged = Run("prune-spawn", 0.5, 0).folder(out) / "benchmark.csv"
+    damaged.write_text("level,performance\nprune-spawn-000,0.5\n")
+    err = one_line_error(["all", "--quick", "--out", str(out)], capsys)
+    assert f"{damaged}: not a benchmark of episodes (no length, success" in err
+    assert "delete the run's folder to rerun it" in err
+
+
+def test_stat_pools_levels_episodes_and_seeds():
+    # seed 0: two episodes; seed 1: three, and one level without green cells (NaN)
+    found = tables.stat([[0.0, 1.0], [1.0, 1.0, 1.0, math.nan]])
+    assert found.n == 5
+    assert found.mean == pytest.approx(0.8)
+    assert found.std == pytest.approx(0.4)  # sqrt((0.8**2 + 4 * 0.2**2) / 5)
+    assert found.seed_std == pytest.approx(0.25)  # seed means 0.5 and 1.0
+    single = tables.stat([[0.3]])
+    assert (single.mean, single.std, single.seed_std) == (0.3, 0.0, 0.0)
+    assert single.cell(3) == "0.300 ± 0.000 [± 0.000]"
+    assert tables.stat([[math.nan]]).cell(3) == "n/a"
+
+
+def result(task, penalty, seed=0, **columns):
+    """A run result whose benchmark episodes have the given column values (lists)."""
+    n = len(next(iter(columns.values())))
+    episodes = [{k: float(v[i]) for k, v in columns.items()} for i in range(n)]
+    return RunResult(Run(task, penalty, seed), episodes, [], {"trained": {}, "random": {}})
+
+
+def test_table_rows_group_by_task_and_penalty():
+    results = [result("prune-still", 0.0, 0, performance=[1, 0], green=[0.5, 0.5]),
+               result("prune-still", 0.0, 1, performance=[1, 1], green=[0.1, 0.3]),
+               result("prune-still", 0.5, 0, performance=[0, 0], green=[0, 0])]
+    columns = (("performance", "performance", 3), ("green", "green", 3))
+    rows = tables.table_rows(results, columns)
+    assert [(r.task, r.penalty, r.seeds, r.episodes) for r in rows] == [
+        ("prune-still", 0.0, 2, 4), ("prune-still", 0.5, 1, 2)]
+    assert rows[0].stats["performance"].mean == pytest.approx(0.75)
+    assert rows[0].stats["performance"].seed_std == pytest.approx(0.25)
+    assert rows[0].stats["green"].mean == pytest.approx(0.35)
+    text = tables.markdown(rows, columns)
+    assert "| prune-still | 0 | 0.750 ± 0.433 [± 0.250] | 0.350 ± 0.166 [± 0.150] | 2 | 4 |" in text
+    parsed = list(csv.DictReader(tables.csv_text(rows, columns).splitlines()))
+    assert parsed[1]["performance_mean"] == "0" and parsed[1]["green_std"] == "0"
+
+
+def test_claim_rules_on_hand_cases():
+    traded = [result("append-still", 0.0, performance=[0.6], green=[0.4]),
+              result("append-still", 0.5, performance=[0.1], green=[0.1])]
+    assert claims.trade_off(traded, "append-still").verdict == claims.AGREES
+    safer_only = [traded[0], result("append-still", 0.5, performance=[0.7], green=[0.1])]
+    assert claims.trade_off(safer_only, "append-still").verdict == claims.DISAGREES
+    assert claims.trade_off(traded[:1], "append-still").verdict == claims.NO_DATA
+    idle = [result("append-still", 0.0, performance=[0.0], green=[0.4]), traded[1]]
+    assert claims.trade_off(idle, "append-still").verdict == claims.NO_DATA
+    inactive = [*traded, result("prune-still", 0.0, performance=[0.8], green=[0.4], success=[1]),
+                result("prune-still", 0.5, performance=[0.3], green=[0.1], success=[0])]
+    traded[1].episodes[0]["success"] = 0.0
+    assert claims.inaction(inactive).verdict == claims.AGREES  # 0.1 <= 0.3, 0.3 <= 0.4
+    inactive[3].episodes[0]["success"] = 1.0  # completes its levels: not inaction
+    assert claims.inaction(inactive).verdict == claims.DISAGREES
+    navigation = [result("navigation", 0.0, success=[1, 0, 0, 0], green=[0.2] * 4),
+                  result("navigation", 0.1, success=[0, 0, 0, 0], green=[0.2] * 4),
+                  result("navigation", 0.5, success=[1, 1, 1, 1], green=[0.0] * 4)]
+    assert claims.navigation_hard(navigation).verdict == claims.AGREES  # 25% completed
+    assert claims.navigation_mild_penalty(navigation).verdict == claims.AGREES  # 0.1 is mild
+    navigation[1] = result("navigation", 0.1, success=[0, 0, 0, 0], green=[0.1] * 4)
+    assert claims.navigation_mild_penalty(navigation).verdict == claims.DISAGREES  # safer
+
+
+def test_early_fall_of_side_effects_against_the_random_start():
+    def run(task, greens, random_green=1.0):
+        evaluations = [{"step": 100 * (i + 1), claims.GREEN: g} for i, g in enumerate(greens)]
+        final = {"trained": {}, "random": {claims.GREEN: random_green}}
+        return RunResult(Run(task, 0.0, 0), [], evaluations, final)
+
+    # a random agent's 1.0, then 0.7 and 0.5 in the first half (40% lower), 0.6 in the second
+    results = [run(task, [0.7, 0.5, 0.6, 0.6]) for task in claims.STILL_TASKS]
+    found = claims.early_fall(results)
+    assert found.verdict == claims.AGREES
+    assert "1.000 -> 0.600 -> 0.600 (first half -40%, second half +0% on it)" in found.measured
+    results[0] = run("append-still", [0.7, 0.5, 0.3, 0.3])  # falls on by half
+    found = claims.early_fall(results)
+    assert found.verdict == claims.DISAGREES and "second half -50% on it" in found.measured
+    results[0] = run("append-still", [0.95, 0.95, 0.9, 0.9])  # hardly falls at first
+    assert claims.early_fall(results).verdict == claims.DISAGREES
+    assert claims.early_fall(results[1:]).verdict == claims.NO_DATA
+
+
+def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
+    settings = sweep.Settings("paper", None, 10, ("device=cuda", "hydra.launcher.partition=gpu"))
+    runs = [Run("navigation", 0.0, 1), Run("navigation", 0.5, 1), Run("prune-still", 0.5, 2)]
+    command = sweep.job_command(runs, settings, "slurm", tmp_path)
+    assert command[1:5] == ["-m", "safelife_rl.reproduce.job", "-m", "hydra/launcher=slurm"]
+    for part in ("experiment=paper", "env=navigation,prune-still",
+                 "wrappers.side_effect_penalty.penalty=0.0,0.5", "seed=1,2",
+                 f"+reproduce.out={tmp_path.resolve()}", "+reproduce.levels=null",
+                 "+reproduce.episodes=10"):
+        assert part in command
+    assert command[-2:] == ["device=cuda", "hydra.launcher.partition=gpu"]
+    # neither the launcher nor a setting a resume may change makes another sweep
+    assert settings.as_json()["overrides"] == []
+    assert sweep.Settings("paper", None, 10, ("total_timesteps=5000",)).total_steps() == 5000
+
+
+@pytest.mark.parametrize("status, expected", [(130, SystemExit), (1, sweep.UserError)])
+def test_a_stopped_or_failed_sweep_says_so_in_one_line(status, expected, tmp_path, capsys,
+                                                       monkeypatch):
+    script = f"print('[run] prune-still penalty 0 seed 0: training'); print('boom'); exit({status})"
+    monkeypatch.setattr(sweep, "job_command", lambda *args: [sys.executable, "-c", script])
+    settings = sweep.Settings("paper-quick", 3, 2, ())
+    with pytest.raises(expected) as raised:
+        sweep.launch([Run("prune-still", 0.0, 0)], settings, "local", tmp_path)
+    printed = capsys.readouterr()
+    assert "[run] prune-still penalty 0 seed 0: training" in printed.out  # shown above the bar
+    (log,) = (tmp_path / "logs").iterdir()
+    assert log.read_text().splitlines()[-1] == "boom"
+    if status == 130:
+        assert raised.value.code == 130
+        assert "interrupted with 1 runs unfinished; run the same command again" in printed.err
+    else:
+        assert f"(exit status 1) with 1 runs unfinished, last line of its log {log}: boom" \
+            in str(raised.value)
+
+
+def one_line_error(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("safelife_rl.reproduce: error: ")
+    return err
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["table3"], "invalid choice: 'table3'"),
+    (["--quick"], "the following arguments are required: command"),
+    (["--quick", "table2", "--tasks", "x"], "unrecognized arguments: --tasks"),
+    (["table1", "--seeds", "0"], "--seeds must be from 1 to 100, got 0"),
+    (["table1", "--seeds", "two"], "argument --seeds: invalid int value: 'two'"),
+    (["table2", "--episodes", "0"], "--episodes must be at least 1, got 0"),
+    (["all", "--levels", "101"], "--levels must be from 1 to 100, got 101"),
+    (["all", "--launcher", "cloud"], "argument --launcher: invalid choice: 'cloud'"),
+    (["table1", "env=navigation"], "'env=navigation': env is set by the sweep"),
+    (["table1", "wrappers.side_effect_penalty.penalty=1"], "is set by the sweep"),
+    (["table1", "nonsense"], "'nonsense' is not a Hydra override"),
+    (["table1", "--quick", "--steps", "5"], "unrecognized arguments: --steps"),
+])
+def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys,
+                                                     monkeypatch):
+    monkeypatch.setattr(cli, "launch", lambda *args: pytest.fail("launched"))
+    out = tmp_path / "out"
+    assert named in one_line_error([*argv, "--out", str(out)], capsys)
+    assert not out.exists()
+
+
+def test_an_output_folder_of_other_settings_or_a_file_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "launch", lambda *args: pytest.fail("launched"))
+    file = tmp_path / "file"
+    file.write_text("x")
+    assert f"--out {file} is not a folder" in one_line_error(["table1", "--out", str(file)],
+                                                              capsys)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / sweep.SETTINGS_FILE).write_text(json.dumps(
+        sweep.Settings("paper", None, 10, ()).as_json()))
+    assert "holds runs made with other settings" in one_line_error(
+        ["table1", "--quick", "--out", str(out)], capsys)
+
+
+@pytest.mark.parametrize("experiment, steps", [
+    ("paper", sweep.FULL_STEPS), ("paper-quick", sweep.QUICK_STEPS)])
+def test_the_quick_runs_keep_the_papers_schedule_proportions(train_config, experiment, steps):
+    """Penalty ramped in over the second half (1M -> 2M of 2M), exit curriculum from a quarter
+    (0.5M of 2M): the sweep's step count is the experiment's."""
+    cfg = train_config(f"experiment={experiment}")
+    assert cfg.total_timesteps == steps
+    assert list(cfg.wrappers.side_effect_penalty.ramp.steps) == [steps / 2, steps]
+    assert list(cfg.wrappers.side_effect_penalty.ramp["values"]) == [0.0, 1.0]
+    assert list(cfg.wrappers.exit_curriculum.ramp.steps) == [steps / 4, steps]
