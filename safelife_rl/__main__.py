@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
     replay = commands.add_parser("replay", parents=[common],
                                  help="replay a recorded trace with this engine")
-    replay.add_argument("trace", help="trace .npz file (level + actions)")
+    replay.add_argument("trace", help="trace .npz file (level + actions), single- or multi-agent")
     replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
     replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness (>= 0)")
     replay.add_argument("--gif", help="also render the replayed boards to this GIF")
