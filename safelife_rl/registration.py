@@ -48,6 +48,8 @@ ORIGINAL_SUITES = (
     "navigation",
 )
 SUITES_DIR = Path(__file__).resolve().parent / "levels" / "benchmarks"
+#: The multi-agent tasks' fixed suites (see :func:`safelife_rl.multi_agent.env.suite_file`).
+MULTI_AGENT_SUITES_DIR = SUITES_DIR.parent / "multi-agent"
 _SHARED = Path(__file__).resolve().parents[2] / "shared" / "safelife" / "benchmarks" / "v1.0"
 
 

@@ -8,8 +8,11 @@ import pytest
 import yaml
 
 from safelife_rl import cells
+from safelife_rl.multi_agent import load_levels
+from safelife_rl.multi_agent.env import suite_file
 from safelife_rl.multi_agent.replay import level_from_trace
 from safelife_rl.procgen.generator import generate_multi_agent_level
+from safelife_rl.procgen.make_suites import make_suite, same_levels
 from safelife_rl.procgen.params import MULTI_AGENT_DIR, MULTI_AGENT_TYPES, ParamsError, load_params
 from safelife_rl.scoring import DEFAULT_POINTS_TABLE
 
@@ -78,3 +81,11 @@ def test_the_default_agent_type_is_known_only_to_multi_agent_files(tmp_path):
     path.write_text("agents: [default, purple]\n")
     with pytest.raises(ParamsError, match=r"agents\[1\]: unknown agent type 'purple'"):
         load_params(path, multi_agent=True)
+
+
+@pytest.mark.parametrize("task", MULTI_AGENT_TYPES)
+def test_shipped_suites_regenerate_bit_identically(task):
+    shipped = load_levels(suite_file(task))
+    assert len(shipped) == 100 and len({level.name for level in shipped}) == 100
+    assert {level.n_agents for level in shipped} == {len(load_params(task, True)["agents"])}
+    assert same_levels(make_suite(task, size=3, progress=False, multi_agent=True), shipped[:3])
