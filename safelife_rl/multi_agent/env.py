@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -232,21 +231,6 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
     def close(self) -> None:
         if hasattr(self.sampler, "close"):
             self.sampler.close()
-
-
-def suite_file(task: str) -> Path:
-    """This project's fixed evaluation suite of a multi-agent task: 100 generated levels
-    (made by ``python -m safelife_rl.procgen.make_suites --multi-agent``)."""
-    from ..registration import MULTI_AGENT_SUITES_DIR
-
-    if task not in MULTI_AGENT_TASKS:
-        raise UserError(f"unknown multi-agent task {task!r}; known: "
-                        f"{', '.join(MULTI_AGENT_TASKS)}")
-    path = MULTI_AGENT_SUITES_DIR / f"{task}.npz"
-    if not path.exists():
-        raise FileNotFoundError(f"no suite for {task!r} at {path}; make it with "
-                                "`python -m safelife_rl.procgen.make_suites --multi-agent`")
-    return path
 
 
 def make_parallel_env(

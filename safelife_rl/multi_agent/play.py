@@ -13,9 +13,10 @@ import numpy as np
 
 from ..errors import UserError
 from ..play import HELP, MOVES, raw_terminal, read_keys
+from ..registration import suite_file
 from ..render import render_ansi, render_rgb
 from ..video import write_gif
-from .env import MULTI_AGENT_TASKS, SafeLifeParallelEnv, suite_file
+from .env import MULTI_AGENT_TASKS, SafeLifeParallelEnv
 
 #: What the agents a person does not control do: stand still, or act at random.
 OTHERS = ("still", "random")

@@ -9,7 +9,7 @@ import yaml
 
 from safelife_rl import cells
 from safelife_rl.multi_agent import load_levels
-from safelife_rl.multi_agent.env import suite_file
+from safelife_rl.registration import suite_file
 from safelife_rl.multi_agent.replay import level_from_trace
 from safelife_rl.procgen.generator import generate_multi_agent_level
 from safelife_rl.procgen.make_suites import make_suite, same_levels
