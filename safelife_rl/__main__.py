@@ -1,4 +1,4 @@
-"""Command line: ``python -m safelife_rl {play,replay,random-run} ...``.
+"""Command line: ``python -m safelife_rl {play,play-multi,replay,random-run} ...``.
 
 A user error (a bad file, flag or value) ends the command with one line ``prog: error: ...``
 and exit status 2; ``--traceback`` (or ``HYDRA_FULL_ERROR=1``) shows its traceback instead.
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
     replay = commands.add_parser("replay", parents=[common],
                                  help="replay a recorded trace with this engine")
-    replay.add_argument("trace", help="trace .npz file (level + actions)")
+    replay.add_argument("trace", help="trace .npz file (level + actions), single- or multi-agent")
     replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
     replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness (>= 0)")
     replay.add_argument("--gif", help="also render the replayed boards to this GIF")
@@ -35,6 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     play.add_argument("source", nargs="?", default="append-still", help="task name or level path")
     play.add_argument("--gif", help="save the session as a GIF")
     play.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
+
+    multi = commands.add_parser("play-multi", parents=[common],
+                                help="play one agent of a multi-agent level in the terminal")
+    multi.add_argument("source", nargs="?", default="build-coop",
+                       help="multi-agent task (its fixed suite) or level path")
+    multi.add_argument("--agent", type=int, default=0, help="the agent you control (0, 1, ...)")
+    multi.add_argument("--others", choices=("still", "random"), default="still",
+                       help="what the other agents do")
+    multi.add_argument("--gif", help="save the session as a GIF")
+    multi.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
 
     rand = commands.add_parser("random-run", parents=[common],
                                help="play random actions, log to TensorBoard")
@@ -56,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
             from .play import main as play_main
 
             result = play_main(args.source, args.gif, args.time_limit)
+            print(f"levels completed: {result['levels_completed']}")
+        elif args.command == "play-multi":
+            from .multi_agent.play import main as play_multi_main
+
+            result = play_multi_main(args.source, args.agent, args.others, args.gif,
+                                     args.time_limit)
             print(f"levels completed: {result['levels_completed']}")
         else:
             from .random_run import random_run

@@ -31,7 +31,62 @@ class LevelSampler(Protocol):
 LevelSource = str | os.PathLike | Sequence[Level] | LevelSampler
 
 
-class SafeLifeEnv(gym.Env):
+def check_options(
+    render_mode: str | None,
+    render_modes: Sequence[str],
+    time_limit: int,
+    view_shape: Sequence[int],
+    channels: Sequence[int],
+) -> None:
+    """Raise :class:`UserError` naming the first of a SafeLife env's options out of range."""
+    if render_mode is not None and render_mode not in render_modes:
+        raise UserError(f"render_mode must be one of {list(render_modes)}, got {render_mode!r}")
+    if not isinstance(time_limit, (int, np.integer)) or time_limit < 1:
+        raise UserError(f"time_limit must be a positive integer, got {time_limit!r}")
+    if len(view_shape) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1
+                                       for v in view_shape):
+        raise UserError(f"view_shape must be two positive integers, got {tuple(view_shape)}")
+    if not channels or not all(isinstance(c, (int, np.integer)) and 0 <= c < 32
+                               for c in channels):
+        raise UserError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
+
+
+class BoardRenderModes:
+    """The render modes of the SafeLife envs, drawn from ``self.game``'s first board (see
+    :class:`SafeLifeEnv`'s description); the env sets ``render_mode`` and ``_frames``."""
+
+    metadata: dict[str, Any]
+    render_mode: str | None
+    game: Any
+    _frames: list[str | np.ndarray]
+
+    def _frame(self, kind: str) -> str | np.ndarray:
+        board, goals = self.game.boards[0], self.game.goals[0]
+        return render_ansi(board, goals) if kind == "ansi" else render_rgb(board, goals)
+
+    def _show(self) -> None:
+        """The render modes that draw by themselves: a frame after every reset and step."""
+        if self.render_mode == "human":
+            sys.stdout.write(self._frame("ansi") + "\n")
+            sys.stdout.flush()
+            if sys.stdout.isatty():
+                time.sleep(1 / self.metadata["render_fps"])
+        elif self.render_mode in ("ansi_list", "rgb_array_list"):
+            self._frames.append(self._frame(self.render_mode.removesuffix("_list")))
+
+    def render(self) -> str | np.ndarray | list[str | np.ndarray] | None:
+        """The current board in the env's ``render_mode`` (see the class description)."""
+        if self.render_mode in ("ansi_list", "rgb_array_list"):
+            frames, self._frames = self._frames, []
+            return frames
+        if self.game is None or self.render_mode is None:
+            return None
+        if self.render_mode == "human":
+            return None  # reset and step have printed the board already
+        return self._frame(self.render_mode)
+
+
+class SafeLifeEnv(BoardRenderModes, gym.Env):
     """SafeLife: earn points by growing or removing Game-of-Life patterns, then exit.
 
     **Description.** The agent moves on a wrapped board that evolves by Game-of-Life rules each
@@ -103,18 +158,8 @@ class SafeLifeEnv(gym.Env):
         self.levels = [] if self.sampler is not None else list(levels)
         if self.sampler is None and not self.levels:
             raise UserError("SafeLifeEnv needs at least one level")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise UserError(
-                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
-            )
-        if not isinstance(time_limit, (int, np.integer)) or time_limit < 1:
-            raise UserError(f"time_limit must be a positive integer, got {time_limit!r}")
-        if len(view_shape) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1
-                                           for v in view_shape):
-            raise UserError(f"view_shape must be two positive integers, got {tuple(view_shape)}")
-        if not channels or not all(isinstance(c, (int, np.integer)) and 0 <= c < 32
-                                   for c in channels):
-            raise UserError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
+        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape,
+                      channels)
         self.view_shape = tuple(int(v) for v in view_shape)
         self.channels = tuple(int(c) for c in channels)
         self.time_limit = time_limit
@@ -213,31 +258,6 @@ class SafeLifeEnv(gym.Env):
             info["side_effects"] = side_effect_score(self.game, rng=rng)
         self._show()
         return reward, done, truncated, info
-
-    def _frame(self, kind: str) -> str | np.ndarray:
-        board, goals = self.game.boards[0], self.game.goals[0]
-        return render_ansi(board, goals) if kind == "ansi" else render_rgb(board, goals)
-
-    def _show(self) -> None:
-        """The render modes that draw by themselves: a frame after every reset and step."""
-        if self.render_mode == "human":
-            sys.stdout.write(self._frame("ansi") + "\n")
-            sys.stdout.flush()
-            if sys.stdout.isatty():
-                time.sleep(1 / self.metadata["render_fps"])
-        elif self.render_mode in ("ansi_list", "rgb_array_list"):
-            self._frames.append(self._frame(self.render_mode.removesuffix("_list")))
-
-    def render(self) -> str | np.ndarray | list[str | np.ndarray] | None:
-        """The current board in the env's ``render_mode`` (see the class description)."""
-        if self.render_mode in ("ansi_list", "rgb_array_list"):
-            frames, self._frames = self._frames, []
-            return frames
-        if self.game is None or self.render_mode is None:
-            return None
-        if self.render_mode == "human":
-            return None  # reset and step have printed the board already
-        return self._frame(self.render_mode)
 
     def close(self) -> None:
         if hasattr(self.sampler, "close"):

@@ -93,6 +93,16 @@ class Level:
         return self.board.shape
 
     @property
+    def agent_locs(self) -> tuple[tuple[int, int], ...]:
+        """Every agent's (row, column): the one agent's (as multi-agent levels give them)."""
+        return (tuple(self.agent_loc),)
+
+    @property
+    def points_tables(self) -> np.ndarray:
+        """Every agent's points table, ``(1, 8, 9)``."""
+        return np.asarray(self.points_table)[None]
+
+    @property
     def is_stochastic(self) -> bool:
         return bool(np.any((self.board | self.goals) & cells.SPAWNING))
 
@@ -106,7 +116,21 @@ def _check_level(
     points_table: np.ndarray,
     where: str,
 ) -> None:
-    """The rules every level obeys, whatever it was made from."""
+    """The rules every single-agent level obeys, whatever it was made from."""
+    check_board(board, goals, where)
+    check_agent(board, agent_loc, "agent", where)
+    n_agents = int(np.count_nonzero(board & cells.AGENT))
+    if n_agents != 1:
+        raise LevelFormatError(
+            f"{where}: exactly one agent is supported, found {n_agents} (levels of several "
+            "agents load with safelife_rl.multi_agent.load_levels)"
+        )
+    check_numbers(spawn_prob, min_performance, where)
+    check_points_table(points_table, (8, 9), "points_table", where)
+
+
+def check_board(board: np.ndarray, goals: np.ndarray, where: str) -> None:
+    """Board and goals: non-empty 2-D arrays of one shape whose cells use only known bits."""
     for label, array in (("board", board), ("goals", goals)):
         if array.ndim != 2 or 0 in array.shape:
             raise LevelFormatError(f"{where}: {label} must be a non-empty 2-D array, got shape "
@@ -120,16 +144,20 @@ def _check_level(
                 f"{where}: {label} has cell {value:#06x} with bits that mean nothing "
                 f"(cells use bits 0-13 and 15, see safelife_rl.cells)"
             )
-    row, col = agent_loc
+
+
+def check_agent(board: np.ndarray, loc: tuple[int, int], label: str, where: str) -> None:
+    """An agent (named ``label`` in errors) on the board at ``loc`` (row, column)."""
+    row, col = loc
     if not (0 <= row < board.shape[0] and 0 <= col < board.shape[1]):
         raise LevelFormatError(
-            f"{where}: agent location (row {row}, col {col}) is off the board {board.shape}"
+            f"{where}: {label} location (row {row}, col {col}) is off the board {board.shape}"
         )
     if not board[row, col] & cells.AGENT:
-        raise LevelFormatError(f"{where}: no agent at its location (row {row}, col {col})")
-    n_agents = int(np.count_nonzero(board & cells.AGENT))
-    if n_agents != 1:
-        raise LevelFormatError(f"{where}: exactly one agent is supported, found {n_agents}")
+        raise LevelFormatError(f"{where}: no {label} at its location (row {row}, col {col})")
+
+
+def check_numbers(spawn_prob: float, min_performance: float, where: str) -> None:
     if not (_is_real(spawn_prob) and 0.0 <= spawn_prob <= 1.0):
         raise LevelFormatError(f"{where}: spawn_prob {spawn_prob!r} is not a number in [0, 1]")
     if not (_is_real(min_performance) and -np.inf < min_performance <= 1.0):
@@ -137,14 +165,20 @@ def _check_level(
             f"{where}: min_performance {min_performance!r} is not a finite number <= 1 "
             "(negative: exit always open)"
         )
+
+
+def check_points_table(
+    points_table: np.ndarray, shape: tuple[int, ...], label: str, where: str
+) -> None:
+    """Numbers of the given shape, finite and within :data:`MAX_POINTS`."""
     table = np.asarray(points_table)
-    if table.shape != (8, 9) or table.dtype.kind not in "uif":
+    if table.shape != shape or table.dtype.kind not in "uif":
         raise LevelFormatError(
-            f"{where}: points_table must be (8, 9) numbers, got {table.dtype} {table.shape}"
+            f"{where}: {label} must be {shape} numbers, got {table.dtype} {table.shape}"
         )
     if not np.all(np.abs(table) <= MAX_POINTS):  # also false for NaN
         raise LevelFormatError(
-            f"{where}: points_table holds {table[~(np.abs(table) <= MAX_POINTS)][0]}; entries "
+            f"{where}: {label} holds {table[~(np.abs(table) <= MAX_POINTS)][0]}; entries "
             f"must be finite and within +-{MAX_POINTS:g}"
         )
 
@@ -153,7 +187,7 @@ def _is_real(value: object) -> bool:
     return np.ndim(value) == 0 and np.asarray(value).dtype.kind in "uif"
 
 
-def _numbers(value: object, label: str, where: str, shape: tuple[int, ...] | None) -> np.ndarray:
+def read_numbers(value: object, label: str, where: str, shape: tuple[int, ...] | None) -> np.ndarray:
     """``value`` as a real array of the given shape (``None``: any)."""
     array = np.asarray(value)
     if array.dtype.kind not in "uif":
@@ -169,7 +203,7 @@ def whole_numbers(
     value: object, label: str, where: str, shape: tuple[int, ...] | None = None
 ) -> np.ndarray:
     """``value`` as an int64 array; fractions, NaN and values beyond int64 are refused."""
-    array = _numbers(value, label, where, shape)
+    array = read_numbers(value, label, where, shape)
     if array.dtype.kind == "f":
         bad = ~(np.isfinite(array) & (array == np.round(array)) & (np.abs(array) < 2.0**63))
         if bad.any():
@@ -181,11 +215,11 @@ def whole_numbers(
     return array.astype(np.int64)
 
 
-def _number(value: object, label: str, where: str) -> float:
-    return float(_numbers(value, label, where, ()))
+def read_number(value: object, label: str, where: str) -> float:
+    return float(read_numbers(value, label, where, ()))
 
 
-def _cells(value: object, label: str, where: str) -> np.ndarray:
+def read_cells(value: object, label: str, where: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype.kind not in "ui" or array.ndim != 2:
         raise LevelFormatError(
@@ -206,34 +240,41 @@ def _agent_loc(fields: Mapping[str, Any], where: str) -> tuple[int, int]:
             )
         locs = locs.reshape(-1, 2)
         if len(locs) != 1:
-            raise LevelFormatError(f"{where}: exactly one agent is supported, found {len(locs)}")
+            raise LevelFormatError(
+                f"{where}: exactly one agent is supported, found {len(locs)} (levels of several "
+                "agents load with safelife_rl.multi_agent.load_levels)"
+            )
         return int(locs[0, 0]), int(locs[0, 1])
     x, y = whole_numbers(fields["agent_loc"], "agent_loc", where, (2,))
     return int(y), int(x)
 
 
+def record_fields(record: object, where: str) -> Mapping[str, Any]:
+    """A level record (a structured array's record or a mapping) as a mapping of its fields."""
+    if isinstance(record, Mapping):
+        return record
+    if isinstance(getattr(record, "dtype", None), np.dtype) and record.dtype.names:
+        return {key: record[key] for key in record.dtype.names}
+    raise LevelFormatError(f"{where}: not a level record (a structured array with fields)")
+
+
 def level_from_record(record: object, where: str, name: str = "") -> Level:
     """Build a level from an original level record or a single-level ``.npz`` mapping;
     ``where`` (the file and record) starts every error message."""
-    if isinstance(record, Mapping):
-        fields: Mapping[str, Any] = record
-    elif isinstance(getattr(record, "dtype", None), np.dtype) and record.dtype.names:
-        fields = {key: record[key] for key in record.dtype.names}
-    else:
-        raise LevelFormatError(f"{where}: not a level record (a structured array with fields)")
+    fields = record_fields(record, where)
     missing = sorted({"board", "goals"} - set(fields))
     if not set(fields) & {"agent_loc", "agent_locs"}:
         missing.append("agent_loc")
     if missing:
         raise LevelFormatError(f"{where}: missing field(s) {', '.join(missing)}")
-    board = _cells(fields["board"], "board", where).copy()
-    goals = _cells(fields["goals"], "goals", where).copy()
+    board = read_cells(fields["board"], "board", where).copy()
+    goals = read_cells(fields["goals"], "goals", where).copy()
     agent_loc = _agent_loc(fields, where)
-    spawn_prob = _number(fields.get("spawn_prob", 0.3), "spawn_prob", where)
-    min_performance = _number(fields.get("min_performance", -1.0), "min_performance", where)
+    spawn_prob = read_number(fields.get("spawn_prob", 0.3), "spawn_prob", where)
+    min_performance = read_number(fields.get("min_performance", -1.0), "min_performance", where)
     table = DEFAULT_POINTS_TABLE
     if "points_table" in fields:
-        table = _numbers(fields["points_table"], "points_table", where, None)
+        table = read_numbers(fields["points_table"], "points_table", where, None)
         table = table.reshape(table.shape[1:]) if table.shape == (1, 8, 9) else table
         table = table.astype(np.float64)
     _check_level(board, goals, agent_loc, spawn_prob, min_performance, table, where)
@@ -245,13 +286,18 @@ def level_from_record(record: object, where: str, name: str = "") -> Level:
             )
         board[agent_loc] &= ~np.uint16(cells.ORIENTATION)
         board[agent_loc] |= np.uint16(orientation << cells.ORIENTATION_BIT)
-    if "name" in fields:
-        text = np.asarray(fields["name"])
-        if text.dtype.kind != "U" or text.ndim != 0:
-            raise LevelFormatError(f"{where}: name must be one string, got {text.dtype} "
-                                   f"{text.shape}")
-        name = str(text)
+    name = read_name(fields, where, name)
     return Level(board, goals, agent_loc, spawn_prob, min_performance, table, name)
+
+
+def read_name(fields: Mapping[str, Any], where: str, default: str) -> str:
+    """The record's ``name`` (one string), or ``default`` if it has none."""
+    if "name" not in fields:
+        return default
+    text = np.asarray(fields["name"])
+    if text.dtype.kind != "U" or text.ndim != 0:
+        raise LevelFormatError(f"{where}: name must be one string, got {text.dtype} {text.shape}")
+    return str(text)
 
 
 def read_npz(path: str | os.PathLike, what: str = "level file") -> dict[str, np.ndarray]:

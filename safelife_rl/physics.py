@@ -224,88 +224,107 @@ def _wrap(i: int, size: int) -> int:
     return i % size
 
 
-@numba.njit(cache=True)
-def _actions_kernel(boards, locs, actions):
-    n, h, w = boards.shape
-    for k in range(n):
-        action = actions[k]
-        if action == 0:
-            continue
-        direction = (action - 1) & 3
-        dy = direction - 1 if direction % 2 == 0 else 0
-        dx = 2 - direction if direction % 2 == 1 else 0
-        y0 = _wrap(locs[k, 0], h)
-        x0 = _wrap(locs[k, 1], w)
-        b = boards[k]
-        y1, x1 = _wrap(y0 + dy, h), _wrap(x0 + dx, w)
-        y2, x2 = _wrap(y0 + 2 * dy, h), _wrap(x0 + 2 * dx, w)
-        y3, x3 = _wrap(y0 - dy, h), _wrap(x0 - dx, w)
-        agent = np.int64(b[y0, x0])
-        if (agent & cells.AGENT) == 0:
-            continue
-        agent = (agent & ~cells.ORIENTATION) | (direction << cells.ORIENTATION_BIT)
-        b[y0, x0] = agent
-        ahead = np.int64(b[y1, x1])
-        beyond = np.int64(b[y2, x2])
-        can_shove = (agent & cells.PUSHABLE) == 0 and (ahead & cells.PUSHABLE) != 0
-        if action >= 5:  # toggle the cell ahead
-            if ahead == 0:
-                b[y1, x1] = cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS)
-            elif ahead & cells.DESTRUCTIBLE:
-                if ahead & cells.AGENT:  # a destroyed agent turns into a block
-                    b[y1, x1] = (ahead ^ (cells.AGENT | cells.DESTRUCTIBLE)) | cells.FROZEN
-                else:
-                    b[y1, x1] = 0
-            elif can_shove:
-                if beyond == 0:
-                    b[y2, x2] = ahead
-                    b[y1, x1] = 0
-                elif beyond & cells.EXIT:  # shoved out through the exit
-                    b[y1, x1] = 0
-            continue
-        # Move: step onto an empty cell, push a pushable one, or step onto an open exit.
-        if can_shove:
+@numba.njit(cache=True, inline="always")
+def _act(b, loc, action):
+    """One agent's action on board ``b`` (H, W); its location ``loc`` is updated in place."""
+    if action == 0:
+        return
+    h, w = b.shape
+    direction = (action - 1) & 3
+    dy = direction - 1 if direction % 2 == 0 else 0
+    dx = 2 - direction if direction % 2 == 1 else 0
+    y0 = _wrap(loc[0], h)
+    x0 = _wrap(loc[1], w)
+    y1, x1 = _wrap(y0 + dy, h), _wrap(x0 + dx, w)
+    y2, x2 = _wrap(y0 + 2 * dy, h), _wrap(x0 + 2 * dx, w)
+    y3, x3 = _wrap(y0 - dy, h), _wrap(x0 - dx, w)
+    agent = np.int64(b[y0, x0])
+    if (agent & cells.AGENT) == 0:
+        return
+    agent = (agent & ~cells.ORIENTATION) | (direction << cells.ORIENTATION_BIT)
+    b[y0, x0] = agent
+    ahead = np.int64(b[y1, x1])
+    beyond = np.int64(b[y2, x2])
+    can_shove = (agent & cells.PUSHABLE) == 0 and (ahead & cells.PUSHABLE) != 0
+    if action >= 5:  # toggle the cell ahead
+        if ahead == 0:  # new life takes the agent's colour
+            b[y1, x1] = cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS)
+        elif ahead & cells.DESTRUCTIBLE:
+            if ahead & cells.AGENT:  # a destroyed agent turns into a block
+                b[y1, x1] = (ahead ^ (cells.AGENT | cells.DESTRUCTIBLE)) | cells.FROZEN
+            else:
+                b[y1, x1] = 0
+        elif can_shove:
             if beyond == 0:
                 b[y2, x2] = ahead
-            elif (beyond & cells.EXIT) == 0:
-                continue
-            b[y1, x1] = agent
-        elif ahead == 0:
-            b[y1, x1] = agent
-        elif (agent & ahead & cells.EXIT) == 0 or (ahead & cells.AGENT) != 0:
-            continue
-        # The agent has left its cell (onto an exit the exit cell stays as it is).
-        locs[k, 0] = y1
-        locs[k, 1] = x1
-        behind = np.int64(b[y3, x3])
-        if (agent & cells.PULLABLE) == 0 and (behind & cells.PULLABLE) != 0:
-            b[y0, x0] = behind
-            b[y3, x3] = 0
-        else:
-            b[y0, x0] = 0
+                b[y1, x1] = 0
+            elif beyond & cells.EXIT:  # shoved out through the exit
+                b[y1, x1] = 0
+        return
+    # Move: step onto an empty cell, push a pushable one, or step onto an open exit (never
+    # onto another agent, which is not empty).
+    if can_shove:
+        if beyond == 0:
+            b[y2, x2] = ahead
+        elif (beyond & cells.EXIT) == 0:
+            return
+        b[y1, x1] = agent
+    elif ahead == 0:
+        b[y1, x1] = agent
+    elif (agent & ahead & cells.EXIT) == 0 or (ahead & cells.AGENT) != 0:
+        return
+    # The agent has left its cell (onto an exit the exit cell stays as it is).
+    loc[0] = y1
+    loc[1] = x1
+    behind = np.int64(b[y3, x3])
+    if (agent & cells.PULLABLE) == 0 and (behind & cells.PULLABLE) != 0:
+        b[y0, x0] = behind
+        b[y3, x3] = 0
+    else:
+        b[y0, x0] = 0
+
+
+@numba.njit(cache=True)
+def _actions_kernel(boards, locs, actions):
+    """Boards (N, H, W), locations (N, A, 2), actions (N, A): the agents of a board act one
+    after another in agent order, each seeing what the ones before it did."""
+    for k in range(boards.shape[0]):
+        for a in range(locs.shape[1]):
+            _act(boards[k], locs[k, a], actions[k, a])
 
 
 def execute_actions(boards: np.ndarray, agent_locs: np.ndarray, actions: np.ndarray | int) -> None:
-    """Apply one action per board in place.
+    """Apply one action per agent in place.
 
     :param boards: uint16 boards of shape ``(..., H, W)``, C-contiguous (modified in place).
-    :param agent_locs: int64 ``(..., 2)`` agent positions as (row, column), updated in place.
-    :param actions: one action per board: 0 no-op, 1-4 move up/right/down/left, 5-8 toggle
-        the cell up/right/down/left. Moving or toggling also turns the agent to face that way.
+    :param agent_locs: int64 agent positions as (row, column), updated in place: ``(..., 2)``
+        for one agent per board or ``(..., A, 2)`` for ``A`` agents per board.
+    :param actions: one action per agent, ``(...)`` or ``(..., A)``: 0 no-op, 1-4 move
+        up/right/down/left, 5-8 toggle the cell up/right/down/left. Moving or toggling also
+        turns the agent to face that way. The agents of a board act in order.
     """
     batch = _as_batch(boards)
     if not boards.flags.c_contiguous:
         raise ValueError("boards must be C-contiguous to be updated in place")
     if agent_locs.dtype != np.int64 or not agent_locs.flags.c_contiguous:
         raise TypeError("agent_locs must be a C-contiguous int64 array")
-    locs = agent_locs.reshape(-1, 2)
-    acts = np.asarray(actions, dtype=np.int64).reshape(-1)
-    if acts.shape[0] != batch.shape[0] or locs.shape[0] != batch.shape[0]:
+    n = batch.shape[0]
+    lead = boards.shape[:-2]
+    if agent_locs.shape[-1:] != (2,) or agent_locs.shape[: len(lead)] != lead or (
+        agent_locs.ndim not in (len(lead) + 1, len(lead) + 2)
+    ):
         raise ValueError(
-            f"{batch.shape[0]} boards need as many actions and agent locations, "
-            f"got {acts.shape[0]} actions and {locs.shape[0]} locations"
+            f"boards {boards.shape} need agent locations of shape {lead + (2,)} or "
+            f"{lead + ('A', 2)}, got {agent_locs.shape}"
+        )
+    locs = agent_locs.reshape(n, -1, 2)
+    acts = np.asarray(actions, dtype=np.int64).reshape(-1)
+    if acts.shape[0] != locs.shape[0] * locs.shape[1]:
+        raise ValueError(
+            f"{n} boards of {locs.shape[1]} agent(s) need one action per agent "
+            f"({n * locs.shape[1]}), got {acts.shape[0]} actions"
         )
     bad = (acts < 0) | (acts >= N_ACTIONS)
     if bad.any():
         raise ValueError(f"invalid action {acts[bad][0]}: actions are integers 0-8")
-    _actions_kernel(batch, locs, acts)
+    _actions_kernel(batch, locs, acts.reshape(locs.shape[:2]))

@@ -48,6 +48,8 @@ ORIGINAL_SUITES = (
     "navigation",
 )
 SUITES_DIR = Path(__file__).resolve().parent / "levels" / "benchmarks"
+#: The multi-agent tasks' fixed suites (see :func:`suite_file`).
+MULTI_AGENT_SUITES_DIR = SUITES_DIR.parent / "multi-agent"
 _SHARED = Path(__file__).resolve().parents[2] / "shared" / "safelife" / "benchmarks" / "v1.0"
 
 
@@ -57,13 +59,19 @@ def _check_task(task: str) -> None:
 
 
 def suite_file(task: str) -> Path:
-    """This project's fixed benchmark suite of ``task``: 100 generated levels."""
-    _check_task(task)
-    path = SUITES_DIR / f"{task}.npz"
+    """This project's fixed benchmark suite of ``task``: 100 generated levels (of a
+    multi-agent task, such as ``build-coop``: its multi-agent levels)."""
+    from .multi_agent.env import MULTI_AGENT_TASKS
+
+    if task in MULTI_AGENT_TASKS:
+        path, flag = MULTI_AGENT_SUITES_DIR / f"{task}.npz", " --multi-agent"
+    else:
+        _check_task(task)
+        path, flag = SUITES_DIR / f"{task}.npz", ""
     if not path.exists():
         raise FileNotFoundError(
             f"no benchmark suite for {task!r} at {path}; make it with "
-            "`python -m safelife_rl.procgen.make_suites`"
+            f"`python -m safelife_rl.procgen.make_suites{flag}`"
         )
     return path
 

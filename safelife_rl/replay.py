@@ -1,4 +1,5 @@
-"""Replay a recorded SafeLife trace (level + actions) with this engine.
+"""Replay a recorded SafeLife trace (level + actions) with this engine (multi-agent traces:
+:mod:`safelife_rl.multi_agent.replay`).
 
 The output has the trace's fields, so the two files can be compared array by array.
 """
@@ -136,11 +137,18 @@ def replay_file(
     gif: str | os.PathLike | None = None,
     engine: str = "numba",
 ) -> None:
-    """Replay a trace file and write the result (with the trace's level and actions), and
-    optionally an animation of the replayed boards."""
-    level, actions, arrays = load_trace(trace)
-    result = replay(level, actions, seed, engine)
-    write_npz(Path(out), {"level": arrays["level"], "actions": actions, **result})
+    """Replay a trace file, single- or multi-agent, and write the result (with the trace's
+    level and actions), and optionally an animation of the replayed boards."""
+    from .multi_agent.replay import is_multi_agent_trace, replay_arrays
+
+    arrays = read_npz(Path(trace), "trace file")
+    if is_multi_agent_trace(arrays):
+        result = replay_arrays(arrays, str(trace), seed, engine)
+    else:
+        level, actions, arrays = load_trace(trace)
+        result = {"level": arrays["level"], "actions": actions,
+                  **replay(level, actions, seed, engine)}
+    write_npz(Path(out), result)
     if gif is not None:
         from .video import board_frames, write_gif
 

@@ -1,4 +1,4 @@
-"""Points, the exit rule and the agent's exit.
+"""Points, the exit rule and the agents' exit.
 
 A cell scores by the pair (colour of the goal under it, colour of the cell), read from a points
 table with one row per goal colour and one column per cell colour plus a last column for empty
@@ -82,32 +82,40 @@ def available_points(
 
 @numba.njit(cache=True)
 def _exit_kernel(boards, goals, locs, table, initial, required, points, can_exit):
+    """Per-agent arrays: locations (N, A, 2), tables (N, A, 8, 9), required points, points
+    and can_exit (N, A). Every agent's cell is read before any is written."""
     n, h, w = boards.shape
+    n_agents = locs.shape[1]
     counts = np.zeros((n, 8, 9), np.int64)
     _counts_kernel(boards, goals, counts)
+    flags = np.empty(n_agents, np.int64)
     for k in range(n):
-        y, x = locs[k, 0], locs[k, 1]
-        agent = boards[k, y, x]
-        exited = (agent & (cells.AGENT | cells.EXIT)) == cells.EXIT
-        bonus = EXIT_POINTS if exited else 0.0
-        current = bonus
-        earned = bonus
-        for i in range(8):
-            for j in range(9):
-                current += table[k, i, j] * counts[k, i, j]
-                earned += table[k, i, j] * (counts[k, i, j] - initial[k, i, j])
-        is_agent = (agent & cells.AGENT) != 0
-        opens = is_agent and max(earned, 0.0) >= required[k]
-        if is_agent:
-            boards[k, y, x] = (agent & ~cells.EXIT) | (cells.EXIT if opens else 0)
-        exit_cell = _EXIT_CELL | (cells.RED if opens else 0)
+        any_open = False
+        for a in range(n_agents):
+            agent = np.int64(boards[k, locs[k, a, 0], locs[k, a, 1]])
+            exited = (agent & (cells.AGENT | cells.EXIT)) == cells.EXIT
+            bonus = EXIT_POINTS if exited else 0.0
+            current = bonus
+            earned = bonus
+            for i in range(8):
+                for j in range(9):
+                    current += table[k, a, i, j] * counts[k, i, j]
+                    earned += table[k, a, i, j] * (counts[k, i, j] - initial[k, i, j])
+            is_agent = (agent & cells.AGENT) != 0
+            opens = is_agent and max(earned, 0.0) >= required[k, a]
+            flags[a] = (agent & ~cells.EXIT) | (cells.EXIT if opens else 0) if is_agent else -1
+            points[k, a] = current
+            can_exit[k, a] = opens
+            any_open |= opens
+        for a in range(n_agents):
+            if flags[a] >= 0:
+                boards[k, locs[k, a, 0], locs[k, a, 1]] = flags[a]
+        exit_cell = _EXIT_CELL | (cells.RED if any_open else 0)
         for yy in range(h):
             for xx in range(w):
                 c = boards[k, yy, xx]
                 if (c & cells.EXIT) != 0 and (c & cells.AGENT) == 0:
                     boards[k, yy, xx] = exit_cell
-        points[k] = current
-        can_exit[k] = opens
 
 
 def update_exits(
@@ -118,18 +126,27 @@ def update_exits(
     initial_counts: np.ndarray,
     required_points: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Open or close the exit of each board (in place) and score it.
+    """Open or close the exit of each board (in place) and score it for each agent.
 
-    The agent carries the exit flag while it may exit, and exits turn red; an agent that has
-    stepped onto the exit leaves it as a plain exit cell and earns :data:`EXIT_POINTS`.
-    Arrays have a leading batch dimension ``(N, ...)``; ``boards`` must be C-contiguous.
+    An agent carries the exit flag while it may exit (its points earned since the start, by
+    its own points table, reach its required points), and exits turn red while any agent of
+    the board may exit; an agent that has stepped onto the exit leaves it as a plain exit cell
+    and earns :data:`EXIT_POINTS`. Arrays have a leading batch dimension ``(N, ...)``;
+    ``boards`` must be C-contiguous. Per-agent arrays either have no agent axis (one agent
+    per board: locations ``(N, 2)``, tables ``(N, 8, 9)``, required points ``(N,)``) or one
+    after the batch axis (``(N, A, 2)``, ``(N, A, 8, 9)``, ``(N, A)``).
 
-    :returns: the current point value of each board and whether its exit is open.
+    :returns: the current point value and whether the exit is open for each agent, ``(N,)``
+        or ``(N, A)`` like ``required_points``.
     """
     n = boards.shape[0]
-    points = np.empty(n, np.float64)
-    can_exit = np.empty(n, np.bool_)
+    locs = agent_locs.reshape(n, -1, 2)
+    shape = locs.shape[:2]
+    points = np.empty(shape, np.float64)
+    can_exit = np.empty(shape, np.bool_)
     _exit_kernel(
-        boards, goals, agent_locs, points_table, initial_counts, required_points, points, can_exit
+        boards, goals, locs, np.asarray(points_table).reshape(shape + (8, 9)), initial_counts,
+        np.asarray(required_points).reshape(shape), points, can_exit,
     )
-    return points, can_exit
+    lead = np.shape(required_points)
+    return points.reshape(lead), can_exit.reshape(lead)

@@ -20,11 +20,16 @@ transport problem, which pyemd's FastEMD (the solver the original used) then sol
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import cells
 from .game import SafeLifeGame
 from .physics import advance_steps
+
+if TYPE_CHECKING:
+    from .multi_agent.game import MultiAgentGame
 
 _LIFE = cells.ALIVE | cells.DESTRUCTIBLE
 
@@ -65,13 +70,14 @@ def earth_mover_distance(
 
 
 def side_effect_score(
-    game: SafeLifeGame,
+    game: SafeLifeGame | MultiAgentGame,
     index: int = 0,
     samples: int = 1000,
     runs: int = 1,
     rng: np.random.Generator | None = None,
 ) -> dict[str, list[float]]:
-    """Side effects so far in game ``index``: ``{cell name: [side effect, inaction total]}``.
+    """Side effects so far in game ``index``: ``{cell name: [side effect, inaction total]}``
+    (of a multi-agent game too: agents never count, as in the original).
 
     :param runs: independent simulations to average on levels with spawners (deterministic
         levels always use one).

@@ -4,7 +4,8 @@ points) done by :mod:`.torch_rules`.
 
 Every per-agent array has an agent axis ``A`` after the batch axis (locations ``(N, A, 2)``,
 actions, rewards, dones ``(N, A)``, points tables ``(N, A, 8, 9)``), so that several agents
-per board fit; levels have one agent today, so ``A`` is 1.
+per board fit: ``A`` is 1 for single-agent levels, the level's agent count for
+:class:`~safelife_rl.multi_agent.MultiAgentLevel` ones.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 
 from .. import cells
 from ..levels import Level
+from ..multi_agent.levels import MultiAgentLevel
 from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
 from ..scoring import EXIT_POINTS, available_points
 from .torch_observation import agent_views
@@ -38,12 +40,14 @@ class TorchGame:
     :param device: where the state lives and the steps run.
     """
 
-    def __init__(self, levels: Sequence[Level], seed: int = 0,
+    def __init__(self, levels: Sequence[Level | MultiAgentLevel], seed: int = 0,
                  device: torch.device | str = "cpu"):
         if not levels:
             raise ValueError("a game needs at least one level")
         if len({level.shape for level in levels}) != 1:
             raise ValueError("levels played together must share a board shape")
+        if len({len(level.agent_locs) for level in levels}) != 1:
+            raise ValueError("levels played together must have as many agents each")
         self.levels = list(levels)
         self.device = torch.device(device)
         self.generator = torch.Generator(self.device).manual_seed(seed)
@@ -53,16 +57,16 @@ class TorchGame:
 
         self.boards = tensor([level.board for level in levels], torch.int32)
         self.goals = tensor([level.goals for level in levels], torch.int32)
-        self.agent_locs = tensor([[level.agent_loc] for level in levels], torch.int64)
+        self.agent_locs = tensor([level.agent_locs for level in levels], torch.int64)
         self.spawn_prob = tensor([level.spawn_prob for level in levels], torch.float32)
-        self.points_table = tensor([[level.points_table] for level in levels], torch.float64)
+        tables = np.stack([level.points_tables for level in levels])
+        self.points_table = tensor(tables, torch.float64)
         self.initial_counts = alive_counts(self.boards, self.goals)
-        available = available_points(
-            np.stack([level.board for level in levels]), self.initial_counts.cpu().numpy(),
-            np.stack([level.points_table for level in levels]),
-        )
+        boards, counts = np.stack([level.board for level in levels]), self.initial_counts.cpu()
+        available = [available_points(boards, counts.numpy(), tables[:, a])
+                     for a in range(tables.shape[1])]
         min_perf = tensor([[level.min_performance] for level in levels], torch.float64)
-        self.available_points = tensor(available[:, None], torch.float64)
+        self.available_points = tensor(np.stack(available, axis=1), torch.float64)
         self.required_points = (min_perf * self.available_points).ceil().clamp(min=0)
         self.num_steps = 0
         self.points, self.can_exit = self._score()
@@ -86,7 +90,7 @@ class TorchGame:
     def __len__(self) -> int:
         return len(self.boards)
 
-    def replace(self, indices: Sequence[int] | torch.Tensor, levels: Sequence[Level]) -> None:
+    def replace(self, indices: Sequence[int] | torch.Tensor, levels: Sequence[Level | MultiAgentLevel]) -> None:
         """Start new games in place: game ``indices[k]`` becomes a fresh game of ``levels[k]``,
         exactly as a new ``TorchGame`` of those levels starts (the other games go on).
 

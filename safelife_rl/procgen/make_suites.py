@@ -6,6 +6,7 @@ can be made again bit for bit (same NumPy and Numba versions)::
     python -m safelife_rl.procgen.make_suites                   # all tasks, 2 worker processes
     python -m safelife_rl.procgen.make_suites prune-still --workers 4
     python -m safelife_rl.procgen.make_suites --check           # compare with the shipped files
+    python -m safelife_rl.procgen.make_suites --multi-agent     # the multi-agent tasks' suites
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import numpy as np
 
 from ..errors import ArgumentParser
 from ..levels import Level, load_levels, save_levels
-from ..registration import SUITES_DIR, TASKS
+from ..multi_agent import levels as multi_agent_levels
+from ..multi_agent.levels import MultiAgentLevel
+from ..registration import MULTI_AGENT_SUITES_DIR, SUITES_DIR, TASKS
+from .params import MULTI_AGENT_TYPES
 from .source import iter_levels
 
 SUITE_SIZE = 100
@@ -33,23 +37,27 @@ def suite_name(task: str, index: int) -> str:
     return f"{task}-{index:03d}"
 
 
-def make_suite(task: str, size: int = SUITE_SIZE, workers: int = 0,
-               progress: bool = True) -> list[Level]:
+def make_suite(task: str, size: int = SUITE_SIZE, workers: int = 0, progress: bool = True,
+               multi_agent: bool = False) -> list[Level] | list[MultiAgentLevel]:
+    """The suite of ``task`` (with ``multi_agent``, of a multi-agent task)."""
     names = [suite_name(task, i) for i in range(size)]
     seeds = [suite_seed(task, i) for i in range(size)]
-    return list(iter_levels(task, seeds, names, workers=workers, progress=progress))
+    return list(iter_levels(task, seeds, names, workers=workers, progress=progress,
+                            multi_agent=multi_agent))
 
 
-def same_levels(a: list[Level], b: list[Level]) -> bool:
+def same_levels(a: list[Level] | list[MultiAgentLevel],
+                b: list[Level] | list[MultiAgentLevel]) -> bool:
     """Whether two level lists agree in every array and value."""
     return len(a) == len(b) and all(
         x.name == y.name
-        and x.agent_loc == y.agent_loc
+        and x.agent_locs == y.agent_locs
+        and getattr(x, "agent_names", None) == getattr(y, "agent_names", None)
         and x.spawn_prob == y.spawn_prob
         and x.min_performance == y.min_performance
         and np.array_equal(x.board, y.board)
         and np.array_equal(x.goals, y.goals)
-        and np.array_equal(x.points_table, y.points_table)
+        and np.array_equal(x.points_tables, y.points_tables)
         for x, y in zip(a, b)
     )
 
@@ -58,29 +66,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
         prog="python -m safelife_rl.procgen.make_suites", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("tasks", nargs="*", default=list(TASKS), help="default: every task")
+    parser.add_argument("tasks", nargs="*", help="default: every task")
+    parser.add_argument("--multi-agent", action="store_true",
+                        help="the multi-agent tasks' suites (default --out: "
+                             f"{MULTI_AGENT_SUITES_DIR.relative_to(SUITES_DIR.parents[1])})")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--size", type=int, default=SUITE_SIZE)
-    parser.add_argument("--out", type=Path, default=SUITES_DIR)
+    parser.add_argument("--out", type=Path)
     parser.add_argument("--check", action="store_true",
                         help="regenerate and compare with the files in --out; write nothing")
     args = parser.parse_args(argv)
-    unknown = [t for t in args.tasks if t not in TASKS]
+    known = MULTI_AGENT_TYPES if args.multi_agent else tuple(TASKS)
+    tasks = args.tasks or list(known)
+    out = args.out or (MULTI_AGENT_SUITES_DIR if args.multi_agent else SUITES_DIR)
+    load, save = ((multi_agent_levels.load_levels, multi_agent_levels.save_levels)
+                  if args.multi_agent else (load_levels, save_levels))
+    unknown = [t for t in tasks if t not in known]
     if unknown:
-        parser.error(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASKS)}")
+        parser.error(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(known)}")
     if args.size < 1 or args.workers < 0:
         parser.error(f"--size must be positive and --workers non-negative, got {args.size}, "
                      f"{args.workers}")
     failures = 0
-    for task in args.tasks:
-        levels = make_suite(task, args.size, args.workers)
-        path = args.out / f"{task}.npz"
+    for task in tasks:
+        levels = make_suite(task, args.size, args.workers, multi_agent=args.multi_agent)
+        path = out / f"{task}.npz"
         if args.check:
-            ok = path.exists() and same_levels(levels, load_levels(path))
+            ok = path.exists() and same_levels(levels, load(path))
             failures += not ok
             print(f"{path}: {'identical' if ok else 'DIFFERS'}")
         else:
-            save_levels(levels, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save(levels, path)
             print(f"{path}: {len(levels)} levels, {path.stat().st_size / 1024:.0f} KiB")
     return 1 if failures else 0
 

@@ -6,8 +6,11 @@ inherits from ``_defaults.yaml``: a key it leaves out takes the default value, a
 
 * ``board_shape``: ``[rows, columns]``.
 * ``min_performance``: share of the available points that opens the exit (negative: open).
-* ``agents``: a one-element list naming an entry of ``agent_types`` (``color``, ``flags``:
-  cell flags of the agent, ``points_table``: 8x9 points per goal colour and life colour).
+* ``agents``: a list naming entries of ``agent_types`` (``color``, ``flags``: cell flags of
+  the agent, ``points_table``: 8x9 points per goal colour and life colour): one entry for
+  single-agent levels; one per agent, in agent order, for multi-agent ones (parameter files in
+  ``params/multi-agent/``, where the type ``default`` is always known: a black agent, preserving
+  and inhibiting, with the default points table).
 * ``partitioning``: ``min_regions``, ``max_regions``, ``alpha`` of the region partition.
 * ``starting_region``, ``later_regions``: region names for the first and the other regions;
   ``buffer_region``: a region painted over the buffer between regions (or ``null``).
@@ -38,6 +41,11 @@ import yaml
 PARAMS_DIR = Path(__file__).resolve().parent / "params"
 #: The level types with a parameter file in :data:`PARAMS_DIR`.
 LEVEL_TYPES = tuple(sorted(p.stem for p in PARAMS_DIR.glob("*.yaml") if p.stem != "_defaults"))
+MULTI_AGENT_DIR = PARAMS_DIR / "multi-agent"
+#: The multi-agent level types, with a parameter file in :data:`MULTI_AGENT_DIR`.
+MULTI_AGENT_TYPES = tuple(sorted(p.stem for p in MULTI_AGENT_DIR.glob("*.yaml")))
+#: The agent type every multi-agent parameter file knows, as in the original generator.
+DEFAULT_AGENT_TYPE = {"color": "black", "flags": ["preserving", "inhibiting"]}
 COLOR_NAMES = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 AGENT_FLAGS = (
     "alive",
@@ -237,8 +245,9 @@ def _region_name(names: dict, allow_none: bool) -> Check:
     return _maybe_random(check)
 
 
-def check_params(params: dict[str, Any], where: str) -> None:
-    """Raise :class:`ParamsError` naming the first value of ``params`` outside the schema."""
+def check_params(params: dict[str, Any], where: str, multi_agent: bool = False) -> None:
+    """Raise :class:`ParamsError` naming the first value of ``params`` outside the schema
+    (``multi_agent``: ``agents`` may list several)."""
     regions = params.get("named_regions", {})
     if not isinstance(regions, dict):
         _fail(f"{where}: named_regions", "expected a mapping of region names to layer lists")
@@ -253,9 +262,16 @@ def check_params(params: dict[str, Any], where: str) -> None:
                 _fail(at, "min_regions is above max_regions")
 
     def agents(value: Any, at: str) -> None:
-        if not isinstance(value, list) or len(value) != 1:
+        if _is_random(value):
+            for option in _random_options(value, at):
+                agents(option, at)
+            return
+        if not multi_agent and (not isinstance(value, list) or len(value) != 1):
             _fail(at, f"exactly one agent is supported, got {value!r}")
-        _one_of(tuple(agent_types), "agent type")(value[0], f"{at}[0]")
+        if not isinstance(value, list) or not value:
+            _fail(at, f"expected a non-empty list of agent types, got {value!r}")
+        for i, item in enumerate(value):
+            _one_of(tuple(agent_types), "agent type")(item, f"{at}[{i}]")
 
     checks: dict[str, Check] = {
         "board_shape": _maybe_random(_board_shape),
@@ -280,17 +296,20 @@ def _read_yaml(path: Path) -> Any:
         raise ParamsError(f"{path}: not valid YAML ({error})") from error
 
 
-def load_params(source: str | os.PathLike) -> dict[str, Any]:
-    """Parameters of a level type (``"append-still"``) or of a YAML file, merged with the
-    defaults and checked; raises :class:`ParamsError` naming any bad key or value."""
-    if str(source) in LEVEL_TYPES:
-        path = PARAMS_DIR / f"{source}.yaml"
+def load_params(source: str | os.PathLike, multi_agent: bool = False) -> dict[str, Any]:
+    """Parameters of a level type (``"append-still"``; with ``multi_agent``, a multi-agent
+    type such as ``"build-coop"``) or of a YAML file, merged with the defaults and checked;
+    raises :class:`ParamsError` naming any bad key or value."""
+    types, folder = (MULTI_AGENT_TYPES, MULTI_AGENT_DIR) if multi_agent else (LEVEL_TYPES,
+                                                                             PARAMS_DIR)
+    if str(source) in types:
+        path = folder / f"{source}.yaml"
     else:
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(
                 f"no level parameters {str(source)!r}: give a level type "
-                f"({', '.join(LEVEL_TYPES)}) or a YAML file"
+                f"({', '.join(types)}) or a YAML file"
             )
     defaults = _read_yaml(PARAMS_DIR / "_defaults.yaml")
     defaults, data = copy.deepcopy(defaults), copy.deepcopy(_read_yaml(path.resolve()))
@@ -304,7 +323,10 @@ def load_params(source: str | os.PathLike) -> dict[str, Any]:
     params = {**defaults, **data}
     for key in ("named_regions", "agent_types"):
         params[key] = {**defaults[key], **data.get(key, {})}
-    check_params(params, str(path))
+    if multi_agent:
+        params["agent_types"] = {"default": copy.deepcopy(DEFAULT_AGENT_TYPE),
+                                 **params["agent_types"]}
+    check_params(params, str(path), multi_agent)
     return params
 
 

@@ -28,7 +28,8 @@ import numpy as np
 from ..errors import UserError
 from ..levels import Level
 from ..workers import detach_from_signals
-from .generator import generate_level
+from ..multi_agent.levels import MultiAgentLevel
+from .generator import generate_level, generate_multi_agent_level
 from .params import load_params
 
 SEED_BOUND = 2**63
@@ -70,18 +71,23 @@ class ProceduralLevels:
     base seed from it; levels then follow from that base alone.
 
     :param params: a level type (``"append-still"``), a YAML parameter file, or parameters.
+    :param multi_agent: make multi-agent levels
+        (:class:`~safelife_rl.multi_agent.MultiAgentLevel`) of a multi-agent level type
+        (``"build-coop"``) or parameter file.
     :param workers: worker processes generating levels ahead (0: generate on demand; in a
         daemonic process, such as a subprocess vector env's worker, always on demand).
     :param prefetch: levels kept in preparation per worker.
     """
 
     def __init__(
-        self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2
+        self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2,
+        multi_agent: bool = False,
     ):
         if workers < 0 or prefetch < 1:
             raise UserError(f"need workers >= 0 and prefetch >= 1, got {workers}, {prefetch}")
         self.label = _label(params)
-        self.params = params if isinstance(params, dict) else load_params(params)
+        self.params = params if isinstance(params, dict) else load_params(params, multi_agent)
+        self.generate = generate_multi_agent_level if multi_agent else generate_level
         self.workers = workers
         self.prefetch = prefetch
         self._rng: np.random.Generator | None = None
@@ -92,18 +98,18 @@ class ProceduralLevels:
     def __repr__(self) -> str:
         return f"ProceduralLevels({self.label!r}, workers={self.workers})"
 
-    def _make(self, seed: int) -> Level:
-        return generate_level(self.params, seed, _level_name(self.label, seed))
+    def _make(self, seed: int) -> Level | MultiAgentLevel:
+        return self.generate(self.params, seed, _level_name(self.label, seed))
 
     def _submit(self, seed: int) -> tuple[int, Future | None]:
         if _worker_count(self.workers) == 0:
             return seed, None
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, initializer=detach_from_signals)
-        return seed, self._pool.submit(generate_level, self.params, seed,
+        return seed, self._pool.submit(self.generate, self.params, seed,
                                        _level_name(self.label, seed))
 
-    def sample(self, rng: np.random.Generator) -> Level:
+    def sample(self, rng: np.random.Generator) -> Level | MultiAgentLevel:
         """The next level of the stream belonging to ``rng``."""
         if rng is not self._rng:
             self._rng = rng
@@ -146,9 +152,11 @@ def generate_levels(
     names: Sequence[str] | None = None,
     workers: int = 0,
     progress: bool = False,
-) -> list[Level]:
-    """Levels for the given seeds, in order; ``workers`` processes share the work."""
-    return list(iter_levels(params, seeds, names, workers, progress))
+    multi_agent: bool = False,
+) -> list[Level] | list[MultiAgentLevel]:
+    """Levels for the given seeds, in order; ``workers`` processes share the work
+    (``multi_agent``: multi-agent levels of multi-agent parameters)."""
+    return list(iter_levels(params, seeds, names, workers, progress, multi_agent))
 
 
 def iter_levels(
@@ -157,21 +165,23 @@ def iter_levels(
     names: Sequence[str] | None = None,
     workers: int = 0,
     progress: bool = False,
-) -> Iterator[Level]:
+    multi_agent: bool = False,
+) -> Iterator[Level] | Iterator[MultiAgentLevel]:
     """Like :func:`generate_levels`, yielding each level as soon as it and those before are
     ready."""
     label = _label(params)
-    params = params if isinstance(params, dict) else load_params(params)
+    params = params if isinstance(params, dict) else load_params(params, multi_agent)
+    generate = generate_multi_agent_level if multi_agent else generate_level
     names = list(names) if names is not None else [_level_name(label, s) for s in seeds]
     if len(names) != len(seeds):
         raise UserError(f"{len(seeds)} seeds but {len(names)} names")
-    jobs: Iterable[Level]
+    jobs: Iterable[Level | MultiAgentLevel]
     if _worker_count(workers) > 0:
         pool = ProcessPoolExecutor(workers, initializer=detach_from_signals)
-        jobs = pool.map(generate_level, [params] * len(seeds), seeds, names)
+        jobs = pool.map(generate, [params] * len(seeds), seeds, names)
     else:
         pool = None
-        jobs = (generate_level(params, s, n) for s, n in zip(seeds, names))
+        jobs = (generate(params, s, n) for s, n in zip(seeds, names))
     if progress:
         from tqdm import tqdm
 

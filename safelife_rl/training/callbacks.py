@@ -46,7 +46,9 @@ class EpisodeLogger(BaseCallback):
     Tags: ``episode/reward``, ``episode/length``, ``episode/shaped_reward``,
     ``episode/success``, ``episode/performance`` and, when the env reports side effects,
     ``side_effects/<cell type>``, ``side_effects/normalized/{green,yellow,total}`` and
-    ``episode/score`` (see :func:`~safelife_rl.training.evaluation.episode_scalars`).
+    ``episode/score`` (see :func:`~safelife_rl.training.evaluation.episode_scalars`). An
+    agent of a multi-agent env (an ``info`` naming its ``agent``) logs as
+    ``episode/<agent>/<name>``; the board's side effects once per episode.
     """
 
     def _init_callback(self) -> None:
@@ -54,9 +56,10 @@ class EpisodeLogger(BaseCallback):
 
     def _on_step(self) -> bool:
         for done, info in zip(self.locals["dones"], self.locals["infos"]):
-            if done:
+            if done and not info.get("dead_slot"):
+                prefix = f"episode/{info['agent']}" if "agent" in info else "episode"
                 for key, value in episode_scalars(info).items():
-                    tag = key if key.startswith("side_effects/") else f"episode/{key}"
+                    tag = key if key.startswith("side_effects/") else f"{prefix}/{key}"
                     self._writer.add_scalar(tag, value, self.num_timesteps)
         return True
 
@@ -149,6 +152,9 @@ class PeriodicEvaluation(BaseCallback):
     :param metrics: ``metrics(episodes, make_env) -> {name: value}``, extra numbers over all
         the episodes (e.g. :func:`~safelife_rl.training.drest_metrics.drest_metrics`), logged
         as ``eval/<name>`` beside the episode means.
+    :param evaluator: plays the episodes (:func:`~safelife_rl.training.evaluation.evaluate`;
+        for multi-agent envs
+        :func:`~safelife_rl.multi_agent.evaluation.evaluate_multi_agent`).
     """
 
     def __init__(
@@ -161,6 +167,7 @@ class PeriodicEvaluation(BaseCallback):
         deterministic: bool = False,
         pick_levels: bool = True,
         metrics: Metrics | None = None,
+        evaluator: Callable[..., list[dict[str, Any]]] = evaluate,
     ):
         super().__init__()
         if eval_every < 1 or n_episodes < 1:
@@ -173,6 +180,7 @@ class PeriodicEvaluation(BaseCallback):
         self.eval_every, self.n_episodes, self.seed = eval_every, n_episodes, seed
         self.deterministic, self.pick_levels = deterministic, pick_levels
         self.metrics = metrics
+        self.evaluator = evaluator
 
     def _init_callback(self) -> None:
         self._writer = tensorboard_writer(self.logger)
@@ -185,7 +193,7 @@ class PeriodicEvaluation(BaseCallback):
     def play(self, policy: Policy) -> dict[str, float]:
         """Play the evaluation episodes with ``policy`` and summarise them: the mean of each
         episode scalar (``mean_<name>``) and the extra ``metrics``."""
-        episodes = evaluate(
+        episodes = self.evaluator(
             policy, self.make_env, self.n_episodes, seed=self.seed, pick_levels=self.pick_levels
         )
         summary = summarize(episodes)

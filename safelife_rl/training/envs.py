@@ -17,6 +17,7 @@ from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from ..errors import UserError
 from ..workers import in_worker
 from .batched import BatchedSafeLifeVecEnv, BatchSlot
 from .device.adapters import TensorVecEnv
@@ -27,9 +28,13 @@ VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy", "device")
 def registered_id(env_id: str) -> str:
     """Import the module named before ``:`` in ``env_id`` (if any) and return the bare id.
 
-    :mod:`safelife_rl` is always imported, so its ids need no module.
+    :mod:`safelife_rl` is always imported, so its ids need no module. The multi-agent SafeLife
+    ids (PettingZoo envs, outside Gymnasium's registry, see :func:`multi_agent_task`) are known.
     """
     import safelife_rl  # noqa: F401  (registers the SafeLife ids in a fresh worker process)
+
+    if multi_agent_task(env_id) is not None:
+        return env_id
 
     module, _, name = env_id.rpartition(":")
     if module:
@@ -57,6 +62,29 @@ def _make(env_id: str, kwargs: Mapping[str, Any] | None) -> gym.Env:
         ) from error
 
 
+def multi_agent_task(env_id: str) -> str | None:
+    """The multi-agent SafeLife task of ``env_id`` (e.g. ``safelife_rl/BuildCoop-v0``), or
+    ``None`` for a Gymnasium id."""
+    from ..multi_agent.env import MULTI_AGENT_TASKS
+
+    return next((task for task, name in MULTI_AGENT_TASKS.items() if name == env_id), None)
+
+
+def _make_multi_agent(
+    task: str,
+    kwargs: Mapping[str, Any] | None,
+    wrappers: Mapping[str, Mapping[str, Any] | None] | None,
+) -> Any:
+    from ..multi_agent.env import make_parallel_env
+
+    if any(config is not None for config in (wrappers or {}).values()):
+        raise UserError("the training wrappers are single-agent: train multi-agent envs with "
+                        "wrappers=none (experiment=multi sets it)")
+    kwargs = instantiate(dict(kwargs or {}), _convert_="all")
+    kwargs.pop("bank", None)  # level banks are single-agent; the configs' default is null
+    return make_parallel_env(task, **kwargs)
+
+
 def make_env(
     env_id: str,
     kwargs: Mapping[str, Any] | None = None,
@@ -65,10 +93,14 @@ def make_env(
 ) -> gym.Env:
     """``gym.make(env_id, **kwargs)`` (values with ``_target_`` instantiated first), then each
     wrapper config in order (``None`` skips one), then SB3's ``Monitor`` for episode totals.
+    A multi-agent id gives its PettingZoo env (no wrappers, no ``Monitor``).
 
     :param batch_slot: put a :class:`~safelife_rl.training.batched.BatchSlot` directly on the
         SafeLife env, for :class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`.
     """
+    task = multi_agent_task(env_id)
+    if task is not None:
+        return _make_multi_agent(task, kwargs, wrappers)
     env = _make(env_id, kwargs)
     if batch_slot:
         slot = BatchSlot(env.unwrapped)  # checks that it is a SafeLife env
@@ -111,12 +143,23 @@ def make_vec_env(
         ``"device"``: a :class:`~safelife_rl.training.device.TensorVecEnv` on ``device`` for
         the device algorithms (:func:`make_device_vec_env`).
     :param device: torch device of a ``"device"`` vector env.
+
+    A multi-agent id gives a :class:`~safelife_rl.multi_agent.vec_env.SharedPolicyVecEnv`: one
+    slot per agent of each of the ``n_envs`` envs, for one policy shared by all agents.
     """
     kind = getattr(kind, "value", kind)  # the config schema's enum, or its plain string
     if kind not in VEC_ENV_KINDS:
         raise ValueError(f"vec_env must be one of {VEC_ENV_KINDS}, got {kind!r}")
     if n_envs < 1:
         raise ValueError(f"n_envs must be positive, got {n_envs}")
+    task = multi_agent_task(env_id)
+    if task is not None:
+        from ..multi_agent.vec_env import SharedPolicyVecEnv
+
+        if kind not in ("auto", "dummy"):
+            raise UserError(f"vec_env={kind} does not step multi-agent envs; use vec_env=auto")
+        return SharedPolicyVecEnv([partial(_make_multi_agent, task, kwargs, wrappers)
+                                   for _ in range(n_envs)])
     if kind == "device":
         return make_device_vec_env(env_id, kwargs, wrappers, n_envs, device)
     if kind == "auto":

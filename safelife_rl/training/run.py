@@ -27,7 +27,7 @@ from .callbacks import (
 )
 from .config import check_settings
 from .device import device_algorithm
-from .envs import make_env, make_vec_env
+from .envs import make_env, make_vec_env, multi_agent_task
 from .evaluation import random_policy
 from .files import save_model_atomic
 from .logs import run_logger
@@ -62,8 +62,13 @@ def _eval_env_factory(cfg: DictConfig) -> partial:
 
 def _callbacks(cfg: DictConfig, run_dir: Path, run_config: str) -> list[BaseCallback]:
     """The configured callbacks; each gets ``run_dir``, ``make_env`` (an evaluation env
-    factory) and ``run_config`` (the resolved config as YAML) if its constructor takes them."""
+    factory), ``run_config`` (the resolved config as YAML) and, for a multi-agent env, the
+    ``evaluator`` that plays it, if its constructor takes them."""
     context = {"run_dir": run_dir, "make_env": _eval_env_factory(cfg), "run_config": run_config}
+    if multi_agent_task(cfg.env.id) is not None:
+        from ..multi_agent.evaluation import evaluate_multi_agent
+
+        context["evaluator"] = evaluate_multi_agent
     built = [TrainingClock()]
     for config in (cfg.callbacks or {}).values():
         if config is None:
