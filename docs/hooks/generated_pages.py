@@ -229,7 +229,10 @@ def on_pre_build(config: Any) -> None:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     def replace(match: re.Match) -> str:
         module, subcommand = match.group(1), match.group(2).strip()
-        return ("`--help` (generated when the site is built):\n\n```text\n"
-                + command_help(module, subcommand) + "\n```")
+        command = " ".join(["python -m", module, subcommand, "--help"]).replace("  ", " ")
+        body = "\n".join("    " + line if line else "" for line in
+                         ["```text", *command_help(module, subcommand).splitlines(), "```"])
+        return f'??? info "`{command}` (generated when the site is built)"\n\n{body}\n'
+
 
     return HELP_MARKER.sub(replace, markdown)
