@@ -9,24 +9,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
+def build_site(out: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "OMP_NUM_THREADS": "1"},
     )
     assert result.returncode == 0, result.stderr[-5000:]
-    return out
 
 
-def test_the_site_builds_strictly_with_every_page(site):
+def test_the_site_builds_strictly(tmp_path):
+    """One build (about 20 s), checked by the functions below: a build per test would repeat it
+    in every pytest-xdist worker."""
+    build_site(tmp_path)
+    check_every_page_and_figure(tmp_path)
+    check_the_ids_page_lists_every_registered_id(tmp_path)
+    check_the_api_pages_are_rendered_from_the_docstrings(tmp_path)
+    check_command_pages_show_the_current_help(tmp_path)
+
+
+def check_every_page_and_figure(site: Path) -> None:
     for page in (ROOT / "docs").rglob("*.md"):
         if "hooks" in page.parts:
             continue
@@ -38,7 +43,7 @@ def test_the_site_builds_strictly_with_every_page(site):
         assert (site / figure.name).is_file()
 
 
-def test_the_ids_page_lists_every_registered_id(site):
+def check_the_ids_page_lists_every_registered_id(site: Path) -> None:
     import gymnasium as gym
 
     import drest  # noqa: F401
@@ -56,7 +61,7 @@ def test_the_ids_page_lists_every_registered_id(site):
         env.close()
 
 
-def test_the_api_pages_are_rendered_from_the_docstrings(site):
+def check_the_api_pages_are_rendered_from_the_docstrings(site: Path) -> None:
     from safelife_rl.training import SafeLifeCNN
 
     html = (site / "api" / "safelife_rl" / "index.html").read_text()
@@ -67,7 +72,7 @@ def test_the_api_pages_are_rendered_from_the_docstrings(site):
         assert (site / "api" / package / "index.html").is_file()
 
 
-def test_command_pages_show_the_current_help(site):
+def check_command_pages_show_the_current_help(site: Path) -> None:
     html = (site / "commands" / "make_suites" / "index.html").read_text()
     assert "--check" in html and "usage: python -m safelife_rl.procgen.make_suites" in html
 
