@@ -75,6 +75,10 @@ def _space(space: Any) -> str:
     return repr(space)
 
 
+def _render_modes(env: Any) -> str:
+    return ", ".join(f"`{m}`" for m in env.metadata.get("render_modes", [])) or "none"
+
+
 def _parameters(func: Any) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(func).parameters.values() if p.name != "self"]
 
@@ -121,10 +125,10 @@ def registry_page() -> str:
     lines = [
         "# Registered environment ids",
         "",
-        "This page is generated when the site is built (`docs/hooks/generated_pages.py`): it "
-        "imports `safelife_rl`, `drest` and `extended_envs`, reads every id they register from "
-        "`gymnasium.registry`, makes an env of each with its registered kwargs and lists what "
-        "that env reports. `gym.make(id, **kwargs)` takes the keyword arguments listed.",
+        ("This page is generated when the site is built (`docs/hooks/generated_pages.py`): it "
+         "imports `safelife_rl`, `drest` and `extended_envs`, reads every id they register from "
+         "`gymnasium.registry`, makes an env of each with its registered kwargs and lists what "
+         "that env reports. `gym.make(id, **kwargs)` takes the keyword arguments listed."),
         "",
     ]
     for namespace, module in NAMESPACES.items():
@@ -153,7 +157,7 @@ def registry_page() -> str:
                     f"| registered kwargs | `{spec.kwargs!r}` |",
                     f"| observation space | `{env.observation_space!r}` |",
                     f"| action space | `{env.action_space!r}` |",
-                    f"| render modes | {', '.join(f'`{m}`' for m in env.metadata.get('render_modes', [])) or 'none'} |",
+                    f"| render modes | {_render_modes(env)} |",
                     f"| max_episode_steps | `{env.spec.max_episode_steps}` |",
                     f"| vector entry point | `{spec.vector_entry_point}` |",
                     f"| other kwargs | {_kwargs_text(spec, env)} |",
@@ -229,7 +233,7 @@ def on_pre_build(config: Any) -> None:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     def replace(match: re.Match) -> str:
         module, subcommand = match.group(1), match.group(2).strip()
-        command = " ".join(["python -m", module, subcommand, "--help"]).replace("  ", " ")
+        command = f"python -m {module} {subcommand} --help".replace("  ", " ")
         body = "\n".join("    " + line if line else "" for line in
                          ["```text", *command_help(module, subcommand).splitlines(), "```"])
         return f'??? info "`{command}` (generated when the site is built)"\n\n{body}\n'

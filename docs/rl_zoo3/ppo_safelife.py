@@ -1,14 +1,15 @@
-"""rl-zoo3 hyperparameters: PPO with the SafeLife CNN on every SafeLife id.
+"""rl-zoo3 hyperparameters: PPO with the SafeLife CNN on every SafeLife id. From the project root::
 
-    python -m rl_zoo3.train --algo ppo --env safelife_rl/PruneStill-v1 \
-        --gym-packages safelife_rl --conf-file ppo_safelife.py
+    python -m rl_zoo3.train --algo ppo --env safelife_rl/PruneStill-v1 --gym-packages safelife_rl
+        --conf-file docs/rl_zoo3/ppo_safelife.py
 
-The original SafeLife PPO settings (those of ``conf/algo/ppo.yaml``, ``conf/policy/safelife_cnn.yaml``
-and ``conf/wrappers/safelife.yaml``): 16 envs x 20 steps, 4 minibatches of 80, 3 epochs, gamma
-0.97, GAE lambda 0.95, lr 3e-4, entropy 0.01, value coefficient 0.5, policy and value clipping
-0.2, the SafeLife CNN with linear heads, the movement and exit bonuses and the exit curriculum
-(kept on schedule by ``TrainingClock``), 2M steps. A Python file because the policy needs the
-``SafeLifeCNN`` class, which a YAML file can only name as a string.
+The original SafeLife PPO settings (those of ``conf/algo/ppo.yaml``,
+``conf/policy/safelife_cnn.yaml`` and ``conf/wrappers/safelife.yaml``): 16 envs x 20 steps, 4
+minibatches of 80, 3 epochs, gamma 0.97, GAE lambda 0.95, lr 3e-4, entropy 0.01, value
+coefficient 0.5, policy and value clipping 0.2, the SafeLife CNN with linear heads, the movement
+and exit bonuses and the exit curriculum (kept on schedule by ``TrainingClock``), 2M steps. A
+Python file because the policy needs the ``SafeLifeCNN`` class itself, which a YAML file's
+``policy_kwargs`` string could not name.
 """
 
 from safelife_rl.registration import TASKS

@@ -40,7 +40,7 @@ def test_rl_zoo3_trains_a_safelife_id_with_the_shipped_file(tmp_path):
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600)
+                            timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     run = tmp_path / "logs" / "ppo" / "safelife_rl-PruneStill-v1_1"
     assert (run / "safelife_rl-PruneStill-v1.zip").is_file()
