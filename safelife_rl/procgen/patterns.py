@@ -338,7 +338,9 @@ def grow_pattern(
     :param min_fill: share of the changeable cells that must end up non-empty.
     :param temperature: larger values pick less greedily and give more complex patterns.
     :param osc_bonus: reward per oscillating cell (0 for still lifes).
-    :param alive, wall, tree: penalty of each cell type at zero and at full share of the pattern.
+    :param alive: penalty of live cells at zero and at full share of the pattern.
+    :param wall: the same for walls.
+    :param tree: the same for trees.
     :returns: the new board and whether the generator converged (otherwise the board holds
         the unfinished attempt).
     """

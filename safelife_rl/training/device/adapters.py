@@ -28,13 +28,13 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 class TensorStep(NamedTuple):
     """One step of all envs, tensors on the env's device (first dimension ``num_envs``).
 
-    :param observations: the next observations (an ended env's first one of its new episode).
-    :param rewards: float32 rewards.
-    :param terminated: bool, the episode reached a terminal state.
-    :param truncated: bool, the episode was cut short (a time limit); not where ``terminated``.
-    :param final_observations: the observations before the restarts, valid where
+    :ivar observations: the next observations (an ended env's first one of its new episode).
+    :ivar rewards: float32 rewards.
+    :ivar terminated: bool, the episode reached a terminal state.
+    :ivar truncated: bool, the episode was cut short (a time limit); not where ``terminated``.
+    :ivar final_observations: the observations before the restarts, valid where
         ``terminated | truncated``; ``None`` when no env ended.
-    :param infos: SB3-style info dicts (``"episode"``: ``{"r", "l"}``, the env's statistics) of
+    :ivar infos: SB3-style info dicts (``"episode"``: ``{"r", "l"}``, the env's statistics) of
         the envs that ended, by env index, on the CPU.
     """
 
