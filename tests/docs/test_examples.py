@@ -144,9 +144,13 @@ def torch_one_thread():
 
 @pytest.fixture
 def example_dir(tmp_path, monkeypatch):
-    (tmp_path / "conf").symlink_to(ROOT / "conf")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    """An empty folder with ``conf`` beside it, and ``../shared`` reachable as from the project."""
+    (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "conf").symlink_to(ROOT / "conf")
+    monkeypatch.chdir(work)
+    return work
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
