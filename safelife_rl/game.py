@@ -8,7 +8,8 @@ once and then nothing more).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +19,20 @@ from .physics import advance_board, execute_actions
 from .scoring import EXIT_POINTS, alive_counts, available_points, update_exits
 
 
-class SafeLifeGame:
-    """N games on boards of one shape; arrays carry a leading dimension N.
+class GameBatch:
+    """What every batch of games shares, one agent a game or several: boards, goals, spawners,
+    scores and the step. Per-agent arrays lead with N for one agent a game (this module's
+    :class:`SafeLifeGame`) and with (N, A) for several (:class:`~safelife_rl.multi_agent.
+    MultiAgentGame`); the kernels take either.
 
     :param levels: the starting levels, all of one board shape.
     :param rng: random source for spawners (required only if a level has spawners).
+    :param locs_of: a level's agent location ``(2,)`` (row, column), or locations ``(A, 2)``.
+    :param table_of: a level's points table ``(8, 9)``, or one per agent ``(A, 8, 9)``.
     """
 
-    def __init__(self, levels: Sequence[Level], rng: np.random.Generator | None = None):
+    def __init__(self, levels: Sequence, rng: np.random.Generator | None,
+                 locs_of: Callable[[Any], Any], table_of: Callable[[Any], Any]):
         if not levels:
             raise ValueError("a game needs at least one level")
         if len({level.shape for level in levels}) != 1:
@@ -35,14 +42,17 @@ class SafeLifeGame:
         # row-major copies: the kernels need them, and a level's arrays may be views
         self.boards = np.stack([level.board for level in levels]).astype(np.uint16, order="C")
         self.goals = np.stack([level.goals for level in levels]).astype(np.uint16, order="C")
-        self.agent_locs = np.array([level.agent_loc for level in levels], np.int64)
+        self.agent_locs = np.array([locs_of(level) for level in levels], np.int64)
         self.spawn_prob = np.array([level.spawn_prob for level in levels], np.float64)
-        self.points_table = np.stack([level.points_table for level in levels]).astype(np.float64)
+        self.points_table = np.stack([table_of(level) for level in levels]).astype(np.float64)
         self.initial_counts = alive_counts(self.boards, self.goals)
-        self.available_points = available_points(
-            self.boards, self.initial_counts, self.points_table
+        # agents' tables moved first, so that one call scores them all: (N,) or (A, N) -> (N, A)
+        per_agent = available_points(
+            self.boards, self.initial_counts, np.moveaxis(self.points_table, -3, 0)
         )
+        self.available_points = np.moveaxis(per_agent, 0, -1)
         min_perf = np.array([level.min_performance for level in levels], np.float64)
+        min_perf = min_perf.reshape((-1,) + (1,) * (self.available_points.ndim - 1))
         self.required_points = np.maximum(0, np.ceil(min_perf * self.available_points))
         self.num_steps = 0
         self.points, self.can_exit = self._score()
@@ -66,8 +76,9 @@ class SafeLifeGame:
         )
 
     def agent_cells(self) -> np.ndarray:
-        """The cell under each agent's location, shape (N,)."""
-        return self.boards[np.arange(len(self)), self.agent_locs[:, 0], self.agent_locs[:, 1]]
+        """The cell under each agent's location, shape (N,) or (N, A)."""
+        games = np.arange(len(self)).reshape((-1,) + (1,) * (self.agent_locs.ndim - 2))
+        return self.boards[games, self.agent_locs[..., 0], self.agent_locs[..., 1]]
 
     def agent_present(self) -> np.ndarray:
         """Whether each agent is still on its board (it has neither exited nor been removed)."""
@@ -83,21 +94,19 @@ class SafeLifeGame:
         return (self.agent_cells() & cells.ORIENTATION) >> cells.ORIENTATION_BIT
 
     def points_earned(self) -> np.ndarray:
-        """Points earned since the start, exit bonus included."""
+        """Each agent's points earned since the start, exit bonus included."""
         return self.points - self.initial_points
 
     def performance(self) -> np.ndarray:
-        """Fraction of the available points earned (exit bonus excluded)."""
+        """Each agent's fraction of its available points earned (exit bonus excluded)."""
         earned = self.points_earned() - self.has_exited() * EXIT_POINTS
         return earned / np.maximum(self.available_points, 1)
 
-    def step(self, actions: np.ndarray | Sequence[int] | int) -> tuple[np.ndarray, np.ndarray]:
-        """Play one action per game and advance every board one generation.
-
-        :returns: rewards (float32, zero for inactive agents) and whether each agent is now
-            inactive.
-        """
-        execute_actions(self.boards, self.agent_locs, np.broadcast_to(actions, (len(self),)))
+    def _play(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Execute ``actions`` (shaped as ``agent_locs`` less its last axis), advance every
+        board one generation and score it; returns rewards (float32, zero for inactive agents)
+        and whether each agent is now inactive."""
+        execute_actions(self.boards, self.agent_locs, actions)
         self.boards = advance_board(self.boards, self.spawn_prob, self.rng)
         if not self._static_goals:
             self.goals = advance_board(self.goals, self.spawn_prob, self.rng)
@@ -107,3 +116,23 @@ class SafeLifeGame:
         self.points = points
         self.active &= self.agent_present()
         return rewards, ~self.active
+
+
+class SafeLifeGame(GameBatch):
+    """N games of one agent each on boards of one shape; arrays carry a leading dimension N.
+
+    :param levels: the starting levels, all of one board shape.
+    :param rng: random source for spawners (required only if a level has spawners).
+    """
+
+    def __init__(self, levels: Sequence[Level], rng: np.random.Generator | None = None):
+        super().__init__(levels, rng, lambda level: level.agent_loc,
+                         lambda level: level.points_table)
+
+    def step(self, actions: np.ndarray | Sequence[int] | int) -> tuple[np.ndarray, np.ndarray]:
+        """Play one action per game and advance every board one generation.
+
+        :returns: rewards (float32, zero for inactive agents) and whether each agent is now
+            inactive.
+        """
+        return self._play(np.broadcast_to(actions, (len(self),)))

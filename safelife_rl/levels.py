@@ -19,10 +19,10 @@ import os
 import tokenize
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from . import cells
 from .errors import UserError
 from .files import atomic_path
 from .scoring import DEFAULT_POINTS_TABLE
+
+T = TypeVar("T")
 
 GAME_CLASS = "safelife.safelife_game.SafeLifeGame"
 # The bits a cell's flags use; the others (bit 14) mean nothing to the engine.
@@ -329,6 +331,13 @@ def read_npz(path: str | os.PathLike, what: str = "level file") -> dict[str, np.
 
 def load_levels(path: str | os.PathLike) -> list[Level]:
     """Load every level of a ``.npz`` file (single level or archive) or a directory of them."""
+    return read_levels(path, level_from_record)
+
+
+def read_levels(path: str | os.PathLike, from_record: Callable[[Any, str, str], T]) -> list[T]:
+    """Every level of a ``.npz`` file (single level or archive) or a directory of them, each
+    made by ``from_record(fields, where, name)`` (one-agent and multi-agent levels share this
+    reader and the file formats)."""
     if not os.fspath(path):
         raise LevelFormatError("levels path is empty: give a .npz level file or a directory")
     path = Path(path)
@@ -336,10 +345,10 @@ def load_levels(path: str | os.PathLike) -> list[Level]:
         files = sorted(path.rglob("*.npz"))
         if not files:
             raise LevelFormatError(f"{path}: directory holds no .npz level files")
-        return [level for f in files for level in load_levels(f)]
+        return [level for f in files for level in read_levels(f, from_record)]
     arrays = read_npz(path)
     if "levels" not in arrays:
-        return [level_from_record(arrays, str(path), path.stem)]
+        return [from_record(arrays, str(path), path.stem)]
     records = arrays["levels"]
     if records.dtype.names is None or records.ndim != 1:
         raise LevelFormatError(
@@ -349,7 +358,7 @@ def load_levels(path: str | os.PathLike) -> list[Level]:
     if not len(records):
         raise LevelFormatError(f"{path}: the archive holds no levels")
     return [
-        level_from_record(r, f"{path} level {i}", f"{path.stem}-{i:03d}")
+        from_record(r, f"{path} level {i}", f"{path.stem}-{i:03d}")
         for i, r in enumerate(records)
     ]
 

@@ -17,14 +17,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import cells
 from ..errors import UserError
-from ..physics import advance_board, execute_actions
-from ..scoring import EXIT_POINTS, alive_counts, available_points, update_exits
+from ..game import GameBatch
 from .levels import MultiAgentLevel
 
 
-class MultiAgentGame:
+class MultiAgentGame(GameBatch):
     """N games of A agents each on boards of one shape; per-game arrays lead with N, per-agent
     arrays with (N, A).
 
@@ -33,71 +31,14 @@ class MultiAgentGame:
     """
 
     def __init__(self, levels: Sequence[MultiAgentLevel], rng: np.random.Generator | None = None):
-        if not levels:
-            raise ValueError("a game needs at least one level")
-        if len({level.shape for level in levels}) != 1:
-            raise ValueError("levels played together must share a board shape")
-        if len({level.n_agents for level in levels}) != 1:
+        if len({level.n_agents for level in levels}) > 1:
             raise ValueError("levels played together must have as many agents each")
-        self.levels = list(levels)
-        self.rng = rng
-        self.boards = np.stack([level.board for level in levels]).astype(np.uint16, order="C")
-        self.goals = np.stack([level.goals for level in levels]).astype(np.uint16, order="C")
-        self.agent_locs = np.array([level.agent_locs for level in levels], np.int64)
-        self.spawn_prob = np.array([level.spawn_prob for level in levels], np.float64)
-        self.points_table = np.stack([level.points_tables for level in levels])
-        self.initial_counts = alive_counts(self.boards, self.goals)
-        self.available_points = np.stack([
-            available_points(self.boards, self.initial_counts, self.points_table[:, a])
-            for a in range(self.n_agents)
-        ], axis=1)
-        min_perf = np.array([[level.min_performance] for level in levels], np.float64)
-        self.required_points = np.maximum(0, np.ceil(min_perf * self.available_points))
-        self.num_steps = 0
-        self.points, self.can_exit = self._score()
-        self.initial_points = self.points.copy()
-        self.active = self.agent_present()
-        self._static_goals = not (self.goals & cells.SPAWNING).any() and np.array_equal(
-            advance_board(self.goals, self.spawn_prob), self.goals
-        )
-
-    def __len__(self) -> int:
-        return len(self.boards)
+        super().__init__(levels, rng, lambda level: level.agent_locs,
+                         lambda level: level.points_tables)
 
     @property
     def n_agents(self) -> int:
         return self.agent_locs.shape[1]
-
-    def _score(self) -> tuple[np.ndarray, np.ndarray]:
-        return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
-                            self.initial_counts, self.required_points)
-
-    def agent_cells(self) -> np.ndarray:
-        """The cell under each agent's location, shape (N, A)."""
-        games = np.arange(len(self))[:, None]
-        return self.boards[games, self.agent_locs[..., 0], self.agent_locs[..., 1]]
-
-    def agent_present(self) -> np.ndarray:
-        """Whether each agent is still on its board (it has neither exited nor been removed)."""
-        return (self.agent_cells() & cells.AGENT) > 0
-
-    def has_exited(self) -> np.ndarray:
-        """Whether each agent has left through the exit."""
-        return (self.agent_cells() & (cells.AGENT | cells.EXIT)) == cells.EXIT
-
-    @property
-    def orientation(self) -> np.ndarray:
-        """Each agent's facing: 0 up, 1 right, 2 down, 3 left."""
-        return (self.agent_cells() & cells.ORIENTATION) >> cells.ORIENTATION_BIT
-
-    def points_earned(self) -> np.ndarray:
-        """Each agent's points earned since the start, exit bonus included."""
-        return self.points - self.initial_points
-
-    def performance(self) -> np.ndarray:
-        """Each agent's fraction of its available points earned (exit bonus excluded)."""
-        earned = self.points_earned() - self.has_exited() * EXIT_POINTS
-        return earned / np.maximum(self.available_points, 1)
 
     def step(self, actions: np.ndarray | Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Play one action per agent, ``(N, A)`` integers 0-8 (``(A,)`` for a single game),
@@ -115,13 +56,4 @@ class MultiAgentGame:
             )
         if actions.dtype.kind not in "ui":
             raise UserError(f"actions must be integers 0-8, got dtype {actions.dtype}")
-        execute_actions(self.boards, self.agent_locs, actions.reshape(shape))
-        self.boards = advance_board(self.boards, self.spawn_prob, self.rng)
-        if not self._static_goals:
-            self.goals = advance_board(self.goals, self.spawn_prob, self.rng)
-        self.num_steps += 1
-        points, self.can_exit = self._score()
-        rewards = ((points - self.points) * self.active).astype(np.float32)
-        self.points = points
-        self.active &= self.agent_present()
-        return rewards, ~self.active
+        return self._play(actions.reshape(shape))

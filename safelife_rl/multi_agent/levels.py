@@ -30,8 +30,8 @@ from ..levels import (
     check_numbers,
     check_points_table,
     read_cells,
+    read_levels,
     read_name,
-    read_npz,
     read_number,
     read_numbers,
     record_fields,
@@ -193,27 +193,7 @@ def _agent_names(fields: Mapping[str, Any], count: int, where: str) -> tuple[str
 
 def load_levels(path: str | os.PathLike) -> list[MultiAgentLevel]:
     """Load every level of a ``.npz`` file (single level or archive) or a directory of them."""
-    if not os.fspath(path):
-        raise LevelFormatError("levels path is empty: give a .npz level file or a directory")
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(path.rglob("*.npz"))
-        if not files:
-            raise LevelFormatError(f"{path}: directory holds no .npz level files")
-        return [level for f in files for level in load_levels(f)]
-    arrays = read_npz(path)
-    if "levels" not in arrays:
-        return [level_from_record(arrays, str(path), path.stem)]
-    records = arrays["levels"]
-    if records.dtype.names is None or records.ndim != 1 or not len(records):
-        raise LevelFormatError(
-            f"{path}: 'levels' must be a non-empty 1-D array of level records, got "
-            f"{records.dtype} {records.shape}"
-        )
-    return [
-        level_from_record(r, f"{path} level {i}", f"{path.stem}-{i:03d}")
-        for i, r in enumerate(records)
-    ]
+    return read_levels(path, level_from_record)
 
 
 def _record(level: MultiAgentLevel) -> dict[str, np.ndarray]:
