@@ -63,12 +63,17 @@ def replay(
     :param engine: ``"numba"`` (:class:`SafeLifeGame`) or ``"torch"``
         (:class:`~safelife_rl.engine.torch_game.TorchGame` on the CPU).
     """
+    check_options(seed, engine)
+    play = _play_torch if engine == "torch" else _play_numba
+    return {**play(level, actions, seed), "stochastic": np.array(level.is_stochastic)}
+
+
+def check_options(seed: int | None, engine: str) -> None:
+    """Refuse a negative spawner seed or an unknown engine (single- and multi-agent replays)."""
     if seed is not None and seed < 0:
         raise UserError(f"seed must be a non-negative integer, got {seed}")
     if engine not in ENGINES:
         raise UserError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    play = _play_torch if engine == "torch" else _play_numba
-    return {**play(level, actions, seed), "stochastic": np.array(level.is_stochastic)}
 
 
 def _play_numba(level: Level, actions: np.ndarray, seed: int | None) -> dict[str, np.ndarray]:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
 from ..levels import LevelFormatError, whole_numbers
 from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
 from ..physics import N_ACTIONS
@@ -73,12 +72,9 @@ def replay(
     :param engine: ``"numba"`` (:class:`MultiAgentGame`) or ``"torch"``
         (:class:`~safelife_rl.engine.torch_game.TorchGame` on the CPU).
     """
-    from ..replay import ENGINES
+    from ..replay import check_options
 
-    if seed is not None and seed < 0:
-        raise UserError(f"seed must be a non-negative integer, got {seed}")
-    if engine not in ENGINES:
-        raise UserError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    check_options(seed, engine)
     play = _play_torch if engine == "torch" else _play_numba
     return {**play(level, actions, seed), "stochastic": np.array(level.is_stochastic)}
 
