@@ -52,12 +52,35 @@ def check_options(
 
 
 class BoardRenderModes:
-    """The render modes of the SafeLife envs, drawn from ``self.game``'s first board (see
-    :class:`SafeLifeEnv`'s description); the env sets ``render_mode`` and ``_frames``."""
+    """The view options and render modes of the SafeLife envs (single- and multi-agent), the
+    frames drawn from ``self.game``'s first board (see :class:`SafeLifeEnv`'s description)."""
 
     metadata: dict[str, Any]
     render_mode: str | None
     game: Any
+
+    def _set_options(
+        self,
+        view_shape: Sequence[int],
+        channels: Sequence[int],
+        time_limit: int,
+        remove_white_goals: bool,
+        shuffle: bool,
+        side_effects: bool,
+        render_mode: str | None,
+    ) -> None:
+        """Check the options (:func:`check_options`) and keep them."""
+        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape,
+                      channels)
+        self.view_shape = tuple(int(v) for v in view_shape)
+        self.channels = tuple(int(c) for c in channels)
+        self.time_limit = time_limit
+        self.remove_white_goals = remove_white_goals
+        self.shuffle = shuffle
+        self.side_effects = side_effects
+        self.render_mode = render_mode
+        self._next_level = 0
+        self._frames: list[str | np.ndarray] = []
     _frames: list[str | np.ndarray]
 
     def _frame(self, kind: str) -> str | np.ndarray:
@@ -158,22 +181,13 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         self.levels = [] if self.sampler is not None else list(levels)
         if self.sampler is None and not self.levels:
             raise UserError("SafeLifeEnv needs at least one level")
-        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape,
-                      channels)
-        self.view_shape = tuple(int(v) for v in view_shape)
-        self.channels = tuple(int(c) for c in channels)
-        self.time_limit = time_limit
-        self.remove_white_goals = remove_white_goals
-        self.shuffle = shuffle
-        self.side_effects = side_effects
-        self.render_mode = render_mode
+        self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
+                          side_effects, render_mode)
         self.action_space = spaces.Discrete(N_ACTIONS)
         self.observation_space = spaces.Box(
             0, 1, self.view_shape + (len(self.channels),), dtype=np.uint8
         )
         self.game: SafeLifeGame | None = None
-        self._next_level = 0
-        self._frames: list[str | np.ndarray] = []
 
     @property
     def spec(self) -> gym.envs.registration.EnvSpec | None:

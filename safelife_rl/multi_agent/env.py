@@ -12,7 +12,7 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
-from ..env import BoardRenderModes, check_options
+from ..env import BoardRenderModes
 from ..errors import UserError
 from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW, agent_view, combined_cells, to_channels
 from ..physics import N_ACTIONS
@@ -106,21 +106,12 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
             n_agents = counts[0]
         elif n_agents is None or n_agents < 1:
             raise UserError(f"a level sampler needs n_agents >= 1, got {n_agents!r}")
-        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape,
-                      channels)
-        self.view_shape = tuple(int(v) for v in view_shape)
-        self.channels = tuple(int(c) for c in channels)
-        self.time_limit = time_limit
-        self.remove_white_goals = remove_white_goals
-        self.shuffle = shuffle
-        self.side_effects = side_effects
-        self.render_mode = render_mode
+        self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
+                          side_effects, render_mode)
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agents: list[str] = []
         self.np_random, _ = seeding.np_random()
         self.game: MultiAgentGame | None = None
-        self._next_level = 0
-        self._frames: list[str | np.ndarray] = []
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent: str) -> spaces.Box:
