@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from .env import SafeLifeEnv
 from .render import render_ansi, render_rgb
@@ -25,6 +25,27 @@ KEYS = {
     b"r": "restart", b"n": "next", b"p": "prev", b"q": "quit", b"\x03": "quit", b"\x04": "quit",
 }
 HELP = "arrows/wasd move · space toggle · x wait · r restart · n/p next/prev level · q quit"
+#: How the level-choosing keys move through the env's levels.
+LEVEL_KEYS = {"restart": 0, "next": 1, "prev": -1}
+
+
+class Screen:
+    """Draws a game's first board to a terminal (and keeps the frames when making a GIF)."""
+
+    def __init__(self, out: TextIO, gif: str | os.PathLike | None):
+        self.out, self.gif, self.frames = out, gif, []
+
+    def draw(self, game: Any, status: str) -> None:
+        board, goals = game.boards[0], game.goals[0]
+        self.out.write("\x1b[H\x1b[2J" + render_ansi(board, goals) + status)
+        self.out.flush()
+        if self.gif is not None:
+            self.frames.append(render_rgb(board, goals))
+
+    def close(self) -> None:
+        """Write the GIF, if one was asked for."""
+        if self.gif is not None:
+            write_gif(self.frames, self.gif)
 
 
 def read_keys(fd: int) -> Iterator[str]:
@@ -81,21 +102,14 @@ def play(
     """
     index = 0
     _, info = env.reset(seed=seed, options={"level": index})
-    frames, completed, over = [], 0, ""
-
-    def draw() -> None:
-        board, goals = env.game.boards[0], env.game.goals[0]
-        out.write("\x1b[H\x1b[2J" + render_ansi(board, goals) + _status(env, index, info, over))
-        out.flush()
-        if gif is not None:
-            frames.append(render_rgb(board, goals))
-
-    draw()
+    completed, over = 0, ""
+    screen = Screen(out, gif)
+    screen.draw(env.game, _status(env, index, info, over))
     for key in keys:
         if key == "quit":
             break
-        if key in ("restart", "next", "prev"):
-            index = (index + {"restart": 0, "next": 1, "prev": -1}[key]) % len(env.levels)
+        if key in LEVEL_KEYS:
+            index = (index + LEVEL_KEYS[key]) % len(env.levels)
             _, info = env.reset(options={"level": index})
             over = ""
         elif not over:
@@ -107,9 +121,8 @@ def play(
                 over = "Level complete! Press n for the next level.\n"
             elif truncated:
                 over = "Time's up. Press r to retry or n for the next level.\n"
-        draw()
-    if gif is not None:
-        write_gif(frames, gif)
+        screen.draw(env.game, _status(env, index, info, over))
+    screen.close()
     return {**info, "levels_completed": completed}
 
 

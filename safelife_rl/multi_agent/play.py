@@ -12,10 +12,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..errors import UserError
-from ..play import HELP, MOVES, raw_terminal, read_keys
+from ..play import HELP, LEVEL_KEYS, MOVES, Screen, raw_terminal, read_keys
 from ..registration import suite_file
-from ..render import render_ansi, render_rgb
-from ..video import write_gif
 from .env import MULTI_AGENT_TASKS, SafeLifeParallelEnv
 
 #: What the agents a person does not control do: stand still, or act at random.
@@ -58,22 +56,14 @@ def play_agent(
     me = env.possible_agents[agent]
     index = 0
     observations, infos = env.reset(seed=seed, options={"level": index})
-    frames, completed, over = [], 0, ""
-
-    def draw() -> None:
-        board, goals = env.game.boards[0], env.game.goals[0]
-        out.write("\x1b[H\x1b[2J" + render_ansi(board, goals)
-                  + _status(env, index, me, infos, over))
-        out.flush()
-        if gif is not None:
-            frames.append(render_rgb(board, goals))
-
-    draw()
+    completed, over = 0, ""
+    screen = Screen(out, gif)
+    screen.draw(env.game, _status(env, index, me, infos, over))
     for key in keys:
         if key == "quit":
             break
-        if key in ("restart", "next", "prev"):
-            index = (index + {"restart": 0, "next": 1, "prev": -1}[key]) % len(env.levels)
+        if key in LEVEL_KEYS:
+            index = (index + LEVEL_KEYS[key]) % len(env.levels)
             observations, infos = env.reset(options={"level": index})
             over = ""
         elif not over:
@@ -85,16 +75,15 @@ def play_agent(
             if me in env.agents:
                 toggle = 5 + int(env.game.orientation[0, agent])
                 actions[me] = MOVES.get(key, toggle if key == "toggle" else 0)
-            observations, _, terminations, truncations, step_infos = env.step(actions)
+            observations, _, terminations, _, step_infos = env.step(actions)
             infos.update(step_infos)
             if terminations.get(me) and infos[me]["success"]:
                 completed += 1
             if not env.agents:
                 over = ("Level complete! Press n for the next level.\n" if infos[me]["success"]
                         else "Episode over. Press r to retry or n for the next level.\n")
-        draw()
-    if gif is not None:
-        write_gif(frames, gif)
+        screen.draw(env.game, _status(env, index, me, infos, over))
+    screen.close()
     return {"infos": infos, "levels_completed": completed}
 
 
