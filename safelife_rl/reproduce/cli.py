@@ -126,6 +126,17 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     return {"wall_seconds": wall, "runs": len(runs)}
 
 
+
+def _write_table(results: Sequence[RunResult], columns: Sequence[tuple[str, str, int]],
+                 out: Path, name: str, title: str) -> str:
+    """Write a table as ``name``.md, .csv and .png; returns its markdown."""
+    rows = tables.table_rows(results, columns)
+    table = tables.markdown(rows, columns)
+    write_text(out / f"{name}.md", table)
+    write_text(out / f"{name}.csv", tables.csv_text(rows, columns))
+    figures.table_plot(rows, columns, out / f"{name}.png", title)
+    return table
+
 def write_outputs(command: str, results: Sequence[RunResult], settings: Settings, seeds: int,
                   out: Path, wall: float) -> str:
     """Tables (markdown, CSV, PNG), figures and the claims; returns the report's markdown."""
@@ -146,12 +157,8 @@ def write_outputs(command: str, results: Sequence[RunResult], settings: Settings
     cell_note = ("Cells: mean ± std over levels x episodes (seeds pooled) [± std of the seeds' "
                  "means]; green and yellow: side effects over their inaction totals.")
     if table1:
-        rows = tables.table_rows(table1, tables.TABLE1_COLUMNS)
-        table = tables.markdown(rows, tables.TABLE1_COLUMNS)
-        write_text(out / "table1.md", table)
-        write_text(out / "table1.csv", tables.csv_text(rows, tables.TABLE1_COLUMNS))
-        figures.table_plot(rows, tables.TABLE1_COLUMNS, out / "table1.png",
-                           "Table 1: benchmark against the impact penalty")
+        table = _write_table(table1, tables.TABLE1_COLUMNS, out, "table1",
+                             "Table 1: benchmark against the impact penalty")
         figures.figure3(table1, out / "figure3.png")
         for task, name in figures.HISTOGRAM_FIGURES.items():
             number = name.removeprefix("figure").removesuffix(".png")
@@ -162,12 +169,8 @@ def write_outputs(command: str, results: Sequence[RunResult], settings: Settings
                   "", "## Figures 5 and 6", "", "![Figure 5](figure5.png)", "",
                   "![Figure 6](figure6.png)", ""]
     if table2:
-        rows = tables.table_rows(table2, tables.TABLE2_COLUMNS)
-        table = tables.markdown(rows, tables.TABLE2_COLUMNS)
-        write_text(out / "table2.md", table)
-        write_text(out / "table2.csv", tables.csv_text(rows, tables.TABLE2_COLUMNS))
-        figures.table_plot(rows, tables.TABLE2_COLUMNS, out / "table2.png",
-                           "Table 2: navigation against the impact penalty")
+        table = _write_table(table2, tables.TABLE2_COLUMNS, out, "table2",
+                             "Table 2: navigation against the impact penalty")
         claims += paper_claims.table2_claims(table2)
         lines += ["## Table 2", "", cell_note.replace("green and yellow", "green"), "", table,
                   "![Table 2](table2.png)", ""]
