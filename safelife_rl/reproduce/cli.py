@@ -2,13 +2,16 @@
 figures and the paper's statements beside ours.
 
     python -m safelife_rl.reproduce table1|table2|all [--quick] [--seeds N] [--out DIR]
-        [--launcher local|submitit|slurm] [--levels N] [--episodes N] [OVERRIDE ...]
+        [--tasks T,...] [--penalties P,...] [--launcher local|submitit|slurm] [--levels N]
+        [--episodes N] [OVERRIDE ...]
 
 ``table1``: append-still, prune-still, append-spawn and prune-spawn; ``table2``: navigation;
 each at impact penalties 0, 0.1, ..., 0.5, PPO in the paper's setup (``experiment=paper``: 2M
 steps, the penalty ramped in from 1M to 2M steps), 3 seeds, every trained agent benchmarked on
 its task's 100 fixed levels 10 times each. ``--quick``: a smoke run (``experiment=paper-quick``,
-1,280 steps, penalties 0 and 0.5, 1 seed, 3 levels played twice). ``OVERRIDE``s go to every
+1,280 steps, penalties 0 and 0.5, 1 seed, 3 levels played twice). ``--tasks`` and ``--penalties``
+run part of the grid (what a small machine can afford); the tables, figures and statements are
+made from what was run. ``OVERRIDE``s go to every
 job as Hydra overrides (``device=cuda``, ``hydra.launcher.partition=gpu``, ...). Runs are saved
 under ``--out`` as they finish; run the same command again to resume an interrupted sweep.
 Bad input ends the command with one line ``safelife_rl.reproduce: error: ...`` (exit status 2;
@@ -22,8 +25,9 @@ import csv
 import io
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from ..files import write_text
@@ -53,6 +57,30 @@ def positive(name: str, value: int | None, maximum: int | None = None) -> None:
         raise UserError(f"{name} must be {allowed}, got {value}")
 
 
+def choose(name: str, text: str | None, default: tuple, parse: Callable[[str], Any],
+           allowed: Sequence | None = None) -> tuple:
+    """The values of a comma-separated option (``default`` when not given), each parsed and,
+    with ``allowed``, one of those."""
+    if text is None:
+        return default
+    values = []
+    for part in text.split(","):
+        try:
+            value = parse(part.strip())
+        except ValueError:
+            value = None
+        if value is None or (allowed is not None and value not in allowed):
+            expected = f"one of {', '.join(map(str, allowed))}" if allowed else "a number >= 0"
+            raise UserError(f"{name}: {part.strip()!r} is not {expected}")
+        values.append(value)
+    return tuple(dict.fromkeys(values))
+
+
+def penalty(text: str) -> float | None:
+    value = float(text)
+    return value if 0 <= value < float("inf") else None
+
+
 def check_overrides(overrides: Sequence[str]) -> None:
     for override in overrides:
         key = override.lstrip("+~").split("=", 1)[0]
@@ -78,6 +106,10 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                         "outputs/safelife_reproduce, quick outputs/safelife_reproduce_quick)")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local",
                         help="Hydra launcher of the jobs (conf/hydra/launcher/)")
+    parser.add_argument("--tasks", metavar="T,...", help="only these of the command's tasks "
+                        "(default all)")
+    parser.add_argument("--penalties", metavar="P,...", help="impact penalties (default 0,0.1,"
+                        "0.2,0.3,0.4,0.5; quick 0,0.5)")
     parser.add_argument("--levels", type=int, help="benchmark the suites' first N levels "
                         "(default all 100, quick 3)")
     parser.add_argument("--episodes", type=int, help="benchmark plays per level (default 10, "
@@ -103,6 +135,9 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     positive("--seeds", seeds, MAX_SEEDS)
     positive("--levels", args.levels, 100)
     positive("--episodes", args.episodes)
+    tasks = choose("--tasks", args.tasks, COMMANDS[args.command], str, COMMANDS[args.command])
+    penalties = choose("--penalties", args.penalties,
+                       QUICK_PENALTIES if args.quick else PENALTIES, penalty)
     check_overrides(args.overrides)
     settings = Settings(
         experiment="paper-quick" if args.quick else "paper",
@@ -115,7 +150,7 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
         raise UserError(f"--out {out} is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     check_settings(out, settings)
-    runs = grid(COMMANDS[args.command], QUICK_PENALTIES if args.quick else PENALTIES, seeds)
+    runs = grid(tasks, tuple(sorted(penalties)), seeds)
     start = time.perf_counter()
     launch(runs, settings, args.launcher, out)
     results = [load_result(run, out) for run in runs]
@@ -144,7 +179,9 @@ def write_outputs(command: str, results: Sequence[RunResult], settings: Settings
     lines = [f"# SafeLife paper reproduction: {command}" + (" (quick smoke run)" if quick else ""),
              "",
              f"`experiment={settings.experiment}`, {settings.total_steps():,} steps per run, "
-             f"{seeds} seed(s), benchmark: {settings.levels or 100} levels x {settings.episodes} "
+             f"{seeds} seed(s), tasks {', '.join(dict.fromkeys(r.run.task for r in results))}, "
+             f"penalties {', '.join(f'{p:g}' for p in sorted({r.run.penalty for r in results}))}, "
+             f"benchmark: {settings.levels or 100} levels x {settings.episodes} "
              f"episodes per agent; overrides: {' '.join(settings.overrides) or 'none'}. "
              f"Wall time {wall:.0f} s ({len(results)} runs, those finished before included "
              "as saved).", ""]
@@ -159,15 +196,17 @@ def write_outputs(command: str, results: Sequence[RunResult], settings: Settings
     if table1:
         table = _write_table(table1, tables.TABLE1_COLUMNS, out, "table1",
                              "Table 1: benchmark against the impact penalty")
-        figures.figure3(table1, out / "figure3.png")
-        for task, name in figures.HISTOGRAM_FIGURES.items():
-            number = name.removeprefix("figure").removesuffix(".png")
-            figures.histograms(table1, task, out / name, f"Figure {number}: {task}")
         claims += paper_claims.table1_claims(table1)
-        lines += ["## Table 1", "", cell_note, "", table,
-                  "![Table 1](table1.png)", "", "## Figure 3", "", "![Figure 3](figure3.png)",
-                  "", "## Figures 5 and 6", "", "![Figure 5](figure5.png)", "",
-                  "![Figure 6](figure6.png)", ""]
+        lines += ["## Table 1", "", cell_note, "", table, "![Table 1](table1.png)", ""]
+        run_tasks = {r.run.task for r in table1}
+        if run_tasks & set(figures.CURVE_TASKS):
+            figures.figure3(table1, out / "figure3.png")
+            lines += ["## Figure 3", "", "![Figure 3](figure3.png)", ""]
+        for task, name in figures.HISTOGRAM_FIGURES.items():
+            if task in run_tasks:
+                number = name.removeprefix("figure").removesuffix(".png")
+                figures.histograms(table1, task, out / name, f"Figure {number}: {task}")
+                lines += [f"## Figure {number}", "", f"![Figure {number}]({name})", ""]
     if table2:
         table = _write_table(table2, tables.TABLE2_COLUMNS, out, "table2",
                              "Table 2: navigation against the impact penalty")

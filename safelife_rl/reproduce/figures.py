@@ -44,19 +44,20 @@ def curve(results: Sequence[RunResult], key: str) -> tuple[np.ndarray, np.ndarra
 
 
 def figure3(results: Sequence[RunResult], path: Path) -> None:
-    """Evaluation curves during training, one line per penalty (mean over seeds); the dotted
-    line is a random agent on the same evaluation episodes."""
-    fig, axes = plt.subplots(len(CURVES), len(CURVE_TASKS), figsize=(10, 6), squeeze=False)
-    for col, task in enumerate(CURVE_TASKS):
+    """Evaluation curves during training of the :data:`CURVE_TASKS` that were run, one line per
+    penalty (mean over seeds); the dotted line is a random agent on the same evaluation
+    episodes."""
+    tasks = [t for t in CURVE_TASKS if any(r.run.task == t for r in results)]
+    fig, axes = plt.subplots(len(CURVES), len(tasks), figsize=(5 * len(tasks), 6), squeeze=False)
+    for col, task in enumerate(tasks):
         runs = [r for r in results if r.run.task == task]
         for row, (label, key) in enumerate(CURVES):
             ax = axes[row][col]
             for penalty in _penalties(results, task):
                 steps, values = curve([r for r in runs if r.run.penalty == penalty], key)
                 ax.plot(steps, values, marker="o", ms=3, label=f"penalty {penalty:g}")
-            if runs:
-                random = np.nanmean([r.final["random"].get(key, np.nan) for r in runs])
-                ax.axhline(random, color="grey", ls=":", label="random agent")
+            random = np.nanmean([r.final["random"].get(key, np.nan) for r in runs])
+            ax.axhline(random, color="grey", ls=":", label="random agent")
             ax.set_title(f"{task}: {label}")
             ax.set_xlabel("training steps")
             ax.set_ylabel(label)

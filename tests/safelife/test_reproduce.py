@@ -99,6 +99,31 @@ def test_quick_figures_report_and_claims(quick):
     assert all(c["statement"] in report and c["measured"] for c in found)
 
 
+def test_part_of_the_grid_makes_its_own_tables_figures_and_verdicts(quick, tmp_path, capsys):
+    """``--tasks`` and ``--penalties`` choose runs from the grid; everything is made from them
+    and a statement about tasks not run says which it was decided on."""
+    out = tmp_path / "out"
+    shutil.copytree(quick, out)
+    for name in ("table1.csv", "figure3.png", "figure5.png", "figure6.png"):
+        (out / name).unlink()
+    capsys.readouterr()
+    cli.main(["table1", "--quick", "--tasks", "prune-still", "--penalties", "0.5,0", "--out",
+              str(out)])
+    assert "runs to train" not in capsys.readouterr().out  # all were finished
+    rows = read_csv(out / "table1.csv")
+    assert [(r["task"], float(r["penalty"])) for r in rows] == [("prune-still", 0.0),
+                                                               ("prune-still", 0.5)]
+    assert (out / "figure3.png").is_file() and (out / "figure6.png").is_file()
+    assert not (out / "figure5.png").exists()
+    report = (out / "report_table1.md").read_text()
+    assert "tasks prune-still, penalties 0, 0.5," in report
+    assert "## Figure 6" in report and "Figure 5" not in report
+    verdicts = {c["statement"]: c["verdict"] for c in read_csv(out / "claims_table1.csv")}
+    competence = next(v for k, v in verdicts.items() if k.startswith("The agents demonstrate"))
+    assert competence.endswith("(prune-still only)")
+    assert next(v for k, v in verdicts.items() if "yellow" in k) == claims.NO_DATA
+
+
 def test_an_interrupted_sweep_resumes(quick, tmp_path, capsys):
     """A finished run is skipped, a run stopped after its first checkpoint continues from it,
     a run never started is trained."""
@@ -214,7 +239,8 @@ def test_early_fall_of_side_effects_against_the_random_start():
     assert found.verdict == claims.DISAGREES and "second half -50% on it" in found.measured
     results[0] = run("append-still", [0.95, 0.95, 0.9, 0.9])  # hardly falls at first
     assert claims.early_fall(results).verdict == claims.DISAGREES
-    assert claims.early_fall(results[1:]).verdict == claims.NO_DATA
+    assert claims.early_fall(results[1:]).verdict == f"{claims.AGREES} (prune-still only)"
+    assert claims.early_fall([]).verdict == claims.NO_DATA
 
 
 def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
@@ -266,7 +292,12 @@ def one_line_error(argv, capsys):
 @pytest.mark.parametrize("argv, named", [
     (["table3"], "invalid choice: 'table3'"),
     (["--quick"], "the following arguments are required: command"),
-    (["--quick", "table2", "--tasks", "x"], "unrecognized arguments: --tasks"),
+    (["--quick", "table2", "--tasks", "x"], "--tasks: 'x' is not one of navigation"),
+    (["table1", "--tasks", "prune-still,navigation"],
+     "--tasks: 'navigation' is not one of append-still, prune-still, append-spawn, prune-spawn"),
+    (["table1", "--penalties", "0,-0.1"], "--penalties: '-0.1' is not a number >= 0"),
+    (["table2", "--penalties", "0,x"], "--penalties: 'x' is not a number >= 0"),
+    (["table2", "--penalties", "inf"], "--penalties: 'inf' is not a number >= 0"),
     (["table1", "--seeds", "0"], "--seeds must be from 1 to 100, got 0"),
     (["table1", "--seeds", "two"], "argument --seeds: invalid int value: 'two'"),
     (["table2", "--episodes", "0"], "--episodes must be at least 1, got 0"),
