@@ -3,11 +3,14 @@
 Usage::
 
     python -m safelife_rl.benchmark SUITE [--policy random|noop|MODEL.zip] [--episodes 10]
+        [--greedy]
 
 ``SUITE`` is a task name (its fixed suite of 100 levels) or any ``.npz`` file or directory of
 levels, the original suites included. ``MODEL.zip`` is loaded without unpickling anything from
 it, rebuilt from the config it was trained with (``--trust-pickle``: SB3's own load, for files
-you trust). Each level is played ``--episodes`` times. Writes
+you trust). A PPO or A2C model draws its actions from its policy's distribution, as the original
+SafeLife benchmark plays its PPO agents (``--greedy``: the most probable action); a DQN model
+takes its greedy action. Each level is played ``--episodes`` times. Writes
 ``episodes.csv`` (one row per episode), ``summary.csv`` and ``summary.md`` (mean ± std of
 performance, episode length, and green and yellow side effects normalised by their inaction
 totals) and ``histograms.png`` into ``--out``.
@@ -24,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.policies import ActorCriticPolicy
 from tqdm import tqdm
 
 from . import registration
@@ -98,8 +103,12 @@ def load_policy(
     algo: str | None = None,
     device: str = "cpu",
     trusted: bool = False,
+    greedy: bool = False,
+    seed: int = 0,
 ) -> tuple[Policy, dict[str, Any]]:
-    """A batch policy from an SB3 model file, and the env settings it needs.
+    """A batch policy from an SB3 model file, and the env settings it needs: the actions drawn
+    from the model's action distribution (:func:`sampling_policy`, seeded with ``seed``) or,
+    ``greedy`` or for a model without one (DQN), its most probable action.
 
     The model is rebuilt from its run's config without unpickling anything from the file
     (:func:`~safelife_rl.training.model_files.load_model`); ``trusted`` is SB3's full load.
@@ -128,7 +137,24 @@ def load_policy(
         raise UserError(f"{spec}: the model sees observations of shape {shape}, its run's "
                         f"settings {settings} give {expected}")
     model = load_model(model_path, run[1] if run else None, env, device, trusted)
-    return (lambda obs: model.predict(obs, deterministic=True)[0]), settings
+    if greedy or not isinstance(model.policy, ActorCriticPolicy):
+        return (lambda obs: model.predict(obs, deterministic=True)[0]), settings
+    return sampling_policy(model.policy, seed), settings
+
+
+def sampling_policy(policy: ActorCriticPolicy, seed: int) -> Policy:
+    """Actions drawn from ``policy``'s action distribution with a generator of its own seeded
+    with ``seed`` (so a benchmark is reproducible whatever else uses torch's global one)."""
+    policy.set_training_mode(False)
+    generator = torch.Generator(policy.device).manual_seed(seed)
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            tensor, _ = policy.obs_to_tensor(obs)
+            probs = policy.get_distribution(tensor).distribution.probs
+            return torch.multinomial(probs, 1, generator=generator)[:, 0].cpu().numpy()
+
+    return act
 
 
 def make_policy(
@@ -138,6 +164,7 @@ def make_policy(
     algo: str | None = None,
     device: str = "cpu",
     trusted: bool = False,
+    greedy: bool = False,
 ) -> tuple[Policy, dict[str, Any]]:
     """A batch policy from ``random``, ``noop`` or a model file (:func:`load_policy`), and the
     env settings it needs."""
@@ -146,7 +173,7 @@ def make_policy(
         return (lambda obs: rng.integers(0, 9, len(obs))), {}
     if spec == "noop":
         return (lambda obs: np.zeros(len(obs), np.int64)), {}
-    return load_policy(spec, levels, algo, device, trusted)
+    return load_policy(spec, levels, algo, device, trusted, greedy, seed)
 
 
 def _normalised(side_effects: dict[str, list[float]], name: str) -> float:
@@ -290,6 +317,9 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     parser.add_argument("--trust-pickle", action="store_true",
                         help="load the model as SB3 does, running code pickled in it: only for "
                              "files you trust (see docs/security.md)")
+    parser.add_argument("--greedy", action="store_true",
+                        help="a PPO/A2C model takes its most probable action instead of "
+                             "drawing one from its policy, as the original benchmark does")
     parser.add_argument("--episodes", type=_at_least(1), default=10, help="plays per level")
     parser.add_argument("--levels", type=_at_least(1), default=None,
                         help="only the first N levels")
@@ -307,8 +337,8 @@ def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     path = resolve_suite(args.suite, args.original)
     levels = load_levels(path)[: args.levels]
     policy, env_kwargs = make_policy(
-        args.policy, levels, args.seed, args.algo, trusted=args.trust_pickle
-    )
+        args.policy, levels, args.seed, args.algo, trusted=args.trust_pickle,
+        greedy=args.greedy)
     env_kwargs["time_limit"] = args.time_limit
     policy_name = args.policy if args.policy in ("random", "noop") else Path(args.policy).stem
     out = Path(args.out or Path("outputs") / "benchmark" /

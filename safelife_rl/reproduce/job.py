@@ -52,7 +52,8 @@ def training_config(cfg: DictConfig) -> DictConfig:
 
 def benchmark(folder: Path, task: str, levels: int | None, episodes: int, time_limit: int,
               device: str) -> list[dict]:
-    """The run's final model on the first ``levels`` levels of ``task``'s suite."""
+    """The run's final model on the first ``levels`` levels of ``task``'s suite, its actions
+    drawn from its policy as the original benchmark plays its PPO agents."""
     suite = load_levels(suite_file(task))[:levels]
     policy, settings = load_policy(str(folder / "final_model.zip"), suite, device=device)
     rows = run_suite(suite, policy, episodes, env_kwargs={**settings, "time_limit": time_limit})

@@ -34,6 +34,9 @@ LAUNCHERS = ("local", "submitit", "slurm")
 #: Exit statuses of a sweep stopped by SIGINT or SIGTERM (as the shell and Python report them).
 INTERRUPTED = (130, 143, -2, -15)
 SETTINGS_FILE = "sweep.json"
+#: How the benchmark plays the trained agents (recorded so that an output folder benchmarked
+#: otherwise by an earlier version is refused, not mixed in).
+BENCHMARK_ACTIONS = "sampled from the policy"
 FULL_STEPS = 2_000_000
 QUICK_STEPS = 1280  # conf/experiment/paper-quick.yaml
 
@@ -63,7 +66,7 @@ class Settings:
 
     def as_json(self) -> dict:
         return {"experiment": self.experiment, "levels": self.levels, "episodes": self.episodes,
-                "overrides": self.training_overrides()}
+                "benchmark_actions": BENCHMARK_ACTIONS, "overrides": self.training_overrides()}
 
 
 def check_settings(out: Path, settings: Settings) -> None:

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from safelife_rl.benchmark import main, summarise
+from safelife_rl.benchmark import main, sampling_policy, summarise
 from safelife_rl.errors import UserError
 
 
@@ -83,6 +84,36 @@ def test_a_trained_model_plays_with_its_runs_observation_settings(tmp_path, benc
     out, summary = run(tmp_path, benchmarks, "--policy", str(run_folder / model))
     assert summary["length"][0] <= 30 and np.isfinite(summary["performance"][0])
     assert "| append-still | " in (out / "summary.md").read_text()
+
+
+def test_sampled_actions_follow_the_policy_and_its_seed():
+    """As the original benchmark plays its PPO agents: actions drawn with the policy's
+    probabilities, the same ones again from the same seed."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", gym.make("CartPole-v1"), seed=0, policy_kwargs={"net_arch": [8]})
+    obs = np.tile(np.array([[0.1, 2.0, -0.2, -3.0]], np.float32), (20_000, 1))
+    actions = sampling_policy(model.policy, seed=5)(obs)
+    with torch.no_grad():
+        tensor, _ = model.policy.obs_to_tensor(obs[:1])
+        p_left = float(model.policy.get_distribution(tensor).distribution.probs[0, 0])
+    assert 0.05 < p_left < 0.95
+    # within 5 standard errors of the policy's probability
+    assert abs(np.mean(actions == 0) - p_left) < 5 * np.sqrt(p_left * (1 - p_left) / len(obs))
+    assert np.array_equal(sampling_policy(model.policy, seed=5)(obs), actions)
+    assert not np.array_equal(sampling_policy(model.policy, seed=6)(obs), actions)
+
+
+def test_greedy_or_sampled_actions_from_the_command(tmp_path, benchmarks, run_folder):
+    model = str(run_folder / "final_model.zip")
+    episodes = {}
+    for name, extra in {"sampled": [], "again": [], "seed 1": ["--seed", "1"],
+                        "greedy": ["--greedy"], "greedy again": ["--greedy"]}.items():
+        out, _ = run(tmp_path / name, benchmarks, "--policy", model, *extra)
+        episodes[name] = (out / "episodes.csv").read_text()
+    assert episodes["sampled"] == episodes["again"] != episodes["seed 1"]
+    assert episodes["greedy"] == episodes["greedy again"] != episodes["sampled"]
 
 
 def test_a_model_of_another_algorithm_is_refused(tmp_path, benchmarks, run_folder, capsys):
