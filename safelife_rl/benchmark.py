@@ -318,8 +318,8 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
                         help="load the model as SB3 does, running code pickled in it: only for "
                              "files you trust (see docs/security.md)")
     parser.add_argument("--greedy", action="store_true",
-                        help="a PPO/A2C model takes its most probable action instead of "
-                             "drawing one from its policy, as the original benchmark does")
+                        help="a PPO/A2C model takes its most probable action (default: one "
+                             "drawn from its policy, as the original benchmark plays)")
     parser.add_argument("--episodes", type=_at_least(1), default=10, help="plays per level")
     parser.add_argument("--levels", type=_at_least(1), default=None,
                         help="only the first N levels")
