@@ -6,7 +6,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -52,12 +52,24 @@ def check_options(
 
 
 class BoardRenderModes:
-    """The view options and render modes of the SafeLife envs (single- and multi-agent), the
-    frames drawn from ``self.game``'s first board (see :class:`SafeLifeEnv`'s description)."""
+    """The level source, view options and render modes of the SafeLife envs (single- and
+    multi-agent), the frames drawn from ``self.game``'s first board (see :class:`SafeLifeEnv`'s
+    description)."""
 
     metadata: dict[str, Any]
     render_mode: str | None
     game: Any
+
+    def _set_levels(self, levels: Any, load: Callable[[str | os.PathLike], list],
+                    owner: str) -> None:
+        """Keep ``levels``: a sampler as ``self.sampler``, or else as ``self.levels`` the
+        levels of a sequence or of a file or folder read with ``load`` (at least one)."""
+        if isinstance(levels, (str, os.PathLike)):
+            levels = load(levels)
+        self.sampler = levels if hasattr(levels, "sample") else None
+        self.levels = [] if self.sampler is not None else list(levels)
+        if self.sampler is None and not self.levels:
+            raise UserError(f"{owner} needs at least one level")
 
     def _set_options(
         self,
@@ -175,12 +187,7 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         side_effects: bool = False,
         render_mode: str | None = None,
     ):
-        if isinstance(levels, (str, os.PathLike)):
-            levels = load_levels(levels)
-        self.sampler: LevelSampler | None = levels if hasattr(levels, "sample") else None
-        self.levels = [] if self.sampler is not None else list(levels)
-        if self.sampler is None and not self.levels:
-            raise UserError("SafeLifeEnv needs at least one level")
+        self._set_levels(levels, load_levels, "SafeLifeEnv")
         self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
                           side_effects, render_mode)
         self.action_space = spaces.Discrete(N_ACTIONS)

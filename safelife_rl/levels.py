@@ -54,8 +54,29 @@ class LevelFormatError(UserError):
     """A level or trace file, or a level record, that cannot be read as a SafeLife level."""
 
 
+class BoardLevel:
+    """What single- and multi-agent levels share: a uint16 board and goals of one shape."""
+
+    board: np.ndarray
+    goals: np.ndarray
+
+    def _check_arrays(self, where: str) -> None:
+        for label, array in (("board", self.board), ("goals", self.goals)):
+            if not isinstance(array, np.ndarray) or array.dtype != np.uint16:
+                dtype = getattr(array, "dtype", type(array).__name__)
+                raise LevelFormatError(f"{where}: {label} must be a uint16 array, got {dtype}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.board.shape
+
+    @property
+    def is_stochastic(self) -> bool:
+        return bool(np.any((self.board | self.goals) & cells.SPAWNING))
+
+
 @dataclass(frozen=True, eq=False)
-class Level:
+class Level(BoardLevel):
     """The initial state of one SafeLife level.
 
     :param board: uint16 ``(H, W)`` cells (the agent's orientation is in its cell's bits).
@@ -81,18 +102,11 @@ class Level:
         loc = tuple(self.agent_loc)
         if len(loc) != 2 or not all(isinstance(v, (int, np.integer)) for v in loc):
             raise LevelFormatError(f"{where}: agent_loc must be two integers, got {self.agent_loc}")
-        for label, array in (("board", self.board), ("goals", self.goals)):
-            if not isinstance(array, np.ndarray) or array.dtype != np.uint16:
-                dtype = getattr(array, "dtype", type(array).__name__)
-                raise LevelFormatError(f"{where}: {label} must be a uint16 array, got {dtype}")
+        self._check_arrays(where)
         _check_level(
             self.board, self.goals, self.agent_loc, self.spawn_prob, self.min_performance,
             self.points_table, where,
         )
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.board.shape
 
     @property
     def agent_locs(self) -> tuple[tuple[int, int], ...]:
@@ -103,10 +117,6 @@ class Level:
     def points_tables(self) -> np.ndarray:
         """Every agent's points table, ``(1, 8, 9)``."""
         return np.asarray(self.points_table)[None]
-
-    @property
-    def is_stochastic(self) -> bool:
-        return bool(np.any((self.board | self.goals) & cells.SPAWNING))
 
 
 def _check_level(

@@ -90,13 +90,8 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         side_effects: bool = False,
         render_mode: str | None = None,
     ):
-        if isinstance(levels, (str, os.PathLike)):
-            levels = load_levels(levels)
-        self.sampler = levels if hasattr(levels, "sample") else None
-        self.levels: list[MultiAgentLevel] = [] if self.sampler is not None else list(levels)
+        self._set_levels(levels, load_levels, "SafeLifeParallelEnv")
         if self.sampler is None:
-            if not self.levels:
-                raise UserError("SafeLifeParallelEnv needs at least one level")
             counts = sorted({level.n_agents for level in self.levels})
             if len(counts) != 1:
                 raise UserError(f"the levels of one env must have as many agents each, got "

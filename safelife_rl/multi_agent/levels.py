@@ -23,6 +23,7 @@ import numpy as np
 from .. import cells
 from ..levels import (
     GAME_CLASS,
+    BoardLevel,
     Level,
     LevelFormatError,
     check_agent,
@@ -42,7 +43,7 @@ from ..scoring import DEFAULT_POINTS_TABLE
 
 
 @dataclass(frozen=True, eq=False)
-class MultiAgentLevel:
+class MultiAgentLevel(BoardLevel):
     """The initial state of one SafeLife level with one or more agents.
 
     :param board: uint16 ``(H, W)`` cells (each agent's orientation is in its cell's bits).
@@ -67,10 +68,7 @@ class MultiAgentLevel:
 
     def __post_init__(self) -> None:
         where = f"level {self.name!r}" if self.name else "level"
-        for label, array in (("board", self.board), ("goals", self.goals)):
-            if not isinstance(array, np.ndarray) or array.dtype != np.uint16:
-                dtype = getattr(array, "dtype", type(array).__name__)
-                raise LevelFormatError(f"{where}: {label} must be a uint16 array, got {dtype}")
+        self._check_arrays(where)
         if not len(self.agent_locs):
             raise LevelFormatError(f"{where}: a level needs at least one agent, agent_locs is "
                                    "empty")
@@ -90,16 +88,8 @@ class MultiAgentLevel:
         check_numbers(self.spawn_prob, self.min_performance, where)
 
     @property
-    def shape(self) -> tuple[int, int]:
-        return self.board.shape
-
-    @property
     def n_agents(self) -> int:
         return len(self.agent_locs)
-
-    @property
-    def is_stochastic(self) -> bool:
-        return bool(np.any((self.board | self.goals) & cells.SPAWNING))
 
 
 def _check_agents(
