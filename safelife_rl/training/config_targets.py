@@ -39,6 +39,13 @@ def _in(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
+def _importable(module: str) -> bool:
+    """Whether a saved config may import ``module``: a public module of an allowed package
+    (private names, dunders and ``__main__`` modules, whose import runs them, are refused)."""
+    return (_in(module, PACKAGES) and not _in(module, REFUSED_MODULES)
+            and not any(part.startswith("_") for part in module.split(".")))
+
+
 def _allowed(name: Any) -> bool:
     """Whether ``name`` is a dotted path to an allowed class or function.
 
@@ -50,10 +57,8 @@ def _allowed(name: Any) -> bool:
         return False
     if name in FUNCTIONS:
         return True
-    if not _in(name, PACKAGES) or _in(name, REFUSED_MODULES):
+    if not _importable(name):
         return False
-    if any(part.startswith("_") for part in name.split(".")):
-        return False  # private names, dunders and ``__main__`` modules (importing one runs it)
     try:
         found = _locate(name)
     except Exception:  # a missing module or attribute: nothing allowed there
@@ -107,6 +112,6 @@ def check_targets(cfg: DictConfig | ListConfig | Mapping[str, Any], source: str)
     env_id = env.get("id") if isinstance(env, Mapping) else None
     if isinstance(env_id, str) and ":" in env_id:
         module = env_id.rpartition(":")[0]
-        if not _in(module, PACKAGES):
+        if not _importable(module):
             raise UserError(f"{source}: env.id: {env_id!r} imports module {module!r}; a saved "
-                            f"config may import only {', '.join(PACKAGES)}")
+                            f"config may import only public modules of {', '.join(PACKAGES)}")

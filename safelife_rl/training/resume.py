@@ -66,7 +66,11 @@ def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
 
 def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """The saved config of the run at ``cfg.resume``, with the :data:`RESUME_OVERRIDES` given on
-    the command line applied; any other override is an error."""
+    the command line applied; any other override is an error.
+
+    ``trust_pickle`` is never read from the run folder: trust in a checkpoint comes only from
+    the command line of this invocation (a saved ``trust_pickle: true`` would let whoever
+    wrote the folder run code through the checkpoint it also wrote)."""
     given = {o.lstrip("+~").split("=", 1)[0] for o in overrides}
     unexpected = sorted(given - set(RESUME_OVERRIDES))
     if unexpected:
@@ -75,6 +79,7 @@ def resume_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
             f"{', '.join(RESUME_OVERRIDES[1:])} may be changed, not {', '.join(unexpected)}"
         )
     saved = load_run_config(cfg.resume)
+    OmegaConf.update(saved, "trust_pickle", False, force_add=True)
     for key in given - {"resume"}:
         OmegaConf.update(saved, key, OmegaConf.select(cfg, key), force_add=True)
     return saved

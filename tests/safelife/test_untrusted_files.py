@@ -3,6 +3,7 @@
 
 import base64
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from safelife_rl.errors import UserError
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.model_files import load_model
+from safelife_rl.training.resume import resume_config
 from safelife_rl.training.run import load_run_config, plain, train
 from safelife_rl.training.wrappers import sync_training_steps
 
@@ -131,6 +133,34 @@ def test_code_pickled_in_a_model_runs_only_when_trusted(runs, tmp_path):
     assert model.lr_schedule(1.0) == cfg.algo.learning_rate and model.num_timesteps == 64
     load_model(crafted, cfg, envs(cfg), "cpu", trusted=True)
     assert marker.exists()  # the opt-in is SB3's full load: the file's code ran
+
+
+def test_trust_saved_in_a_run_folder_runs_nothing_on_resume(runs, tmp_path):
+    """Trust comes from this invocation's command line alone, never from the folder resumed."""
+    run = tmp_path / "run"
+    shutil.copytree(runs(), run)
+    marker = tmp_path / "marker"
+    saved = OmegaConf.load(run / "config.yaml")
+    saved.trust_pickle = True
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(saved))
+    crafted = rewrite(run / "final_model.zip", tmp_path / "crafted.zip",
+                      lambda data: data.update(lr_schedule=payload(marker)))
+    crafted.replace(run / "final_model.zip")
+    given = [f"resume={run}", "total_timesteps=96"]
+    cfg = resume_config(compose_train(*TINY, *given), given)
+    assert cfg.trust_pickle is False
+    train(cfg, run, resume=True, trusted=cfg.trust_pickle)
+    assert not marker.exists()
+    given.append("trust_pickle=true")
+    assert resume_config(compose_train(*TINY, *given), given).trust_pickle is True
+
+
+@pytest.mark.parametrize("module", ["safelife_rl.__main__", "drest._private", "gymnasium.__init__"])
+def test_an_env_id_may_not_import_main_or_private_modules(runs, module):
+    cfg = saved_config(runs())
+    cfg["env"]["id"] = f"{module}:Thing-v0"
+    with pytest.raises(UserError, match=f"env.id: '{module}:Thing-v0' imports module"):
+        check_targets(cfg, "RUN/config.yaml")
 
 
 def test_unknown_saved_values_are_refused_by_name(runs, tmp_path):
