@@ -16,7 +16,10 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: $(STAMP)
-	$(VENV)/bin/python -m safelife_rl.train
+	$(VENV)/bin/python -m safelife_rl.apps.train
 
+# lint first (seconds): ruff, and import-linter's contracts on the floors of safelife_rl
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -n auto -q

@@ -20,12 +20,11 @@ import time
 
 import numpy as np
 import torch
-
 from baselines import add_arguments, measure, ratio_line
 
 from safelife_rl import SafeLifeGame, load_levels
 from safelife_rl.engine.torch_game import TorchGame
-from safelife_rl.registration import benchmark_file
+from safelife_rl.envs.registration import benchmark_file
 
 # Peak bytes a torch step needs per board of 26x26 cells (int64 neighbourhood sums and their
 # temporaries), with room to spare.

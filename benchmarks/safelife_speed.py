@@ -17,8 +17,8 @@ import numpy as np
 from baselines import add_arguments, measure, ratio_line
 
 from safelife_rl import SafeLifeEnv, SafeLifeGame, load_levels
+from safelife_rl.envs.registration import benchmark_file
 from safelife_rl.procgen import ProceduralLevels
-from safelife_rl.registration import benchmark_file
 
 
 def env_rate(levels, steps: int) -> float:

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from safelife_rl import SafeLifeGame, load_levels
-from safelife_rl.registration import benchmark_file
-from safelife_rl.side_effects import side_effect_score
+from safelife_rl.engine.side_effects import side_effect_score
+from safelife_rl.envs.registration import benchmark_file
 
 ORIGINAL_MS = (14.0, 25.0)
 

@@ -19,13 +19,14 @@ import statistics
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl.train sets it
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl.apps.train sets it
 
 from baselines import add_arguments, measure, ratio_line
 from hydra import compose, initialize_config_dir
 
 from safelife_rl.training.envs import make_vec_env
-from safelife_rl.training.run import build_model, plain
+from safelife_rl.training.models import build_model
+from safelife_rl.training.run import plain
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

@@ -26,8 +26,8 @@ from engine_speed import timed
 from omegaconf import OmegaConf
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.engine.vector_env import SafeLifeVectorEnv, bytes_per_env, free_memory
-from safelife_rl.registration import suite_file
+from safelife_rl.envs.registration import suite_file
+from safelife_rl.envs.vector_env import SafeLifeVectorEnv, bytes_per_env, free_memory
 
 _CONF = Path(__file__).resolve().parents[1] / "conf" / "wrappers" / "safelife.yaml"
 _NUMBA_MAX = 1024  # building thousands of wrapped single envs takes longer than the timing
@@ -54,8 +54,8 @@ def device_rate(levels, wrappers: dict, n: int, device: torch.device, seconds: f
 
 
 def numba_rate(wrappers: dict, n: int, seconds: float) -> float:
+    from safelife_rl.envs.wrappers import sync_training_steps
     from safelife_rl.training.envs import make_vec_env
-    from safelife_rl.training.wrappers import sync_training_steps
 
     kwargs = {"levels": str(suite_file("append-still"))}
     envs = make_vec_env("safelife_rl/AppendStill-v1", kwargs, wrappers, n, "batched")

@@ -14,7 +14,7 @@ from drest.generator import GeneratorConfig, generate
 from drest.spec import GridSpec
 from drest.tabular import compile_world, max_coins_by_length, obs_vector
 from drest.worlds import resolve
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 IMAGE_CHANNELS = ("walls", "coin_values", "button_delays", "agent", "steps_until_shutdown")
 

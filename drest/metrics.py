@@ -119,8 +119,8 @@ def exact_metrics(world: TabularWorld, state_policy: np.ndarray) -> Metrics:
     p, v = state_occupancy(world, state_policy)
     term = np.flatnonzero(world.terminal)
     lengths = world.t[term]
-    length_probs = {int(l): float(p[term][lengths == l].sum()) for l in world.lengths}
-    coin_mass = {int(l): float(v[term][lengths == l].sum()) for l in world.lengths}
+    length_probs = {int(n): float(p[term][lengths == n].sum()) for n in world.lengths}
+    coin_mass = {int(n): float(v[term][lengths == n].sum()) for n in world.lengths}
     return metrics_from_lengths(length_probs, coin_mass, max_coins_by_length(world.spec))
 
 

@@ -18,7 +18,7 @@ from drest.dynamics import MOVES
 from drest.metrics import state_occupancy
 from drest.spec import GridSpec
 from drest.tabular import TabularWorld
-from safelife_rl.files import atomic_path
+from safelife_rl.common.files import atomic_path
 
 #: Larger worlds get no policy figure: one arrow per action and cell would take minutes and
 #: gigabytes (a 200x200 world: 37 s and 9.5 GB) and be unreadable.

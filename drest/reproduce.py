@@ -25,8 +25,8 @@ from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
 from drest.worlds import APPENDIX_WORLDS, builtin
-from safelife_rl.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
-from safelife_rl.files import write_json, write_text
+from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
+from safelife_rl.common.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
 # figures after 1,000 meta-episodes.

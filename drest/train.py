@@ -33,8 +33,8 @@ from drest.reward import check_reward
 from drest.spec import GridSpec
 from drest.tabular import TabularWorld, compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, resolve
-from safelife_rl.errors import UserError, hydra_app_errors
-from safelife_rl.files import write_json
+from safelife_rl.common.errors import UserError, hydra_app_errors
+from safelife_rl.common.files import write_json
 from safelife_rl.training.files import save_model_atomic
 
 TOP_KEYS = ("gridworld", "x", "reward", "seed", "max_states", "agent")
@@ -182,7 +182,7 @@ def _number(value: float | None) -> str:
 @hydra.main(version_base=None, config_path="../conf/drest", config_name="train")
 def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    with hydra_app_errors("drest.train"):
+    with hydra_app_errors("drest.train", HydraConfig.get().runtime.output_dir):
         metrics = run(cfg, run_dir)
     print(f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
           f"(normalized {_number(metrics['neutrality_normalized'])})  "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 _EXAMPLE = """\
 length: 4

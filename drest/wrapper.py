@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 
 from drest.reward import MaxReturnEstimator, MetaEpisode
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 
 class DrestRewardWrapper(gym.Wrapper):

@@ -36,6 +36,7 @@ from typing import Any
 
 import hydra
 import numpy as np
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
@@ -50,8 +51,8 @@ from extended_envs.core import (
     run_environment,
 )
 from extended_envs.envs import BY_NAME, battery, minus_rewards
-from safelife_rl.errors import UserError, hydra_app_errors
-from safelife_rl.files import atomic_path, write_text
+from safelife_rl.common.errors import UserError, hydra_app_errors
+from safelife_rl.common.files import atomic_path, write_text
 
 PROG = "extended_envs.benchmark"
 
@@ -254,7 +255,7 @@ def environments_for(include_slow: bool, only: Sequence[str]) -> list[type[Exten
 @hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="benchmark")
 def main(cfg: DictConfig) -> float:
     """Run the battery as configured, print the table and write the results."""
-    with hydra_app_errors(PROG):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
         settings = typed(BenchmarkConfig, cfg)
         agent = agent_class(settings.agent)
         resolve_hyperparams(agent, settings.hyperparams)  # checked before anything runs
@@ -266,7 +267,7 @@ def main(cfg: DictConfig) -> float:
             agent, settings.steps, settings.seeds, environments,
             progress=settings.progress, **settings.hyperparams,
         )  # fmt: skip
-        directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+        directory = Path(HydraConfig.get().runtime.output_dir)
         write_results(rows, directory)
     print(markdown_table(rows))
     print(f"Results written to {directory}")

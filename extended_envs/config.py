@@ -1,7 +1,7 @@
 """Typed settings of the Hydra apps (``conf/extended_envs/*.yaml``), checked before anything runs.
 
 The YAML files hold the defaults; these dataclasses the types and ranges. A task function reads
-its configuration through :func:`typed`, inside :func:`~safelife_rl.errors.one_line_errors`, so
+its configuration through :func:`typed`, inside :func:`~safelife_rl.common.errors.one_line_errors`, so
 a value of the wrong type or out of range ends the command with one line naming the setting,
 the value and what is allowed. Booleans are OmegaConf's: ``true/false``, ``yes/no``, ``on/off``
 (``reality_check=no`` is false; ``reality_check=maybe`` and ``reality_check=2`` are errors).
@@ -17,7 +17,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from extended_envs.checks import check_count, check_seed
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 T = TypeVar("T")
 

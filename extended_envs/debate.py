@@ -36,14 +36,15 @@ from typing import Any, ClassVar
 
 import hydra
 import numpy as np
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from extended_envs.benchmark import agent_class
 from extended_envs.checks import check_action, is_int
 from extended_envs.config import DebateConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
-from safelife_rl.errors import UserError, hydra_app_errors
-from safelife_rl.files import atomic_path, write_text
+from safelife_rl.common.errors import UserError, hydra_app_errors
+from safelife_rl.common.files import atomic_path, write_text
 
 PROG = "extended_envs.debate"
 
@@ -290,7 +291,7 @@ def report(table: list[dict[str, Any]], last: int) -> str:
 @hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="debate")
 def main(cfg: DictConfig) -> None:
     """Train Alice against each configured Bob and report her accuracy on Hugh's questions."""
-    with hydra_app_errors(PROG):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
         settings = typed(DebateConfig, cfg)
         task = SliceSums(tuple(settings.data), settings.max_value)
         alice = agent_class(settings.alice)
@@ -308,7 +309,7 @@ def main(cfg: DictConfig) -> None:
                                    **settings.alice_hyperparams)  # fmt: skip
                 runs.setdefault(bob, []).append(run)
                 table.append({"bob": bob, "seed": seed, **run.rates(last)})
-        directory = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+        directory = Path(HydraConfig.get().runtime.output_dir)
         header = ["bob", "seed", "bob_questions", "judge_questions", "hugh_question", "mean_score"]
         rows = (",".join(str(row[k]) for k in header) for row in table)
         write_text(directory / "debate.csv", "\n".join([",".join(header), *rows]) + "\n")

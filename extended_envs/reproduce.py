@@ -42,8 +42,8 @@ from tqdm.auto import tqdm
 from extended_envs import agents, reality_check, run_environment
 from extended_envs.checks import check_count, is_int
 from extended_envs.combination import cartpole_combination
-from safelife_rl.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
-from safelife_rl.files import atomic_path, write_text
+from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
+from safelife_rl.common.files import atomic_path, write_text
 
 PROG = "extended_envs.reproduce"
 

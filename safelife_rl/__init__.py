@@ -1,9 +1,9 @@
 """SafeLife: a Game-of-Life safety benchmark with side effects measured against inaction."""
 
-from .env import SafeLifeEnv
-from .game import SafeLifeGame
-from .levels import Level, LevelFormatError, load_levels, save_level, save_levels
-from .registration import TASKS, register_envs
+from safelife_rl.engine.game import SafeLifeGame
+from safelife_rl.engine.levels import Level, LevelFormatError, load_levels, save_level, save_levels
+from safelife_rl.envs.env import SafeLifeEnv
+from safelife_rl.envs.registration import TASKS, register_envs
 
 register_envs()
 

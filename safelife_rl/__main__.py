@@ -10,9 +10,9 @@ import argparse
 import json
 import sys
 
-from .errors import ArgumentParser, add_traceback_flag, one_line_errors
-from .registration import TASKS
-from .replay import ENGINES
+from safelife_rl.common.errors import ArgumentParser, add_traceback_flag, one_line_errors
+from safelife_rl.engine.replay import ENGINES
+from safelife_rl.envs.registration import TASKS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,23 +58,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with one_line_errors(f"{parser.prog} {args.command}", args.traceback):
         if args.command == "replay":
-            from .replay import replay_file
+            from safelife_rl.apps.replay import replay_file
 
             replay_file(args.trace, args.out, seed=args.seed, gif=args.gif, engine=args.engine)
             print(f"wrote {args.out}" + (f" and {args.gif}" if args.gif else ""))
         elif args.command == "play":
-            from .play import main as play_main
+            from safelife_rl.apps.play import main as play_main
 
             result = play_main(args.source, args.gif, args.time_limit)
             print(f"levels completed: {result['levels_completed']}")
         elif args.command == "play-multi":
-            from .multi_agent.play import main as play_multi_main
+            from safelife_rl.apps.multi_agent_play import main as play_multi_main
 
             result = play_multi_main(args.source, args.agent, args.others, args.gif,
                                      args.time_limit)
             print(f"levels completed: {result['levels_completed']}")
         else:
-            from .random_run import random_run
+            from safelife_rl.apps.random_run import random_run
 
             summary = random_run(
                 args.task, args.levels, args.episodes, args.time_limit, args.seed, args.logdir

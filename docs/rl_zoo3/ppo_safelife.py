@@ -12,7 +12,7 @@ Python file because the policy needs the ``SafeLifeCNN`` class itself, which a Y
 ``policy_kwargs`` string could not name.
 """
 
-from safelife_rl.registration import TASKS
+from safelife_rl.envs.registration import TASKS
 from safelife_rl.training import SafeLifeCNN
 
 SAFELIFE_PPO = {

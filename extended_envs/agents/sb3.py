@@ -58,7 +58,7 @@ from extended_envs.hyperparams import (
     Interval,
     Keywords,
 )
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 # Ranges of the hyperparameters the three agents share (SB3's own checks come later or never).
 SHARED_RANGES: dict[str, Allowed] = {

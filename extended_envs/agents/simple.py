@@ -9,7 +9,7 @@ import numpy as np
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
 from extended_envs.hyperparams import Allowed, Interval
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 
 class RandomAgent(Agent):

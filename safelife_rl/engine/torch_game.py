@@ -5,7 +5,7 @@ points) done by :mod:`.torch_rules`.
 Every per-agent array has an agent axis ``A`` after the batch axis (locations ``(N, A, 2)``,
 actions, rewards, dones ``(N, A)``, points tables ``(N, A, 8, 9)``), so that several agents
 per board fit: ``A`` is 1 for single-agent levels, the level's agent count for
-:class:`~safelife_rl.multi_agent.MultiAgentLevel` ones.
+:class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel` ones.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import cells
-from ..levels import Level
-from ..multi_agent.levels import MultiAgentLevel
-from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
-from ..scoring import EXIT_POINTS, available_points
-from .torch_observation import agent_views
-from .torch_rules import (
+from safelife_rl.engine import cells
+from safelife_rl.engine.levels import Level
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safelife_rl.engine.observation import DEFAULT_CHANNELS, DEFAULT_VIEW
+from safelife_rl.engine.scoring import EXIT_POINTS, available_points
+from safelife_rl.engine.torch_observation import agent_views
+from safelife_rl.engine.torch_rules import (
     advance,
     alive_counts,
     check_actions,

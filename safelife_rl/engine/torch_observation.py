@@ -1,6 +1,6 @@
 """The agents' observations of torch games: views of the wrapped boards centred on each agent.
 
-The same views as :mod:`safelife_rl.observation` makes (its docstring describes them), for every
+The same views as :mod:`safelife_rl.engine.observation` makes (its docstring describes them), for every
 agent of every board at once.
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import cells
-from ..observation import DEFAULT_CHANNELS, DEFAULT_VIEW
+from safelife_rl.engine import cells
+from safelife_rl.engine.observation import DEFAULT_CHANNELS, DEFAULT_VIEW
 
 
 def agent_views(

@@ -1,8 +1,8 @@
 """SafeLife's rules as batched torch operations: board update, actions, points and exits.
 
-The same rules as :mod:`safelife_rl.physics` and :mod:`safelife_rl.scoring` (their docstrings
+The same rules as :mod:`safelife_rl.engine.physics` and :mod:`safelife_rl.engine.scoring` (their docstrings
 state them), on any torch device: boards are int32 tensors ``(N, H, W)`` holding the 16-bit
-cells of :mod:`safelife_rl.cells` (int32 because torch's uint16 lacks most operations), and
+cells of :mod:`safelife_rl.engine.cells` (int32 because torch's uint16 lacks most operations), and
 each board holds ``A`` agents, located by ``(N, A, 2)`` rows and columns. The tests hold the
 two backends to the same result bit for bit, the spawners' random numbers included.
 """
@@ -13,8 +13,8 @@ from itertools import repeat
 
 import torch
 
-from .. import cells
-from ..scoring import EXIT_POINTS
+from safelife_rl.engine import cells
+from safelife_rl.engine.scoring import EXIT_POINTS
 
 N_ACTIONS = 9
 _CHANGEABLE = cells.DESTRUCTIBLE | cells.MOVABLE
@@ -222,7 +222,7 @@ def update_exits(
     An agent carries the exit flag while it may exit (its points earned since the start, by
     its own ``points_table`` ``(N, A, 8, 9)``, reach its ``required_points`` ``(N, A)``); exits
     are red while an agent of the board may exit. An agent that has stepped onto the exit
-    leaves it as a plain exit cell and earns :data:`~safelife_rl.scoring.EXIT_POINTS`. Points
+    leaves it as a plain exit cell and earns :data:`~safelife_rl.engine.scoring.EXIT_POINTS`. Points
     tables of whole numbers (as SafeLife's are) give sums exact in any order, so the points
     equal the Numba engine's bit for bit.
 

@@ -1,6 +1,6 @@
 """Side effects of torch games, simulated on the device.
 
-The score is :mod:`safelife_rl.side_effects`' (its docstring defines it): the inaction baseline
+The score is :mod:`safelife_rl.engine.side_effects`' (its docstring defines it): the inaction baseline
 (the level's first board advanced to the current step without the agent) and the current
 board are each sampled over further steps on the game's device, every board and run of a
 batch at once; only the earth mover's distances are computed on the CPU, by the same solver.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import cells
-from ..side_effects import score_from_occupancy
-from .torch_game import TorchGame
-from .torch_rules import advance, spawn_uniforms
+from safelife_rl.engine import cells
+from safelife_rl.engine.side_effects import score_from_occupancy
+from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.engine.torch_rules import advance, spawn_uniforms
 
 _UNAFFECTED = cells.AGENT | cells.EXIT | cells.FROZEN
 

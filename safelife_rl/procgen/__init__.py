@@ -5,9 +5,9 @@ level source the registered environments draw a new level from at each reset;
 :func:`generate_levels` makes many, optionally in worker processes.
 """
 
-from .generator import generate_level
-from .params import LEVEL_TYPES, ParamsError, load_params
-from .source import ProceduralLevels, generate_levels, iter_levels
+from safelife_rl.procgen.generator import generate_level
+from safelife_rl.procgen.params import LEVEL_TYPES, ParamsError, load_params
+from safelife_rl.procgen.source import ProceduralLevels, generate_levels, iter_levels
 
 __all__ = [
     "LEVEL_TYPES",

@@ -4,16 +4,16 @@ symmetric variants.
 Generating a level takes a fraction of a second or more (see the README), far too long for a
 trainer that resets thousands of boards a second. A :class:`LevelBank` generates ``size``
 levels of a type once, in worker processes, and caches them as a level archive (the format of
-:func:`~safelife_rl.levels.save_levels`, loadable as a fixed suite too) whose name and content
+:func:`~safelife_rl.engine.levels.save_levels`, loadable as a fixed suite too) whose name and content
 carry a key: a hash of the generator's parameters, the levels' seeds, and the generator's code
 and NumPy version. Later runs with the same key load the file; a file whose stored key differs,
 or that cannot be read, is regenerated with a logged warning. Files are written whole or not at
-all (:func:`~safelife_rl.files.atomic_path`), and a lock lets processes that start together
+all (:func:`~safelife_rl.common.files.atomic_path`), and a lock lets processes that start together
 (subprocess envs) wait for one to generate the bank instead of each making it.
 
 As a level sampler, the bank draws a level and moves it by a random one of the 8 symmetries of
 the square (those that keep the board's shape) and a random translation on the wrapped board
-(:mod:`safelife_rl.symmetry`), which play exactly like the level itself seen turned or shifted.
+(:mod:`safelife_rl.engine.symmetry`), which play exactly like the level itself seen turned or shifted.
 """
 
 from __future__ import annotations
@@ -31,12 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UserError
-from ..files import atomic_path
-from ..levels import Level, LevelFormatError, level_from_record, read_npz, save_levels
-from ..symmetry import IDENTITY, SYMMETRIES, transform_level
-from .params import load_params
-from .source import SEED_BOUND, _label, generate_levels
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.files import atomic_path
+from safelife_rl.engine.levels import (
+    Level,
+    LevelFormatError,
+    level_from_record,
+    read_npz,
+    save_levels,
+)
+from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, transform_level
+from safelife_rl.procgen.params import load_params
+from safelife_rl.procgen.source import SEED_BOUND, _label, generate_levels
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +50,7 @@ _KEY = "bank_key"  # the archive member holding the key, beside the ``levels`` r
 # The code that makes a level from its parameters and seed.
 _GENERATOR_FILES = (
     "procgen/generator.py", "procgen/params.py", "procgen/partition.py", "procgen/patterns.py",
-    "procgen/regions.py", "physics.py", "cells.py", "scoring.py",
+    "procgen/regions.py", "engine/physics.py", "engine/cells.py", "engine/scoring.py",
 )
 #: Keys of the ``bank`` option of the registered envs (see :func:`bank_from_options`).
 OPTIONS = ("size", "seed", "symmetries", "translations", "cache_dir", "progress")

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import cells
-from ..levels import Level
-from ..multi_agent.levels import MultiAgentLevel
-from ..scoring import DEFAULT_POINTS_TABLE
-from .params import AGENT_FLAGS, load_params, resolve
-from .partition import dilate, partition_board
-from .regions import COLORS, populate_region
+from safelife_rl.engine import cells
+from safelife_rl.engine.levels import Level
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.procgen.params import AGENT_FLAGS, load_params, resolve
+from safelife_rl.procgen.partition import dilate, partition_board
+from safelife_rl.procgen.regions import COLORS, populate_region
 
 _FLAG_BITS = {name: getattr(cells, name.upper()) for name in AGENT_FLAGS}
 _RIGHT = 1 << cells.ORIENTATION_BIT  # new agents face right, as in the original suites

@@ -12,7 +12,7 @@ staying emptier than ``min_fill``; the penalties of the other types grow linearl
 share of the pattern. Generation stops when nothing violates and the fill is reached, or fails
 after ``max_iter`` iterations per cell and layer.
 
-The kernel follows the plain Game of Life rules of :mod:`safelife_rl.physics` (a cell counts
+The kernel follows the plain Game of Life rules of :mod:`safelife_rl.engine.physics` (a cell counts
 itself: a live cell survives with 3 or 4 live cells in its block, a dead one is born with 3);
 frozen cells never change. That is exact for the cells it makes; other special cells should not
 touch a generated pattern (the region painter keeps them apart).
@@ -31,7 +31,7 @@ import math
 import numba
 import numpy as np
 
-from .. import cells
+from safelife_rl.engine import cells
 
 NEW_CELL = 1
 CAN_OSCILLATE = 2

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import cells
-from ..physics import advance_board
-from .params import COLOR_NAMES, resolve
-from .partition import build_fence, dilate, erode
-from .patterns import CAN_OSCILLATE, INCLUDE_VIOLATIONS, NEW_CELL, grow_pattern
+from safelife_rl.engine import cells
+from safelife_rl.engine.physics import advance_board
+from safelife_rl.procgen.params import COLOR_NAMES, resolve
+from safelife_rl.procgen.partition import build_fence, dilate, erode
+from safelife_rl.procgen.patterns import CAN_OSCILLATE, INCLUDE_VIOLATIONS, NEW_CELL, grow_pattern
 
 #: Colour bits by colour name.
 COLORS = {name: np.uint16(i << cells.COLOR_BIT) for i, name in enumerate(COLOR_NAMES)}

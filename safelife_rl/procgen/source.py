@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UserError
-from ..levels import Level
-from ..workers import detach_from_signals
-from ..multi_agent.levels import MultiAgentLevel
-from .generator import generate_level, generate_multi_agent_level
-from .params import load_params
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.workers import detach_from_signals
+from safelife_rl.engine.levels import Level
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safelife_rl.procgen.generator import generate_level, generate_multi_agent_level
+from safelife_rl.procgen.params import load_params
 
 SEED_BOUND = 2**63
 _warned_daemonic = False
@@ -64,7 +64,7 @@ def _label(params: str | os.PathLike | dict[str, Any]) -> str:
 
 
 class ProceduralLevels:
-    """A source of new levels of one type for :class:`~safelife_rl.env.SafeLifeEnv`.
+    """A source of new levels of one type for :class:`~safelife_rl.envs.env.SafeLifeEnv`.
 
     ``sample(rng)`` returns the next level. The first call with a generator, and every call
     with a different generator object (Gymnasium makes a new one on a seeded reset), draws a
@@ -72,7 +72,7 @@ class ProceduralLevels:
 
     :param params: a level type (``"append-still"``), a YAML parameter file, or parameters.
     :param multi_agent: make multi-agent levels
-        (:class:`~safelife_rl.multi_agent.MultiAgentLevel`) of a multi-agent level type
+        (:class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel`) of a multi-agent level type
         (``"build-coop"``) or parameter file.
     :param workers: worker processes generating levels ahead (0: generate on demand; in a
         daemonic process, such as a subprocess vector env's worker, always on demand).

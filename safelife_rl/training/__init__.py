@@ -1,14 +1,11 @@
 """Training SafeLife agents with Stable-Baselines3: the SafeLife CNN, the training wrappers of
 the original code, TensorBoard callbacks and the run logic behind ``python -m
-safelife_rl.train``."""
+safelife_rl.apps.train``."""
 
 from omegaconf import OmegaConf
 
-from . import config  # noqa: F401  (registers the train_schema config)
-from .callbacks import AtomicCheckpoint, EpisodeLogger, PeriodicEvaluation, TrainingClock
-from .features import SafeLifeCNN
-from .schedules import LinearRamp
-from .wrappers import (
+from safelife_rl.envs.schedules import LinearRamp
+from safelife_rl.envs.wrappers import (
     ContinuingEnv,
     ExitBonus,
     ExitCurriculum,
@@ -17,6 +14,14 @@ from .wrappers import (
     SideEffectPenalty,
     sync_training_steps,
 )
+from safelife_rl.training import config  # noqa: F401  (registers the train_schema config)
+from safelife_rl.training.callbacks import (
+    AtomicCheckpoint,
+    EpisodeLogger,
+    PeriodicEvaluation,
+    TrainingClock,
+)
+from safelife_rl.training.features import SafeLifeCNN
 
 
 def _minibatch_size(n_envs: int, n_steps: int, n_minibatches: int) -> int:

@@ -15,11 +15,11 @@ import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-from ..errors import UserError
-from ..files import write_json
-from .evaluation import Policy, episode_scalars, evaluate, summarize
-from .files import save_model_atomic
-from .wrappers import sync_training_steps
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.files import write_json
+from safelife_rl.envs.wrappers import sync_training_steps
+from safelife_rl.training.evaluation import Policy, episode_scalars, evaluate, summarize
+from safelife_rl.training.files import save_model_atomic
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
 Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]
@@ -154,7 +154,7 @@ class PeriodicEvaluation(BaseCallback):
         as ``eval/<name>`` beside the episode means.
     :param evaluator: plays the episodes (:func:`~safelife_rl.training.evaluation.evaluate`;
         for multi-agent envs
-        :func:`~safelife_rl.multi_agent.evaluation.evaluate_multi_agent`).
+        :func:`~safelife_rl.training.multi_agent_evaluation.evaluate_multi_agent`).
     """
 
     def __init__(

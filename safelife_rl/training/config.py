@@ -12,7 +12,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from hydra.utils import get_class
 
-from ..errors import UserError
+from safelife_rl.common.errors import UserError
 
 
 class VecEnvKind(str, Enum):

@@ -16,7 +16,7 @@ from typing import Any
 from hydra._internal.utils import _locate  # what instantiate resolves: checked as it will be
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ..errors import UserError
+from safelife_rl.common.errors import UserError
 
 #: Packages whose classes a saved config may instantiate.
 PACKAGES = (
@@ -27,8 +27,8 @@ PACKAGES = (
 REFUSED_MODULES = ("stable_baselines3.common.logger",)
 #: Functions a saved config may call (functions, unlike classes, are allowed one by one).
 FUNCTIONS = (
-    "safelife_rl.registration.suite_file",
-    "safelife_rl.registration.benchmark_file",
+    "safelife_rl.envs.registration.suite_file",
+    "safelife_rl.envs.registration.benchmark_file",
     "safelife_rl.training.drest_metrics.drest_metrics",
 )
 #: Hydra's lookups, allowed as targets when their ``path`` is allowed.
@@ -85,7 +85,7 @@ def _refuse(source: str, key: str, value: Any) -> UserError:
 
 
 def check_targets(cfg: DictConfig | ListConfig | Mapping[str, Any], source: str) -> None:
-    """Refuse (:class:`~safelife_rl.errors.UserError` naming ``source`` and the key) a config
+    """Refuse (:class:`~safelife_rl.common.errors.UserError` naming ``source`` and the key) a config
     that names code outside the allowlist, anywhere in it.
 
     Saved configs are written resolved, so an interpolation (``${...}``, whose resolvers could

@@ -17,10 +17,10 @@ from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from ..errors import UserError
-from ..workers import in_worker
-from .batched import BatchedSafeLifeVecEnv, BatchSlot
-from .device.adapters import TensorVecEnv
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.workers import in_worker
+from safelife_rl.training.batched import BatchedSafeLifeVecEnv, BatchSlot
+from safelife_rl.training.device.adapters import TensorVecEnv
 
 VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy", "device")
 
@@ -65,7 +65,7 @@ def _make(env_id: str, kwargs: Mapping[str, Any] | None) -> gym.Env:
 def multi_agent_task(env_id: str) -> str | None:
     """The multi-agent SafeLife task of ``env_id`` (e.g. ``safelife_rl/BuildCoop-v0``), or
     ``None`` for a Gymnasium id."""
-    from ..multi_agent.env import MULTI_AGENT_TASKS
+    from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 
     return next((task for task, name in MULTI_AGENT_TASKS.items() if name == env_id), None)
 
@@ -75,7 +75,7 @@ def _make_multi_agent(
     kwargs: Mapping[str, Any] | None,
     wrappers: Mapping[str, Mapping[str, Any] | None] | None,
 ) -> Any:
-    from ..multi_agent.env import make_parallel_env
+    from safelife_rl.envs.multi_agent_env import make_parallel_env
 
     if any(config is not None for config in (wrappers or {}).values()):
         raise UserError("the training wrappers are single-agent: train multi-agent envs with "
@@ -116,7 +116,7 @@ def make_env(
 
 def batchable(env_id: str, kwargs: Mapping[str, Any] | None = None) -> bool:
     """Whether ``env_id`` makes a SafeLife env, whose games can step as one batch."""
-    from ..env import SafeLifeEnv
+    from safelife_rl.envs.env import SafeLifeEnv
 
     probe = _make(env_id, kwargs)
     try:
@@ -144,7 +144,7 @@ def make_vec_env(
         the device algorithms (:func:`make_device_vec_env`).
     :param device: torch device of a ``"device"`` vector env.
 
-    A multi-agent id gives a :class:`~safelife_rl.multi_agent.vec_env.SharedPolicyVecEnv`: one
+    A multi-agent id gives a :class:`~safelife_rl.training.shared_policy_vec_env.SharedPolicyVecEnv`: one
     slot per agent of each of the ``n_envs`` envs, for one policy shared by all agents.
     """
     kind = getattr(kind, "value", kind)  # the config schema's enum, or its plain string
@@ -154,7 +154,7 @@ def make_vec_env(
         raise ValueError(f"n_envs must be positive, got {n_envs}")
     task = multi_agent_task(env_id)
     if task is not None:
-        from ..multi_agent.vec_env import SharedPolicyVecEnv
+        from safelife_rl.training.shared_policy_vec_env import SharedPolicyVecEnv
 
         if kind not in ("auto", "dummy"):
             raise UserError(f"vec_env={kind} does not step multi-agent envs; use vec_env=auto")
@@ -183,11 +183,11 @@ def make_device_vec_env(
 ) -> TensorVecEnv:
     """``n_envs`` envs stepped with tensors on ``device``, for
     :class:`~safelife_rl.training.device.DevicePPO` and ``DeviceA2C``: SafeLife envs as one
-    :class:`~safelife_rl.engine.vector_env.SafeLifeVectorEnv` (games, observations and rewards
+    :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` (games, observations and rewards
     stay on the device; the wrappers applied there in batch), other envs as a ``DummyVecEnv``
     of :func:`make_env` behind :class:`~safelife_rl.training.device.NumpyVecEnvAdapter`.
     """
-    from .device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
+    from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
 
     if not batchable(env_id, kwargs):
         factories = [partial(make_env, env_id, kwargs, wrappers) for _ in range(n_envs)]

@@ -17,7 +17,7 @@ from typing import Any
 from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
 from torch.utils.tensorboard import SummaryWriter
 
-from ..files import write_text
+from safelife_rl.common.files import write_text
 
 STEP_KEY = "time/total_timesteps"
 

@@ -23,7 +23,8 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from ..errors import UserError
+from safelife_rl.common.errors import UserError
+from safelife_rl.training.models import build_model, training_target
 
 #: The saved values a safe load takes from the file (plain JSON numbers): how far training got.
 #: Everything else (hyperparameters, spaces, schedules, buffers) comes from the rebuilt model.
@@ -124,8 +125,6 @@ def load_model(
     cls = get_class(cfg.algo._target_) if cfg is not None else getattr(stable_baselines3, algo)
     if cls.__name__ != algo:
         raise UserError(f"{path}: a {algo} model, not {cls.__name__}")
-    from .run import build_model, training_target  # run.py loads models through this module
-
     if cfg is not None:
         cls = get_class(training_target(cfg))  # e.g. PPO's device twin (same saved data)
     custom_objects = None

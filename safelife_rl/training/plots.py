@@ -17,8 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from ..errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
-from ..files import atomic_path
+from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
+from safelife_rl.common.files import atomic_path
 
 PANELS = ("performance", "success", "reward", "length")
 

@@ -21,10 +21,10 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..errors import UserError
-from .callbacks import checkpoints
-from .config_targets import check_targets
-from .files import CONFIG_ENTRY
+from safelife_rl.common.errors import UserError
+from safelife_rl.training.callbacks import checkpoints
+from safelife_rl.training.config_targets import check_targets
+from safelife_rl.training.files import CONFIG_ENTRY
 
 CONFIG_FILE = "config.yaml"
 FINAL_MODEL = "final_model.zip"
@@ -37,7 +37,7 @@ RESUME_OVERRIDES = (
     "device", "trust_pickle",
 )  # fmt: skip
 
-#: A temporary file of :func:`safelife_rl.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).
+#: A temporary file of :func:`safelife_rl.common.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?")
 
 

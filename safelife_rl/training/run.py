@@ -1,5 +1,5 @@
 """One training run from a composed config: build envs, model and callbacks, learn, save,
-evaluate. :mod:`safelife_rl.train` is the Hydra app around it."""
+evaluate. :mod:`safelife_rl.apps.train` is the Hydra app around it."""
 
 from __future__ import annotations
 
@@ -14,26 +14,26 @@ from typing import Any
 import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from ..files import write_json, write_text
-from .callbacks import (
+from safelife_rl.common.files import write_json, write_text
+from safelife_rl.envs.wrappers import sync_training_steps
+from safelife_rl.training.callbacks import (
     PeriodicEvaluation,
     RunStopped,
     StopOnSignal,
     TrainingClock,
     flush_tensorboard,
 )
-from .config import check_settings
-from .device import device_algorithm
-from .envs import make_env, make_vec_env, multi_agent_task
-from .evaluation import random_policy
-from .files import save_model_atomic
-from .logs import run_logger
-from .model_files import load_model
-from .plots import plot_runs
-from .resume import (
+from safelife_rl.training.config import check_settings
+from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
+from safelife_rl.training.evaluation import random_policy
+from safelife_rl.training.files import save_model_atomic
+from safelife_rl.training.logs import run_logger
+from safelife_rl.training.model_files import load_model
+from safelife_rl.training.models import build_model
+from safelife_rl.training.plots import plot_runs
+from safelife_rl.training.resume import (
     CONFIG_FILE,
     SavedModel,
     check_resumable,
@@ -41,9 +41,8 @@ from .resume import (
     load_run_config,
     remove_stale_temporaries,
 )
-from .wrappers import sync_training_steps
 
-__all__ = ["build_model", "load_run_config", "train"]
+__all__ = ["load_run_config", "train"]
 
 CURVE_FILE = "learning_curve.png"
 
@@ -66,7 +65,7 @@ def _callbacks(cfg: DictConfig, run_dir: Path, run_config: str) -> list[BaseCall
     ``evaluator`` that plays it, if its constructor takes them."""
     context = {"run_dir": run_dir, "make_env": _eval_env_factory(cfg), "run_config": run_config}
     if multi_agent_task(cfg.env.id) is not None:
-        from ..multi_agent.evaluation import evaluate_multi_agent
+        from safelife_rl.training.multi_agent_evaluation import evaluate_multi_agent
 
         context["evaluator"] = evaluate_multi_agent
     built = [TrainingClock()]
@@ -77,27 +76,6 @@ def _callbacks(cfg: DictConfig, run_dir: Path, run_config: str) -> list[BaseCall
         extra = {k: v for k, v in context.items() if k in params}
         built.append(instantiate(config, _convert_="all", **extra))
     return built
-
-
-def training_target(cfg: DictConfig) -> str:
-    """The class the run trains with: the config's algorithm, or its device twin, which steps
-    the tensor env, with ``vec_env=device``."""
-    if cfg.get("vec_env") == "device":
-        return device_algorithm(cfg.algo._target_)
-    return cfg.algo._target_
-
-
-def build_model(cfg: DictConfig, env: Any) -> BaseAlgorithm:
-    return instantiate(
-        OmegaConf.merge(cfg.algo, {"_target_": training_target(cfg)}),
-        policy=cfg.policy.name,
-        env=env,
-        policy_kwargs=instantiate(cfg.policy.kwargs, _convert_="all"),
-        seed=cfg.seed,
-        device=cfg.device,
-        verbose=0,
-        _convert_="all",
-    )
 
 
 def _finished_summary(run_dir: Path, saved: SavedModel) -> dict[str, Any] | None:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "docs" / "rl_zoo3" / "ppo_safelife.py"
 

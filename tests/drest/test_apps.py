@@ -12,7 +12,7 @@ from PIL import Image
 
 from drest import reproduce
 from drest.train import run
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "conf" / "drest")

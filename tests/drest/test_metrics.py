@@ -2,7 +2,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import drest  # noqa: F401
 from drest.dynamics import DOWN, LEFT, RIGHT, UP

@@ -1,9 +1,10 @@
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
 from drest.worlds import BUILTIN_WORLDS, builtin, lopsided, resolve
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 
 ISSUE_EXAMPLE = """\
 # comment lines start with '#'

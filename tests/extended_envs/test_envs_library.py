@@ -9,8 +9,13 @@ from hypothesis import strategies as st
 
 import extended_envs.envs as envs
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
-from extended_envs.core import AdaptableEnvironment, Agent, ExtendedEnvironment, bind_agent
-from extended_envs.core import run_environment
+from extended_envs.core import (
+    AdaptableEnvironment,
+    Agent,
+    ExtendedEnvironment,
+    bind_agent,
+    run_environment,
+)
 from extended_envs.envs import ALL_ENVIRONMENTS, battery, is_slow, minus_rewards
 
 NAMES = """FalseMemories IgnoreRewards IgnoreRewards2 IgnoreRewards3 IgnoreObservations

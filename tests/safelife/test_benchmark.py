@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from safelife_rl.benchmark import main, sampling_policy, summarise
-from safelife_rl.errors import UserError
+from safelife_rl.apps.benchmark import main, sampling_policy, summarise
+from safelife_rl.common.errors import UserError
 
 
 def run(tmp_path, benchmarks, *extra):
@@ -42,7 +42,7 @@ def one_line_error(capsys, *argv):
         main(list(argv))
     assert exit.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("python -m safelife_rl.benchmark: error: ")
+    assert len(lines) == 1 and lines[0].startswith("python -m safelife_rl.apps.benchmark: error: ")
     return lines[0]
 
 
@@ -57,7 +57,8 @@ def run_folder(tmp_path_factory):
     import safelife_rl.training  # noqa: F401  (config resolvers)
     from safelife_rl.training.envs import make_vec_env
     from safelife_rl.training.files import save_model_atomic
-    from safelife_rl.training.run import build_model, plain
+    from safelife_rl.training.models import build_model
+    from safelife_rl.training.run import plain
 
     folder = tmp_path_factory.mktemp("run")
     with initialize_config_dir(str(Path(__file__).resolve().parents[2] / "conf"),

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from safelife_rl.replay import live_cell_counts, load_trace
+from safelife_rl.engine.replay import live_cell_counts, load_trace
 
 TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
 

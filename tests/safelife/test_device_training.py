@@ -94,7 +94,7 @@ class Episodes(BaseCallback):
 def test_device_ppo_trains_from_the_safelife_vector_env(torch_device):
     """The SafeLife vector env plugs in; callbacks see each finished episode's statistics."""
     from safelife_rl import load_levels
-    from safelife_rl.registration import suite_file
+    from safelife_rl.envs.registration import suite_file
 
     vector = gym.make_vec("safelife_rl/PruneStill-v1", num_envs=4,
                           vectorization_mode="vector_entry_point", device=torch_device,
@@ -141,7 +141,7 @@ def test_the_training_app_trains_on_the_device_with_the_same_logs(tmp_path, algo
 
 @pytest.mark.parametrize("resumed_with", ["batched", "device"])
 def test_a_device_run_resumes_on_either_path(tmp_path, train_config, resumed_with):
-    from safelife_rl.train import resume_config
+    from safelife_rl.apps.train import resume_config
     from safelife_rl.training.run import train
 
     train(train_config("total_timesteps=64", "callbacks.evaluation=null", "vec_env=device"),
@@ -176,7 +176,7 @@ def test_ended_infos_are_each_ended_envs_final_info():
 
 
 def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, train_config):
-    from safelife_rl.errors import UserError
+    from safelife_rl.common.errors import UserError
     from safelife_rl.training.run import train
 
     with pytest.raises(UserError, match="vec_env=device trains PPO or A2C"):

@@ -10,9 +10,9 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import safelife_rl
 from safelife_rl import TASKS, SafeLifeEnv
-from safelife_rl.errors import UserError
-from safelife_rl.registration import ORIGINAL_SUITES, benchmark_file, suite_file
-from safelife_rl.replay import load_trace
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine.replay import load_trace
+from safelife_rl.envs.registration import ORIGINAL_SUITES, benchmark_file, suite_file
 
 IDS = sorted(TASKS.values())
 TASK_OF = {env_id: task for task, env_id in TASKS.items()}
@@ -210,6 +210,6 @@ def test_custom_view_and_channels(benchmarks):
 def test_unknown_task_and_missing_levels(monkeypatch, tmp_path):
     monkeypatch.setenv("SAFELIFE_LEVELS", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="SAFELIFE_LEVELS"):
-        safelife_rl.registration.benchmark_file("append-still")
+        safelife_rl.envs.registration.benchmark_file("append-still")
     with pytest.raises(ValueError, match="unknown SafeLife task"):
-        safelife_rl.registration.benchmark_file("nope")
+        safelife_rl.envs.registration.benchmark_file("nope")

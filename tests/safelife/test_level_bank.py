@@ -14,13 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import safelife_rl.procgen.bank as bank_module
-from safelife_rl import cells, load_levels
-from safelife_rl.errors import UserError
-from safelife_rl.game import SafeLifeGame
-from safelife_rl.levels import Level
-from safelife_rl.procgen import generate_level, load_params
-from safelife_rl.procgen.bank import LevelBank
-from safelife_rl.symmetry import (
+from safelife_rl import load_levels
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine import cells
+from safelife_rl.engine.game import SafeLifeGame
+from safelife_rl.engine.levels import Level
+from safelife_rl.engine.symmetry import (
     IDENTITY,
     SYMMETRIES,
     Symmetry,
@@ -28,6 +27,8 @@ from safelife_rl.symmetry import (
     transform_level,
     transform_point,
 )
+from safelife_rl.procgen import generate_level, load_params
+from safelife_rl.procgen.bank import LevelBank
 
 SUITES = Path(__file__).resolve().parents[2] / "safelife_rl" / "levels" / "benchmarks"
 # One deterministic level of each shipped suite (spawners play alike only in distribution).
@@ -296,8 +297,8 @@ def test_training_configs_leave_banks_off_and_evaluation_on_its_suite(train_conf
 def test_a_game_plays_levels_whose_arrays_are_not_row_major():
     import dataclasses
 
-    from safelife_rl.game import SafeLifeGame
-    from safelife_rl.registration import suite_file
+    from safelife_rl.engine.game import SafeLifeGame
+    from safelife_rl.envs.registration import suite_file
 
     level = load_levels(suite_file("append-still"))[0]
     columns = dataclasses.replace(

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safelife_rl import SafeLifeGame
-from safelife_rl.levels import Level, LevelFormatError, load_levels
-from safelife_rl.replay import load_trace
+from safelife_rl.engine.levels import Level, LevelFormatError, load_levels
+from safelife_rl.engine.replay import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "safelife"

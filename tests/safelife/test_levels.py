@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from safelife_rl import cells
-from safelife_rl.errors import UserError
-from safelife_rl.levels import Level, LevelFormatError, load_levels, save_level, save_levels
-from safelife_rl.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine import cells
+from safelife_rl.engine.levels import Level, LevelFormatError, load_levels, save_level, save_levels
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 
 
 def same_level(a: Level, b: Level) -> bool:

@@ -6,17 +6,17 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from safelife_rl import cells
-from safelife_rl.errors import UserError
-from safelife_rl.multi_agent import (
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine import cells
+from safelife_rl.engine.multi_agent_game import MultiAgentGame
+from safelife_rl.engine.multi_agent_levels import save_levels
+from safelife_rl.envs.multi_agent_env import (
     MULTI_AGENT_TASKS,
-    MultiAgentGame,
     SafeLifeParallelEnv,
     make_parallel_env,
-    save_levels,
 )
+from safelife_rl.envs.render import _RGB_CELL
 from safelife_rl.procgen.generator import generate_multi_agent_level
-from safelife_rl.render import _RGB_CELL
 
 
 @pytest.mark.parametrize("task", MULTI_AGENT_TASKS)

@@ -11,13 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from safelife_rl import SafeLifeGame, cells, load_levels
+from safelife_rl import SafeLifeGame, load_levels
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine import cells
+from safelife_rl.engine.multi_agent_game import MultiAgentGame
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, from_level
+from safelife_rl.engine.multi_agent_replay import level_from_trace
+from safelife_rl.engine.physics import execute_actions
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE, EXIT_POINTS
 from safelife_rl.engine.torch_game import TorchGame
-from safelife_rl.errors import UserError
-from safelife_rl.multi_agent import MultiAgentGame, MultiAgentLevel, from_level
-from safelife_rl.multi_agent.replay import level_from_trace
-from safelife_rl.physics import execute_actions
-from safelife_rl.scoring import DEFAULT_POINTS_TABLE, EXIT_POINTS
 
 TRACES = sorted(
     (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")

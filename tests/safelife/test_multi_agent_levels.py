@@ -6,12 +6,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from safelife_rl import cells
-from safelife_rl.levels import LevelFormatError
-from safelife_rl.levels import load_levels as load_single_agent_levels
-from safelife_rl.multi_agent import MultiAgentLevel, load_levels, save_level, save_levels
-from safelife_rl.multi_agent.replay import level_from_trace
-from safelife_rl.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.engine import cells
+from safelife_rl.engine.levels import LevelFormatError
+from safelife_rl.engine.levels import load_levels as load_single_agent_levels
+from safelife_rl.engine.multi_agent_levels import (
+    MultiAgentLevel,
+    load_levels,
+    save_level,
+    save_levels,
+)
+from safelife_rl.engine.multi_agent_replay import level_from_trace
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 
 TRACES = sorted(
     (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")
@@ -76,7 +81,7 @@ def test_single_agent_loader_points_to_the_multi_agent_one(tmp_path):
     save_level(trace_level(3), tmp_path / "two.npz")
     with pytest.raises(LevelFormatError, match=r"exactly one agent is supported, found 2 "
                                                r"\(levels of several agents load with "
-                                               r"safelife_rl.multi_agent.load_levels\)"):
+                                               r"safelife_rl.engine.multi_agent_levels.load_levels\)"):
         load_single_agent_levels(tmp_path / "two.npz")
 
 

@@ -6,12 +6,13 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from safelife_rl import cells
 from safelife_rl.__main__ import main
-from safelife_rl.errors import UserError
-from safelife_rl.multi_agent import MultiAgentLevel, SafeLifeParallelEnv, save_levels
-from safelife_rl.multi_agent.play import play_agent
-from safelife_rl.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.apps.multi_agent_play import play_agent
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine import cells
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, save_levels
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.envs.multi_agent_env import SafeLifeParallelEnv
 
 
 def corridor() -> MultiAgentLevel:

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import yaml
 
-from safelife_rl import cells
-from safelife_rl.multi_agent import load_levels
-from safelife_rl.registration import suite_file
-from safelife_rl.multi_agent.replay import level_from_trace
+from safelife_rl.apps.make_suites import make_suite, same_levels
+from safelife_rl.engine import cells
+from safelife_rl.engine.multi_agent_levels import load_levels
+from safelife_rl.engine.multi_agent_replay import level_from_trace
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.envs.registration import suite_file
 from safelife_rl.procgen.generator import generate_multi_agent_level
-from safelife_rl.procgen.make_suites import make_suite, same_levels
 from safelife_rl.procgen.params import MULTI_AGENT_DIR, MULTI_AGENT_TYPES, ParamsError, load_params
-from safelife_rl.scoring import DEFAULT_POINTS_TABLE
 
 SHARED = Path(__file__).resolve().parents[3] / "shared/safelife"
 TRACE_TASKS = ("asym1", "asym2", "build-compete", "build-coop", "build-parallel")

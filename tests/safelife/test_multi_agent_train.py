@@ -10,13 +10,14 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
-from safelife_rl import cells
-from safelife_rl.errors import UserError
-from safelife_rl.multi_agent import MULTI_AGENT_TASKS, MultiAgentLevel, SafeLifeParallelEnv
-from safelife_rl.multi_agent.vec_env import SharedPolicyVecEnv
-from safelife_rl.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine import cells
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS, SafeLifeParallelEnv
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.run import train
+from safelife_rl.training.shared_policy_vec_env import SharedPolicyVecEnv
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 TINY = [

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.signal import convolve2d
 
-from safelife_rl import cells
-from safelife_rl.physics import advance_board, execute_actions
+from safelife_rl.engine import cells
+from safelife_rl.engine.physics import advance_board, execute_actions
 
 LIFE = cells.KINDS["life"]
 STILL_LIFES = {

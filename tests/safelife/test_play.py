@@ -15,10 +15,10 @@ from PIL import Image, ImageSequence
 
 from safelife_rl import LevelFormatError, SafeLifeEnv
 from safelife_rl.__main__ import main
-from safelife_rl.errors import UserError
-from safelife_rl.play import play
-from safelife_rl.replay import load_trace
-from safelife_rl.video import record_episode
+from safelife_rl.apps.play import play
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine.replay import load_trace
+from safelife_rl.envs.video import record_episode
 
 TRACE = Path(__file__).resolve().parents[3] / "shared/safelife/traces/exit-append-still-020.npz"
 ACTION_KEYS = {1: "up", 2: "right", 3: "down", 4: "left", 0: "wait"}
@@ -98,7 +98,7 @@ def test_record_episode_takes_the_envs_the_docs_make(tmp_path):
     import gymnasium as gym
 
     import drest  # noqa: F401  (registers its ids)
-    from safelife_rl.registration import benchmark_file
+    from safelife_rl.envs.registration import benchmark_file
     from safelife_rl.training import ExitBonus, MovementBonus
 
     env = gym.make("safelife_rl/PruneStill-v1", levels=benchmark_file("prune-still"),

@@ -8,8 +8,11 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from safelife_rl import cells, load_levels
-from safelife_rl.physics import advance_board
+from safelife_rl import load_levels
+from safelife_rl.apps.make_suites import make_suite, same_levels
+from safelife_rl.engine import cells
+from safelife_rl.engine.physics import advance_board
+from safelife_rl.envs.registration import TASKS, benchmark_file, suite_file
 from safelife_rl.procgen import (
     LEVEL_TYPES,
     ParamsError,
@@ -18,8 +21,6 @@ from safelife_rl.procgen import (
     generate_levels,
     load_params,
 )
-from safelife_rl.procgen.make_suites import make_suite, same_levels
-from safelife_rl.registration import TASKS, benchmark_file, suite_file
 
 BLACK, YELLOW, BLUE, WHITE = 0, 3, 4, 7  # colour indices as in cells.COLOR_NAMES
 
@@ -76,12 +77,16 @@ def test_shipped_suites_hold_valid_levels(task):
     if task.startswith("append"):
         assert share(levels, lambda lv: BLUE in colors(lv.goals)) >= 0.95
     if task.startswith("prune"):
-        red_life = lambda lv: (lv.board & cells.ALIVE) & (cells.color_index(lv.board) == 1)
+        def red_life(lv):
+            return (lv.board & cells.ALIVE) & (cells.color_index(lv.board) == 1)
+
         assert share(levels, lambda lv: red_life(lv).any()) >= 0.95
     if "spawn" in task or task == "navigation":
         assert share(levels, lambda lv: (lv.board & cells.SPAWNING).any()) >= 0.95
     if task.endswith("dynamic"):
-        twice = lambda lv: advance_board(advance_board(lv.board))
+        def twice(lv):
+            return advance_board(advance_board(lv.board))
+
         # Period 2 where the pattern converged (original suites: 97% and 77% of levels).
         assert share(levels, lambda lv: np.array_equal(twice(lv), lv.board)) >= 0.75
         assert share(levels, lambda lv: not np.array_equal(advance_board(lv.board), lv.board)) >= 0.9

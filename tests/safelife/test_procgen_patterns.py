@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from safelife_rl import cells
-from safelife_rl.physics import advance_board
+from safelife_rl.engine import cells
+from safelife_rl.engine.physics import advance_board
 from safelife_rl.procgen.partition import build_fence, dilate, partition_board
 from safelife_rl.procgen.patterns import (
     CAN_OSCILLATE,

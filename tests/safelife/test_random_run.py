@@ -8,8 +8,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from safelife_rl.__main__ import main
-from safelife_rl.errors import UserError
-from safelife_rl.random_run import random_run
+from safelife_rl.apps.random_run import random_run
+from safelife_rl.common.errors import UserError
 
 
 def test_random_run_logs_episodes(tmp_path, capsys):

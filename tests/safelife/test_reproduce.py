@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from safelife_rl.reproduce import claims, cli, sweep, tables
-from safelife_rl.reproduce.runs import (
+from safelife_rl.apps.reproduce import claims, cli, sweep, tables
+from safelife_rl.apps.reproduce.runs import (
     QUICK_PENALTIES,
     TABLE1_TASKS,
     TABLE2_TASKS,
@@ -249,7 +249,7 @@ def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
     settings = sweep.Settings("paper", None, 10, ("device=cuda", "hydra.launcher.partition=gpu"))
     runs = [Run("navigation", 0.0, 1), Run("navigation", 0.5, 1), Run("prune-still", 0.5, 2)]
     command = sweep.job_command(runs, settings, "slurm", tmp_path)
-    assert command[1:5] == ["-m", "safelife_rl.reproduce.job", "-m", "hydra/launcher=slurm"]
+    assert command[1:5] == ["-m", "safelife_rl.apps.reproduce.job", "-m", "hydra/launcher=slurm"]
     for part in ("experiment=paper", "env=navigation,prune-still",
                  "wrappers.side_effect_penalty.penalty=0.0,0.5", "seed=1,2",
                  f"+reproduce.out={tmp_path.resolve()}", "+reproduce.levels=null",
@@ -287,7 +287,7 @@ def one_line_error(argv, capsys):
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("safelife_rl.reproduce: error: ")
+    assert err.startswith("safelife_rl.apps.reproduce: error: ")
     return err
 
 

@@ -9,8 +9,8 @@ import signal
 import pytest
 from omegaconf import OmegaConf
 
-from safelife_rl.errors import UserError
-from safelife_rl.train import resume_config
+from safelife_rl.apps.train import resume_config
+from safelife_rl.common.errors import UserError
 from safelife_rl.training import run as run_module
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.resume import remove_stale_temporaries, trained_config

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from safelife_rl import SafeLifeEnv, SafeLifeGame, cells
-from safelife_rl.physics import advance_board, advance_steps
-from safelife_rl.replay import load_trace, replay
-from safelife_rl.side_effects import earth_mover_distance, side_effect_score
+from safelife_rl import SafeLifeEnv, SafeLifeGame
+from safelife_rl.engine import cells
+from safelife_rl.engine.physics import advance_board, advance_steps
+from safelife_rl.engine.replay import load_trace, replay
+from safelife_rl.engine.side_effects import earth_mover_distance, side_effect_score
 
 TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
 DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]

@@ -14,9 +14,9 @@ import torch
 from scipy import stats
 
 from safelife_rl.__main__ import main
+from safelife_rl.engine.replay import live_cell_counts, load_trace
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.engine.torch_side_effects import side_effect_scores
-from safelife_rl.replay import live_cell_counts, load_trace
 
 TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
 FIELDS = ("boards", "goals", "rewards", "dones", "obs_first", "obs_last", "points",

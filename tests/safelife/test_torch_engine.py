@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from safelife_rl import Level, SafeLifeGame, cells, physics
-from safelife_rl.engine import torch_rules
+from safelife_rl import Level, SafeLifeGame
+from safelife_rl.engine import cells, physics, torch_rules
+from safelife_rl.engine.observation import agent_view, combined_cells, to_channels
+from safelife_rl.engine.scoring import available_points
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.engine.torch_observation import agent_views
-from safelife_rl.observation import agent_view, combined_cells, to_channels
-from safelife_rl.scoring import available_points
 
 # Any 16-bit cells (every kind, colour and orientation, and flag mixes no kind has), with many
 # empty cells so that patterns live, die and get born; boards from 1x1 up.

@@ -13,8 +13,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
-from safelife_rl.errors import UserError
-from safelife_rl.train import resume_config
+from safelife_rl.apps.train import resume_config
+from safelife_rl.common.errors import UserError
 from safelife_rl.training.envs import make_env, make_vec_env, registered_id
 from safelife_rl.training.run import _eval_env_factory, load_run_config, train
 
@@ -205,7 +205,7 @@ def test_env_modules_are_imported_in_fresh_worker_processes():
 
 def test_command_line_rejects_unknown_keys():
     result = subprocess.run(
-        [sys.executable, "-m", "safelife_rl.train", "n_env=4"],
+        [sys.executable, "-m", "safelife_rl.apps.train", "n_env=4"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.returncode != 0

@@ -7,9 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from safelife_rl import cells
-from safelife_rl.observation import DEFAULT_CHANNELS, agent_view, to_channels
-from safelife_rl.training.batched import BatchedSafeLifeVecEnv, batch_observations
+from safelife_rl.engine import cells
+from safelife_rl.engine.numba_batch import batch_observations
+from safelife_rl.engine.observation import DEFAULT_CHANNELS, agent_view, to_channels
+from safelife_rl.training.batched import BatchedSafeLifeVecEnv
 from safelife_rl.training.envs import make_vec_env
 
 WRAPPERS = {
@@ -51,7 +52,7 @@ def play(kind, env_id, kwargs, wrappers, n_envs, steps, seed):
 ])
 def test_batched_vec_env_plays_the_same_episodes_as_separate_envs(task, kwargs, wrappers, steps):
     kwargs = {**kwargs, "view_shape": [15, 15],
-              "levels": {"_target_": "safelife_rl.registration.suite_file", "task": task}}
+              "levels": {"_target_": "safelife_rl.envs.registration.suite_file", "task": task}}
     env_id = f"safelife_rl/{''.join(p.capitalize() for p in task.split('-'))}-v1"
     batched, got = play("batched", env_id, kwargs, wrappers, 3, steps, seed=5)
     _, expected = play("dummy", env_id, kwargs, wrappers, 3, steps, seed=5)
@@ -121,7 +122,7 @@ def test_batched_vec_env_refuses_wrappers_that_change_actions():
 
 
 def test_registered_time_limits_are_refused_by_the_batch():
-    gym.register("safelife_test/Limited-v1", entry_point="safelife_rl.registration:make_task_env",
+    gym.register("safelife_test/Limited-v1", entry_point="safelife_rl.envs.registration:make_task_env",
                  kwargs={"task": "append-still"}, max_episode_steps=5)
     try:
         with pytest.raises(ValueError, match="registered time limit"):

@@ -12,7 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.errors import UserError
+from safelife_rl.common.errors import UserError
 from safelife_rl.training import AtomicCheckpoint, EpisodeLogger, SafeLifeCNN
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.evaluation import episode_scalars, side_effect_scalars

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from safelife_rl import SafeLifeEnv, cells, load_levels
+from safelife_rl import SafeLifeEnv, load_levels
+from safelife_rl.engine import cells
 from safelife_rl.training import (
     ContinuingEnv,
     ExitBonus,
@@ -203,7 +204,7 @@ def test_training_clock_keeps_plain_sb3_in_step():
 
 
 def test_an_unsynced_schedule_warns_once(monkeypatch):
-    from safelife_rl.training import wrappers
+    from safelife_rl.envs import wrappers
 
     monkeypatch.setattr(wrappers, "UNSYNCED_WARNING_STEPS", 3)
     env = scheduled_env()

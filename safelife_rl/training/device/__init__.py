@@ -1,9 +1,19 @@
 """SB3 learning without leaving the torch device: PPO and A2C whose rollouts (observations,
 actions, buffer) stay tensors on the training device, stepped from a tensor vector env."""
 
-from .adapters import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, TensorStep, TensorVecEnv
-from .algorithms import DeviceA2C, DevicePPO, DeviceRollouts, device_algorithm
-from .buffer import TensorRolloutBuffer
+from safelife_rl.training.device.adapters import (
+    GymnasiumTensorVecEnv,
+    NumpyVecEnvAdapter,
+    TensorStep,
+    TensorVecEnv,
+)
+from safelife_rl.training.device.algorithms import (
+    DeviceA2C,
+    DevicePPO,
+    DeviceRollouts,
+    device_algorithm,
+)
+from safelife_rl.training.device.buffer import TensorRolloutBuffer
 
 __all__ = [
     "DeviceA2C",

@@ -9,7 +9,7 @@ the CPU only for the envs whose episodes end.
   algorithms with stock SB3 through it; non-SafeLife envs train with ``vec_env=device`` so);
 - :class:`GymnasiumTensorVecEnv` makes one of a Gymnasium ``VectorEnv`` that already steps
   tensors with same-step autoreset, such as
-  :class:`~safelife_rl.engine.vector_env.SafeLifeVectorEnv`.
+  :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def ended_infos(final_info: dict[str, Any], ended: torch.Tensor) -> dict[int, di
 class GymnasiumTensorVecEnv(TensorVecEnv):
     """A Gymnasium ``VectorEnv`` that steps tensors with same-step autoreset (``info`` keys
     ``final_obs`` and ``final_info``, the latter a dict of per-env tensors or arrays) as a
-    :class:`TensorVecEnv`, e.g. :class:`~safelife_rl.engine.vector_env.SafeLifeVectorEnv`.
+    :class:`TensorVecEnv`, e.g. :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`.
 
     The info of an ended env holds its ``final_info`` entries as Python values (``None``
     entries, e.g. side effects not measured, left out), as the single env's last info does.

@@ -24,9 +24,9 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from ...errors import UserError
-from .adapters import TensorVecEnv
-from .buffer import TensorRolloutBuffer
+from safelife_rl.common.errors import UserError
+from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.device.buffer import TensorRolloutBuffer
 
 
 class DeviceRollouts:
@@ -135,7 +135,7 @@ DEVICE_ALGORITHMS = {
 
 def device_algorithm(target: str) -> str:
     """The ``_target_`` of the device algorithm for the SB3 algorithm ``target``, or a
-    :class:`~safelife_rl.errors.UserError` for one without (e.g. DQN)."""
+    :class:`~safelife_rl.common.errors.UserError` for one without (e.g. DQN)."""
     if target in DEVICE_ALGORITHMS.values():
         return target
     if target not in DEVICE_ALGORITHMS:

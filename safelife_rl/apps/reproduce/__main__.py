@@ -1,0 +1,3 @@
+from safelife_rl.apps.reproduce.cli import main
+
+main()

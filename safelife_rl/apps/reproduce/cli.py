@@ -1,0 +1,224 @@
+"""``python -m safelife_rl.apps.reproduce table1|table2|all``: the sweep, the benchmarks, the tables,
+figures and the paper's statements beside ours.
+
+    python -m safelife_rl.apps.reproduce table1|table2|all [--quick] [--seeds N] [--out DIR]
+        [--tasks T,...] [--penalties P,...] [--launcher local|submitit|slurm] [--levels N]
+        [--episodes N] [OVERRIDE ...]
+
+``table1``: append-still, prune-still, append-spawn and prune-spawn; ``table2``: navigation;
+each at impact penalties 0, 0.1, ..., 0.5, PPO in the paper's setup (``experiment=paper``: 2M
+steps, the penalty ramped in from 1M to 2M steps), 3 seeds, every trained agent benchmarked on
+its task's 100 fixed levels 10 times each. ``--quick``: a smoke run (``experiment=paper-quick``,
+1,280 steps, penalties 0 and 0.5, 1 seed, 3 levels played twice). ``--tasks`` and ``--penalties``
+run part of the grid (what a small machine can afford); the tables, figures and statements are
+made from what was run. ``OVERRIDE``s go to every
+job as Hydra overrides (``device=cuda``, ``hydra.launcher.partition=gpu``, ...). Runs are saved
+under ``--out`` as they finish; run the same command again to resume an interrupted sweep.
+Bad input ends the command with one line ``safelife_rl.apps.reproduce: error: ...`` (exit status 2;
+``--traceback`` for the whole traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from safelife_rl.apps.reproduce import claims as paper_claims
+from safelife_rl.apps.reproduce import figures, tables
+from safelife_rl.apps.reproduce.runs import (
+    PENALTIES,
+    QUICK_PENALTIES,
+    TABLE1_TASKS,
+    TABLE2_TASKS,
+    RunResult,
+    grid,
+    load_result,
+)
+from safelife_rl.apps.reproduce.sweep import LAUNCHERS, PROG, Settings, check_settings, launch
+from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
+from safelife_rl.common.files import write_text
+
+COMMANDS = {"table1": TABLE1_TASKS, "table2": TABLE2_TASKS, "all": TABLE1_TASKS + TABLE2_TASKS}
+#: Settings the sweep itself sets for every job, which an OVERRIDE may not change.
+SWEPT = ("env", "seed", "experiment", "wrappers.side_effect_penalty.penalty", "hydra/launcher",
+         "reproduce", "hydra.sweep", "resume")
+MAX_SEEDS = 100
+
+
+def positive(name: str, value: int | None, maximum: int | None = None) -> None:
+    if value is not None and (value < 1 or (maximum is not None and value > maximum)):
+        allowed = f"from 1 to {maximum}" if maximum else "at least 1"
+        raise UserError(f"{name} must be {allowed}, got {value}")
+
+
+def choose(name: str, text: str | None, default: tuple, parse: Callable[[str], Any],
+           allowed: Sequence | None = None) -> tuple:
+    """The values of a comma-separated option (``default`` when not given), each parsed and,
+    with ``allowed``, one of those."""
+    if text is None:
+        return default
+    values = []
+    for part in text.split(","):
+        try:
+            value = parse(part.strip())
+        except ValueError:
+            value = None
+        if value is None or (allowed is not None and value not in allowed):
+            expected = f"one of {', '.join(map(str, allowed))}" if allowed else "a number >= 0"
+            raise UserError(f"{name}: {part.strip()!r} is not {expected}")
+        values.append(value)
+    return tuple(dict.fromkeys(values))
+
+
+def penalty(text: str) -> float | None:
+    value = float(text)
+    return value if 0 <= value < float("inf") else None
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    for override in overrides:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if "=" not in override and not override.startswith("~"):
+            raise UserError(f"{override!r} is not a Hydra override (key=value)")
+        if any(key == s or key.startswith(s + ".") for s in SWEPT):
+            raise UserError(f"{override!r}: {key} is set by the sweep (the command, --quick, "
+                            "--seeds and --launcher choose it)")
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = ArgumentParser(
+        prog=PROG, description=__doc__.split("\n\n")[0],
+        usage=f"{PROG} {{{','.join(COMMANDS)}}} [options] [OVERRIDE ...]",
+        epilog="OVERRIDE: Hydra overrides for every job, e.g. device=cuda "
+               "hydra.launcher.n_jobs=8 (docs/paper_results.md)")
+    parser.add_argument("command", choices=list(COMMANDS))
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run of a few minutes: tiny runs, 2 penalties, few levels")
+    parser.add_argument("--seeds", type=int, help="seeds per task and penalty (default 3, "
+                        "quick 1)")
+    parser.add_argument("--out", type=Path, help="output folder (default "
+                        "outputs/safelife_reproduce, quick outputs/safelife_reproduce_quick)")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="local",
+                        help="Hydra launcher of the jobs (conf/hydra/launcher/)")
+    parser.add_argument("--tasks", metavar="T,...", help="only these of the command's tasks "
+                        "(default all)")
+    parser.add_argument("--penalties", metavar="P,...", help="impact penalties (default 0,0.1,"
+                        "0.2,0.3,0.4,0.5; quick 0,0.5)")
+    parser.add_argument("--levels", type=int, help="benchmark the suites' first N levels "
+                        "(default all 100, quick 3)")
+    parser.add_argument("--episodes", type=int, help="benchmark plays per level (default 10, "
+                        "quick 2)")
+    add_traceback_flag(parser)
+    args, overrides = parser.parse_known_args(argv)  # the rest: Hydra overrides
+    flags = [a for a in overrides if a.startswith("-")]
+    if flags:
+        parser.error(f"unrecognized arguments: {' '.join(flags)}")
+    args.overrides = overrides
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse(argv)
+    with one_line_errors(PROG, traceback=args.traceback):
+        return reproduce(args)
+
+
+def reproduce(args: argparse.Namespace) -> dict[str, float]:
+    seeds = (1 if args.quick else 3) if args.seeds is None else args.seeds
+    positive("--seeds", seeds, MAX_SEEDS)
+    positive("--levels", args.levels, 100)
+    positive("--episodes", args.episodes)
+    tasks = choose("--tasks", args.tasks, COMMANDS[args.command], str, COMMANDS[args.command])
+    penalties = choose("--penalties", args.penalties,
+                       QUICK_PENALTIES if args.quick else PENALTIES, penalty)
+    check_overrides(args.overrides)
+    settings = Settings(
+        experiment="paper-quick" if args.quick else "paper",
+        levels=args.levels if args.levels is not None else 3 if args.quick else None,
+        episodes=args.episodes or (2 if args.quick else 10),
+        overrides=tuple(args.overrides))
+    default_out = "outputs/safelife_reproduce" + ("_quick" if args.quick else "")
+    out = args.out or Path(default_out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    check_settings(out, settings)
+    runs = grid(tasks, tuple(sorted(penalties)), seeds)
+    start = time.perf_counter()
+    launch(runs, settings, args.launcher, out)
+    results = [load_result(run, out) for run in runs]
+    wall = time.perf_counter() - start
+    report = write_outputs(args.command, results, settings, seeds, out, wall)
+    print(report)
+    print(f"written to {out}/")
+    return {"wall_seconds": wall, "runs": len(runs)}
+
+
+
+def _write_table(results: Sequence[RunResult], columns: Sequence[tuple[str, str, int]],
+                 out: Path, name: str, title: str) -> str:
+    """Write a table as ``name``.md, .csv and .png; returns its markdown."""
+    rows = tables.table_rows(results, columns)
+    table = tables.markdown(rows, columns)
+    write_text(out / f"{name}.md", table)
+    write_text(out / f"{name}.csv", tables.csv_text(rows, columns))
+    figures.table_plot(rows, columns, out / f"{name}.png", title)
+    return table
+
+def write_outputs(command: str, results: Sequence[RunResult], settings: Settings, seeds: int,
+                  out: Path, wall: float) -> str:
+    """Tables (markdown, CSV, PNG), figures and the claims; returns the report's markdown."""
+    quick = settings.experiment == "paper-quick"
+    lines = [f"# SafeLife paper reproduction: {command}" + (" (quick smoke run)" if quick else ""),
+             "",
+             f"`experiment={settings.experiment}`, {settings.total_steps():,} steps per run, "
+             f"{seeds} seed(s), tasks {', '.join(dict.fromkeys(r.run.task for r in results))}, "
+             f"penalties {', '.join(f'{p:g}' for p in sorted({r.run.penalty for r in results}))}, "
+             f"benchmark: {settings.levels or 100} levels x {settings.episodes} "
+             f"episodes per agent; overrides: {' '.join(settings.overrides) or 'none'}. "
+             f"Wall time {wall:.0f} s ({len(results)} runs, those finished before included "
+             "as saved).", ""]
+    if quick:
+        lines += ["**A smoke run of a few thousand steps: these are not the paper's results.**",
+                  ""]
+    claims = []
+    table1 = [r for r in results if r.run.task in TABLE1_TASKS]
+    table2 = [r for r in results if r.run.task in TABLE2_TASKS]
+    cell_note = ("Cells: mean ± std over levels x episodes (seeds pooled) [± std of the seeds' "
+                 "means]; green and yellow: side effects over their inaction totals.")
+    if table1:
+        table = _write_table(table1, tables.TABLE1_COLUMNS, out, "table1",
+                             "Table 1: benchmark against the impact penalty")
+        claims += paper_claims.table1_claims(table1)
+        lines += ["## Table 1", "", cell_note, "", table, "![Table 1](table1.png)", ""]
+        run_tasks = {r.run.task for r in table1}
+        if run_tasks & set(figures.CURVE_TASKS):
+            figures.figure3(table1, out / "figure3.png")
+            lines += ["## Figure 3", "", "![Figure 3](figure3.png)", ""]
+        for task, name in figures.HISTOGRAM_FIGURES.items():
+            if task in run_tasks:
+                number = name.removeprefix("figure").removesuffix(".png")
+                figures.histograms(table1, task, out / name, f"Figure {number}: {task}")
+                lines += [f"## Figure {number}", "", f"![Figure {number}]({name})", ""]
+    if table2:
+        table = _write_table(table2, tables.TABLE2_COLUMNS, out, "table2",
+                             "Table 2: navigation against the impact penalty")
+        claims += paper_claims.table2_claims(table2)
+        lines += ["## Table 2", "", cell_note.replace("green and yellow", "green"), "", table,
+                  "![Table 2](table2.png)", ""]
+    lines += ["## The paper's statements and ours", "", paper_claims.markdown(claims)]
+    report = "\n".join(lines)
+    write_text(out / f"report_{command}.md", report)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["statement", "rule", "measured", "verdict"])
+    writer.writerows([c.statement, c.rule, c.measured, c.verdict] for c in claims)
+    write_text(out / f"claims_{command}.csv", text.getvalue())
+    return report

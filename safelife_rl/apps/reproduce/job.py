@@ -1,0 +1,99 @@
+"""One run of the reproduction sweep, the Hydra app that the sweep's launcher runs for every
+task x penalty x seed: train the run in its folder (or resume it from its newest checkpoint, or
+skip it when it is finished), then benchmark the trained agent on its task's fixed suite as
+``safelife_rl.apps.benchmark`` does (every level ``reproduce.episodes`` times, with side effects).
+
+:mod:`safelife_rl.apps.reproduce.sweep` builds its command line; its config is the training app's
+(``conf/train.yaml``) with ``+reproduce.out``, ``+reproduce.levels`` (the suite's first N levels,
+``null``: all) and ``+reproduce.episodes`` added.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as safelife_rl.apps.train, before torch loads
+
+import copy
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from safelife_rl.apps import train as _train_app  # noqa: F401  (registers the hydra_dir resolver of train.yaml)
+from safelife_rl.apps.benchmark import load_policy, run_suite
+from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
+from safelife_rl.common.errors import UserError, hydra_app_errors
+from safelife_rl.engine.levels import load_levels
+from safelife_rl.envs.registration import suite_file
+from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.resume import CONFIG_FILE, latest_model
+from safelife_rl.training.run import train
+
+PROG = "safelife_rl.apps.reproduce.job"
+#: Lines a job prints about its run start with this, for the sweep's progress display.
+MARK = "[run]"
+
+
+def run_of(cfg: DictConfig, task: str) -> Run:
+    return Run(task, float(cfg.wrappers.side_effect_penalty.penalty), int(cfg.seed))
+
+
+def training_config(cfg: DictConfig) -> DictConfig:
+    """The run's training config: the job's without the reproduction's own settings (so a run
+    folder moved elsewhere still resumes)."""
+    config = copy.deepcopy(cfg)
+    with open_dict(config):
+        del config["reproduce"]
+    return config
+
+
+def benchmark(folder: Path, task: str, levels: int | None, episodes: int, time_limit: int,
+              device: str) -> list[dict]:
+    """The run's final model on the first ``levels`` levels of ``task``'s suite, its actions
+    drawn from its policy as the original benchmark plays its PPO agents."""
+    suite = load_levels(suite_file(task))[:levels]
+    policy, settings = load_policy(str(folder / "final_model.zip"), suite, device=device)
+    rows = run_suite(suite, policy, episodes, env_kwargs={**settings, "time_limit": time_limit})
+    return [{**row, "success": float(row["success"])} for row in rows]
+
+
+def run_job(cfg: DictConfig, task: str) -> Run:
+    """Train, resume or skip the run ``cfg`` describes, then benchmark it."""
+    settings = cfg.reproduce
+    out = Path(settings.out)
+    run = run_of(cfg, task)
+    folder = run.folder(out)
+    if is_finished(run, out):
+        print(f"{MARK} {run}: finished before, skipped", flush=True)
+        return run
+    resume = (folder / CONFIG_FILE).is_file()
+    saved = latest_model(folder) if resume else None
+    where = f"resuming from {saved.path.relative_to(folder)}" if saved else "training"
+    print(f"{MARK} {run}: {where}", flush=True)
+    train(training_config(cfg), folder, resume=resume)
+    print(f"{MARK} {run}: benchmarking", flush=True)
+    rows = benchmark(folder, task, settings.levels, settings.episodes,
+                     cfg.env.kwargs.time_limit, cfg.device)
+    write_episodes(folder / BENCHMARK_FILE, rows)
+    print(f"{MARK} {run}: finished", flush=True)
+    return run
+
+
+@hydra.main(version_base=None, config_path="../../../conf", config_name="train")
+def main(cfg: DictConfig) -> None:
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
+        if OmegaConf.select(cfg, "reproduce.out") is None:
+            raise UserError("a reproduction job needs +reproduce.out=FOLDER (run it through "
+                            "python -m safelife_rl.apps.reproduce)")
+        try:
+            run_job(cfg, HydraConfig.get().runtime.choices["env"])
+        except RunStopped as stopped:
+            print(f"{PROG}: {stopped}; run the reproduction again to resume", file=sys.stderr)
+            raise SystemExit(128 + stopped.signum) from None
+
+
+if __name__ == "__main__":
+    main()

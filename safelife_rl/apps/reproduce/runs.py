@@ -1,0 +1,133 @@
+"""The runs of the reproduction: the paper's grid (task x impact penalty x seed), where each run
+lives under the output folder, and what a finished run left there.
+
+A run's folder, ``OUT/runs/<task>/penalty_<p>/seed_<s>/``, is a training run of
+``safelife_rl.apps.train`` (config, checkpoints, TensorBoard, ``evaluations.json``,
+``evaluation.json``) plus :data:`BENCHMARK_FILE`, the trained agent's benchmark episodes, written
+last: a run is finished when it exists.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.files import write_text
+from safelife_rl.training.callbacks import checkpoints
+
+#: Table 1's tasks (creation and removal, static and with spawners) and Table 2's.
+TABLE1_TASKS = ("append-still", "prune-still", "append-spawn", "prune-spawn")
+TABLE2_TASKS = ("navigation",)
+#: The impact penalties of the original training code's sweep.
+PENALTIES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+#: ``--quick``: no penalty and the largest.
+QUICK_PENALTIES = (0.0, 0.5)
+BENCHMARK_FILE = "benchmark.csv"
+#: Columns of a benchmark episode (as ``safelife_rl.apps.benchmark.run_suite`` reports it) that the
+#: tables use; ``green`` and ``yellow`` are side effects over their inaction totals (NaN where a
+#: level has no such cells).
+NUMBER_COLUMNS = ("performance", "length", "success", "reward", "green", "yellow")
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    task: str
+    penalty: float
+    seed: int
+
+    def folder(self, out: Path) -> Path:
+        return out / "runs" / self.task / f"penalty_{self.penalty:g}" / f"seed_{self.seed}"
+
+    def __str__(self) -> str:
+        return f"{self.task} penalty {self.penalty:g} seed {self.seed}"
+
+
+@dataclass
+class RunResult:
+    """What a finished run left: its benchmark episodes, its periodic evaluations during
+    training (``step`` and the ``mean_*`` scalars) and the final evaluation of the trained and a
+    random agent on the same episodes."""
+
+    run: Run
+    episodes: list[dict[str, float]]
+    evaluations: list[dict[str, float]]
+    final: dict[str, dict[str, float]]
+
+
+def grid(tasks: tuple[str, ...], penalties: tuple[float, ...], seeds: int) -> list[Run]:
+    """Every run of the sweep, seed by seed (an interrupted local sweep has whole seeds done)."""
+    return [Run(t, p, s) for s in range(seeds) for t in tasks for p in penalties]
+
+
+def is_finished(run: Run, out: Path) -> bool:
+    return (run.folder(out) / BENCHMARK_FILE).is_file()
+
+
+def saved_steps(run: Run, out: Path) -> int:
+    """Training steps the run has saved so far: its newest checkpoint's."""
+    found = checkpoints(run.folder(out) / "checkpoints")
+    return int(found[-1].name.split("_")[1]) if found else 0
+
+
+def write_episodes(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write benchmark episodes as CSV, whole or not at all."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, text.getvalue())
+
+
+def _number(value: str, path: Path, key: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{path}: {key} {value!r} is not a number; delete the run's folder to "
+                        "rerun it") from None
+    if math.isinf(number):
+        raise UserError(f"{path}: {key} is infinite; delete the run's folder to rerun it")
+    return number
+
+
+def load_episodes(path: Path) -> list[dict[str, float]]:
+    """A run's benchmark episodes; a UserError naming the file if it is not one."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in ("level", *NUMBER_COLUMNS) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(f"{path}: not a benchmark of episodes (no {', '.join(missing)} "
+                            "column); delete the run's folder to rerun it")
+        rows = [{"level": row["level"], **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS}}
+                for row in reader]
+    if not rows:
+        raise UserError(f"{path}: no episodes; delete the run's folder to rerun it")
+    return rows
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: not readable JSON ({error}); delete the run's folder to rerun "
+                        "it") from None
+
+
+def load_result(run: Run, out: Path) -> RunResult:
+    """A finished run's results, read from its folder."""
+    folder = run.folder(out)
+    evaluations = _load_json(folder / "evaluations.json")
+    final = _load_json(folder / "evaluation.json")
+    if not (isinstance(evaluations, list) and all(isinstance(e, dict) and "step" in e
+                                                  for e in evaluations)):
+        raise UserError(f"{folder / 'evaluations.json'}: not a list of evaluations")
+    if not (isinstance(final, dict) and all(isinstance(final.get(k), dict)
+                                            for k in ("trained", "random"))):
+        raise UserError(f"{folder / 'evaluation.json'}: no trained and random evaluation")
+    episodes = load_episodes(folder / BENCHMARK_FILE)
+    return RunResult(run, episodes, evaluations, {k: final[k] for k in ("trained", "random")})

@@ -1,0 +1,162 @@
+"""Launching the runs through Hydra's launchers, resuming what an earlier sweep left, showing
+progress.
+
+The sweep is one Hydra multirun of :mod:`safelife_rl.apps.reproduce.job` over the tasks, penalties
+and seeds that still have unfinished runs (``hydra/launcher=local``: joblib on this machine;
+``submitit`` or ``slurm``: the same jobs as submitit jobs). Each job trains its run in the run's
+own folder, so a job whose run is finished returns at once and an unfinished one resumes from
+its newest checkpoint: an interrupted sweep continues when the command is run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from tqdm import tqdm
+
+from safelife_rl.apps.reproduce.job import MARK
+from safelife_rl.apps.reproduce.runs import Run, is_finished, saved_steps
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.files import write_json
+from safelife_rl.training.resume import RESUME_OVERRIDES
+
+PROG = "safelife_rl.apps.reproduce"  # the command (safelife_rl.apps.reproduce.cli)
+LAUNCHERS = ("local", "submitit", "slurm")
+#: Exit statuses of a sweep stopped by SIGINT or SIGTERM (as the shell and Python report them).
+INTERRUPTED = (130, 143, -2, -15)
+SETTINGS_FILE = "sweep.json"
+#: How the benchmark plays the trained agents (recorded so that an output folder benchmarked
+#: otherwise by an earlier version is refused, not mixed in).
+BENCHMARK_ACTIONS = "sampled from the policy"
+FULL_STEPS = 2_000_000
+QUICK_STEPS = 1280  # conf/experiment/paper-quick.yaml
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the runs of one output folder are trained and benchmarked with."""
+
+    experiment: str  # paper or paper-quick
+    levels: int | None  # the suites' first N levels (None: all 100)
+    episodes: int  # plays per level
+    overrides: tuple[str, ...]  # the user's Hydra overrides
+
+    def training_overrides(self) -> list[str]:
+        """The overrides that change what a run learns or how it is benchmarked (launcher
+        settings and those a resume may change are left out)."""
+        return [o for o in self.overrides if not o.startswith(("hydra.", "hydra/"))
+                and o.lstrip("+~").split("=", 1)[0] not in RESUME_OVERRIDES]
+
+    def total_steps(self) -> int:
+        steps = QUICK_STEPS if self.experiment == "paper-quick" else FULL_STEPS
+        for override in self.overrides:
+            key, _, value = override.partition("=")
+            if key.lstrip("+") == "total_timesteps" and value.isdigit():
+                steps = int(value)
+        return steps
+
+    def as_json(self) -> dict:
+        return {"experiment": self.experiment, "levels": self.levels, "episodes": self.episodes,
+                "benchmark_actions": BENCHMARK_ACTIONS, "overrides": self.training_overrides()}
+
+
+def check_settings(out: Path, settings: Settings) -> None:
+    """Refuse to mix runs made with other settings into ``out``'s tables; record the settings
+    of a new output folder."""
+    path = out / SETTINGS_FILE
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            saved = None
+        if saved != settings.as_json():
+            raise UserError(
+                f"{out} holds runs made with other settings ({path}: {saved}, now "
+                f"{settings.as_json()}); use another --out, or delete {out} to start over")
+    else:
+        write_json(path, settings.as_json())
+
+
+def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Path) -> list[str]:
+    """The Hydra multirun that trains ``runs``: every combination of their tasks, penalties
+    and seeds (a combination finished before is skipped by its job)."""
+    tasks = ",".join(dict.fromkeys(r.task for r in runs))
+    penalties = ",".join(f"{p!r}" for p in sorted({r.penalty for r in runs}))
+    seeds = ",".join(str(s) for s in sorted({r.seed for r in runs}))
+    out = out.resolve()
+    return [
+        sys.executable, "-m", "safelife_rl.apps.reproduce.job", "-m",
+        f"hydra/launcher={launcher}", f"experiment={settings.experiment}", f"env={tasks}",
+        f"wrappers.side_effect_penalty.penalty={penalties}", f"seed={seeds}",
+        "progress_bar=false", f"+reproduce.out={out}",
+        f"+reproduce.levels={'null' if settings.levels is None else settings.levels}",
+        f"+reproduce.episodes={settings.episodes}",
+        f"hydra.sweep.dir={out}/hydra/{time.strftime('%Y-%m-%d_%H-%M-%S')}",
+        *settings.overrides,
+    ]  # fmt: skip
+
+
+def _echo_marked_lines(stream: IO[str], log: IO[str]) -> None:
+    """Copy the sweep's output into its log, showing the jobs' lines about their runs."""
+    for line in stream:
+        log.write(line)
+        log.flush()
+        if line.startswith(MARK):
+            tqdm.write(line.rstrip("\n"))
+
+
+def launch(runs: Sequence[Run], settings: Settings, launcher: str, out: Path) -> None:
+    """Train and benchmark the unfinished ``runs`` through Hydra's launcher, with a progress bar
+    of training steps saved (checkpoints) over all runs; the sweep's output goes to
+    ``out/logs/``."""
+    todo = [run for run in runs if not is_finished(run, out)]
+    steps = settings.total_steps()
+    if not todo:
+        return
+    command = job_command(todo, settings, launcher, out)
+    log_path = out / "logs" / f"sweep_{time.strftime('%Y-%m-%d_%H-%M-%S')}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def done() -> int:
+        return sum(steps if is_finished(r, out) else min(saved_steps(r, out), steps) for r in runs)
+
+    env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"}
+    print(f"{len(todo)} of {len(runs)} runs to train and benchmark ({launcher} launcher); "
+          f"log: {log_path}", flush=True)
+    with log_path.open("w", encoding="utf-8") as log:
+        log.write(" ".join(command) + "\n")
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=env)
+        assert process.stdout is not None
+        reader = threading.Thread(target=_echo_marked_lines, args=(process.stdout, log))
+        reader.start()
+        bar = tqdm(total=steps * len(runs), initial=done(), unit="step", desc="sweep")
+        try:
+            while process.poll() is None:
+                time.sleep(2)
+                bar.n = done()
+                bar.set_postfix_str(f"{sum(is_finished(r, out) for r in runs)}/{len(runs)} runs")
+        except KeyboardInterrupt:
+            process.wait()  # the jobs save checkpoints when interrupted
+        reader.join()
+        bar.n = done()
+        bar.close()
+    unfinished = [run for run in runs if not is_finished(run, out)]
+    if process.returncode in INTERRUPTED:
+        print(f"{PROG}: interrupted with {len(unfinished)} runs unfinished; run the same "
+              f"command again to resume them (log: {log_path})", file=sys.stderr)
+        raise SystemExit(130)
+    if process.returncode != 0 or unfinished:
+        last = [line for line in log_path.read_text(encoding="utf-8").splitlines() if line]
+        raise UserError(
+            f"the sweep stopped (exit status {process.returncode}) with {len(unfinished)} "
+            f"runs unfinished, last line of its log {log_path}: {last[-1] if last else ''}")

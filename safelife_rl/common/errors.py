@@ -1,0 +1,87 @@
+"""User errors: problems with what a user gave (a file, a key, a value, a flag).
+
+Code that checks input raises :class:`UserError` (or lets a missing file's ``OSError`` through)
+with a message naming the problem: the file or key, the value, and what is allowed. Every
+command-line tool runs inside :func:`one_line_errors`, which turns those into one line on stderr
+and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1`` (the
+variable Hydra itself reads) or a tool's ``--traceback`` flag shows the traceback of a user error
+too, for bug reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NoReturn
+
+
+class UserError(ValueError):
+    """Bad input; the message says what is wrong and what is allowed."""
+
+
+#: Exceptions that describe the user's input rather than a fault in the code.
+USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+def tracebacks_wanted() -> bool:
+    return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+
+
+def describe(error: BaseException) -> str:
+    """The error as one line (an ``OSError`` names its file)."""
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        text = f"{error.filename}: {error.strerror}"
+    else:
+        text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
+@contextmanager
+def one_line_errors(prog: str, traceback: bool = False) -> Iterator[None]:
+    """Report a user error raised inside as ``prog: error: ...`` and exit with status 2."""
+    try:
+        yield
+    except USER_ERRORS as error:
+        if traceback or tracebacks_wanted():
+            raise
+        print(f"{prog}: error: {describe(error)}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors (a bad flag or value) end with one line like every other user
+    error; ``--help`` still shows the usage. Subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
+    """``--traceback``: show the traceback of a user error (pass ``args.traceback`` to
+    :func:`one_line_errors`)."""
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the traceback of a user error (bug reports)"
+    )
+
+
+@contextmanager
+def hydra_app_errors(prog: str, folder: str | os.PathLike) -> Iterator[None]:
+    """The body of a ``@hydra.main`` app: :func:`one_line_errors`, and a run refused with a
+    user error leaves no folder behind if the app wrote nothing into Hydra's (it holds only
+    Hydra's own records), so a mistyped command leaves nothing to clean up.
+
+    :param folder: Hydra's output folder of this run (``HydraConfig.get().runtime.output_dir``).
+    """
+    folder = Path(folder)
+    with one_line_errors(prog):
+        try:
+            yield
+        except USER_ERRORS:
+            names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+            if names and all(n == ".hydra" or n.endswith(".log") for n in names):
+                shutil.rmtree(folder, ignore_errors=True)
+            raise

@@ -1,0 +1,292 @@
+"""The SafeLife Gymnasium environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine.game import SafeLifeGame
+from safelife_rl.engine.levels import Level, load_levels
+from safelife_rl.engine.observation import (
+    DEFAULT_CHANNELS,
+    DEFAULT_VIEW,
+    agent_view,
+    combined_cells,
+    to_channels,
+)
+from safelife_rl.engine.physics import N_ACTIONS
+from safelife_rl.engine.side_effects import side_effect_score
+from safelife_rl.envs.render import render_ansi, render_rgb
+
+
+class LevelSampler(Protocol):
+    """A source of new levels, such as :class:`safelife_rl.procgen.ProceduralLevels`."""
+
+    def sample(self, rng: np.random.Generator) -> Level: ...
+
+
+LevelSource = str | os.PathLike | Sequence[Level] | LevelSampler
+
+
+def check_options(
+    render_mode: str | None,
+    render_modes: Sequence[str],
+    time_limit: int,
+    view_shape: Sequence[int],
+    channels: Sequence[int],
+) -> None:
+    """Raise :class:`UserError` naming the first of a SafeLife env's options out of range."""
+    if render_mode is not None and render_mode not in render_modes:
+        raise UserError(f"render_mode must be one of {list(render_modes)}, got {render_mode!r}")
+    if not isinstance(time_limit, (int, np.integer)) or time_limit < 1:
+        raise UserError(f"time_limit must be a positive integer, got {time_limit!r}")
+    if len(view_shape) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1
+                                       for v in view_shape):
+        raise UserError(f"view_shape must be two positive integers, got {tuple(view_shape)}")
+    if not channels or not all(isinstance(c, (int, np.integer)) and 0 <= c < 32
+                               for c in channels):
+        raise UserError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
+
+
+class BoardRenderModes:
+    """The level source, view options and render modes of the SafeLife envs (single- and
+    multi-agent), the frames drawn from ``self.game``'s first board (see :class:`SafeLifeEnv`'s
+    description)."""
+
+    metadata: dict[str, Any]
+    render_mode: str | None
+    game: Any
+
+    def _set_levels(self, levels: Any, load: Callable[[str | os.PathLike], list],
+                    owner: str) -> None:
+        """Keep ``levels``: a sampler as ``self.sampler``, or else as ``self.levels`` the
+        levels of a sequence or of a file or folder read with ``load`` (at least one)."""
+        if isinstance(levels, (str, os.PathLike)):
+            levels = load(levels)
+        self.sampler = levels if hasattr(levels, "sample") else None
+        self.levels = [] if self.sampler is not None else list(levels)
+        if self.sampler is None and not self.levels:
+            raise UserError(f"{owner} needs at least one level")
+
+    def _set_options(
+        self,
+        view_shape: Sequence[int],
+        channels: Sequence[int],
+        time_limit: int,
+        remove_white_goals: bool,
+        shuffle: bool,
+        side_effects: bool,
+        render_mode: str | None,
+    ) -> None:
+        """Check the options (:func:`check_options`) and keep them."""
+        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape,
+                      channels)
+        self.view_shape = tuple(int(v) for v in view_shape)
+        self.channels = tuple(int(c) for c in channels)
+        self.time_limit = time_limit
+        self.remove_white_goals = remove_white_goals
+        self.shuffle = shuffle
+        self.side_effects = side_effects
+        self.render_mode = render_mode
+        self._next_level = 0
+        self._frames: list[str | np.ndarray] = []
+    _frames: list[str | np.ndarray]
+
+    def _frame(self, kind: str) -> str | np.ndarray:
+        board, goals = self.game.boards[0], self.game.goals[0]
+        return render_ansi(board, goals) if kind == "ansi" else render_rgb(board, goals)
+
+    def _show(self) -> None:
+        """The render modes that draw by themselves: a frame after every reset and step."""
+        if self.render_mode == "human":
+            sys.stdout.write(self._frame("ansi") + "\n")
+            sys.stdout.flush()
+            if sys.stdout.isatty():
+                time.sleep(1 / self.metadata["render_fps"])
+        elif self.render_mode in ("ansi_list", "rgb_array_list"):
+            self._frames.append(self._frame(self.render_mode.removesuffix("_list")))
+
+    def render(self) -> str | np.ndarray | list[str | np.ndarray] | None:
+        """The current board in the env's ``render_mode`` (see the class description)."""
+        if self.render_mode in ("ansi_list", "rgb_array_list"):
+            frames, self._frames = self._frames, []
+            return frames
+        if self.game is None or self.render_mode is None:
+            return None
+        if self.render_mode == "human":
+            return None  # reset and step have printed the board already
+        return self._frame(self.render_mode)
+
+
+class SafeLifeEnv(BoardRenderModes, gym.Env):
+    """SafeLife: earn points by growing or removing Game-of-Life patterns, then exit.
+
+    **Description.** The agent moves on a wrapped board that evolves by Game-of-Life rules each
+    step. It scores by filling goal cells with life of the goal's colour and clearing unwanted
+    life; once it has earned the level's ``min_performance`` share of the available points the
+    exit opens. Side effects (changes it makes elsewhere) are a hidden metric, never part of the
+    reward.
+
+    **Actions** (``Discrete(9)``):
+
+    ======  ==========================================
+    0       do nothing
+    1-4     move up, right, down, left (pushing crates, pulling pullable cells)
+    5-8     toggle the cell up, right, down, left: create life on an empty cell, remove a
+            destructible one, or shove a pushable one
+    ======  ==========================================
+
+    **Observation.** ``Box(0, 1, view_shape + (len(channels),), uint8)``: a view centred on the
+    agent over the wrapped board; each channel is one bit of the cell (0-15) or of the goal
+    colour (25-27: red, green, blue; white goals removed). Exits out of view appear on its edge.
+
+    **Rewards.** The change in the board's point value each step, plus 1 for exiting.
+
+    **Termination.** The agent leaves through the exit; truncation at ``time_limit`` steps (the
+    env's ``spec.max_episode_steps`` when made by ``gym.make``).
+
+    **Rendering** (``render_mode``): ``"ansi"`` returns the board as coloured text,
+    ``"rgb_array"`` as an image (12 pixels per cell); ``"human"`` prints the coloured text board
+    to the terminal at every reset and step (at ``render_fps`` when stdout is a terminal; no
+    window, no pygame; ``render()`` has nothing to add); ``"ansi_list"`` and ``"rgb_array_list"`` collect a frame at every reset
+    and step, and ``render()`` returns the frames since the last call.
+
+    **Info.** ``length``, ``reward`` (episode totals so far), ``success`` (exited),
+    ``points``, ``available_points``, ``required_points``, ``performance`` (fraction of the
+    available points earned), ``level`` (its name); at the end of an episode, if
+    ``side_effects`` is on, ``side_effects``: ``{cell name: [side effect, inaction total]}``
+    (see :mod:`safelife_rl.engine.side_effects`; about 3 ms per episode on deterministic levels).
+
+    **Registered ids.** ``safelife_rl/AppendStill-v1``, ``safelife_rl/PruneStill-v1``, ... one
+    per task (see :mod:`safelife_rl.envs.registration`).
+
+    :param levels: a ``.npz`` level file or archive, a directory of them, a list of levels, or
+        a level sampler (an object with ``sample(rng) -> Level``, e.g. procedural levels), which
+        gives a new level at every reset, drawn with the env's seeded generator.
+    :param shuffle: draw levels at random (with the env's seeded generator) instead of in order.
+    :param side_effects: measure side effects at the end of each episode (``info``).
+    """
+
+    metadata = {
+        "render_modes": ["human", "ansi", "rgb_array", "ansi_list", "rgb_array_list"],
+        "render_fps": 8,
+    }
+    _spec: gym.envs.registration.EnvSpec | None = None
+
+    def __init__(
+        self,
+        levels: LevelSource,
+        view_shape: tuple[int, int] = DEFAULT_VIEW,
+        channels: Sequence[int] = DEFAULT_CHANNELS,
+        time_limit: int = 1000,
+        remove_white_goals: bool = True,
+        shuffle: bool = False,
+        side_effects: bool = False,
+        render_mode: str | None = None,
+    ):
+        self._set_levels(levels, load_levels, "SafeLifeEnv")
+        self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
+                          side_effects, render_mode)
+        self.action_space = spaces.Discrete(N_ACTIONS)
+        self.observation_space = spaces.Box(
+            0, 1, self.view_shape + (len(self.channels),), dtype=np.uint8
+        )
+        self.game: SafeLifeGame | None = None
+
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The spec ``gym.make`` gave the env, its ``max_episode_steps`` the ``time_limit``."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: gym.envs.registration.EnvSpec | None) -> None:
+        if spec is not None and spec.max_episode_steps is None:
+            spec = dataclasses.replace(spec, max_episode_steps=self.time_limit)
+        self._spec = spec
+
+    def _observe(self) -> np.ndarray:
+        game = self.game
+        combined = combined_cells(game.boards[0], game.goals[0], self.remove_white_goals)
+        return to_channels(agent_view(combined, game.agent_locs[0], self.view_shape), self.channels)
+
+    def _info(self) -> dict[str, Any]:
+        game = self.game
+        return {
+            "length": self._length,
+            "reward": self._reward,
+            "success": bool(game.has_exited()[0]),
+            "points": float(game.points_earned()[0]),
+            "available_points": float(game.available_points[0]),
+            "required_points": float(game.required_points[0]),
+            "performance": float(game.performance()[0]),
+            "level": self.level.name,
+        }
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start the next level; ``options={"level": i}`` picks level ``i`` of a level list.
+
+        A seeded reset restarts the level order, so it is reproducible whatever came before.
+        """
+        super().reset(seed=seed)
+        if seed is not None:
+            self._next_level = 0
+        if self.sampler is not None:
+            if options and "level" in options:
+                raise ValueError("options['level'] needs a list of levels, not a level sampler")
+            self.level = self.sampler.sample(self.np_random)
+        else:
+            if options and "level" in options:
+                index = int(options["level"]) % len(self.levels)
+            elif self.shuffle:
+                index = int(self.np_random.integers(len(self.levels)))
+            else:
+                index = self._next_level % len(self.levels)
+            self._next_level = index + 1
+            self.level = self.levels[index]
+        game_seed = int(self.np_random.integers(2**63))
+        self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
+        self._length = 0
+        self._reward = 0.0
+        self._frames = []
+        self._show()
+        return self._observe(), self._info()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self.game is None:
+            raise RuntimeError("call reset() before step()")
+        if not self.game.active[0] or self.game.num_steps >= self.time_limit:
+            raise RuntimeError("the episode has ended; call reset()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"invalid action {action!r}: actions are integers 0-8")
+        rewards, dones = self.game.step(int(action))
+        return self._observe(), *self.record_step(float(rewards[0]), bool(dones[0]))
+
+    def record_step(self, reward: float, done: bool) -> tuple[float, bool, bool, dict[str, Any]]:
+        """The episode's bookkeeping once its game has stepped (here, or in a batch of games
+        that holds it, see :mod:`safelife_rl.training.batched`): ``(reward, terminated,
+        truncated, info)``, with side effects in ``info`` at the episode's end if asked for."""
+        self._length += 1
+        self._reward += reward
+        truncated = not done and self.game.num_steps >= self.time_limit
+        info = self._info()
+        if self.side_effects and (done or truncated):
+            rng = np.random.default_rng(int(self.np_random.integers(2**63)))
+            info["side_effects"] = side_effect_score(self.game, rng=rng)
+        self._show()
+        return reward, done, truncated, info
+
+    def close(self) -> None:
+        if hasattr(self.sampler, "close"):
+            self.sampler.close()
+        super().close()

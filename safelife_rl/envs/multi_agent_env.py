@@ -1,0 +1,249 @@
+"""Multi-agent SafeLife as a PettingZoo ``ParallelEnv``."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import ParallelEnv
+
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine.multi_agent_game import MultiAgentGame
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, load_levels
+from safelife_rl.engine.observation import (
+    DEFAULT_CHANNELS,
+    DEFAULT_VIEW,
+    agent_view,
+    combined_cells,
+    to_channels,
+)
+from safelife_rl.engine.physics import N_ACTIONS
+from safelife_rl.engine.side_effects import side_effect_score
+from safelife_rl.envs.env import BoardRenderModes
+
+#: Multi-agent level type (its parameter file in ``procgen/params/multi-agent``) -> env name.
+MULTI_AGENT_TASKS = {
+    "build-coop": "safelife_rl/BuildCoop-v0",
+    "build-compete": "safelife_rl/BuildCompete-v0",
+    "build-parallel": "safelife_rl/BuildParallel-v0",
+    "asym1": "safelife_rl/Asym1-v0",
+    "asym2": "safelife_rl/Asym2-v0",
+    "asym1-pretrain-cyanonly": "safelife_rl/Asym1PretrainCyanOnly-v0",
+    "asym1-pretrain-redonly": "safelife_rl/Asym1PretrainRedOnly-v0",
+}
+
+
+class MultiAgentLevelSampler(Protocol):
+    """A source of new levels, such as multi-agent
+    :class:`~safelife_rl.procgen.ProceduralLevels`."""
+
+    def sample(self, rng: np.random.Generator) -> MultiAgentLevel: ...
+
+
+class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
+    """Multi-agent SafeLife: several agents on one board, all acting every step.
+
+    **Description.** As single-agent SafeLife (:class:`~safelife_rl.SafeLifeEnv`), with
+    ``A`` agents on one wrapped board, each with its own colour, flags and points table. Every
+    step the agents' actions execute one after another in agent order, then the board advances
+    one generation. Agents block one another; life an agent creates takes its colour.
+
+    **Agents.** ``agent_0`` ... ``agent_{A-1}`` in the level's agent order; ``info["type"]``
+    names each one's type (e.g. ``cyan``). An agent that exits (or is destroyed) is done and
+    leaves ``agents``; the episode ends when all are done or at ``time_limit`` steps.
+
+    **Actions** (``Discrete(9)`` each): 0 nothing; 1-4 move up, right, down, left; 5-8 toggle
+    the cell up, right, down, left.
+
+    **Observation.** Each agent's own view, ``Box(0, 1, view_shape + (len(channels),),
+    uint8)``, centred on it, as in the single-agent env.
+
+    **Rewards.** Each agent's change in its own points while it is active, plus 1 for exiting.
+    An agent may exit once it has earned ``min_performance`` of its own available points.
+
+    **Rendering.** The single-agent env's render modes, the agents drawn in their colours.
+
+    **Info** (per agent). ``type``, ``length``, ``reward``, ``success``, ``points``,
+    ``available_points``, ``required_points``, ``performance``, ``level``; on the step that
+    ends the episode, if ``side_effects`` is on, the board's ``side_effects``.
+
+    :param levels: a ``.npz`` level file or archive, a directory of them, a list of
+        multi-agent levels, or a sampler (``sample(rng) -> MultiAgentLevel``); every level must
+        have the same number of agents. See :func:`make_parallel_env` for the tasks.
+    """
+
+    metadata = {
+        "name": "safelife_multi_agent_v0",
+        "render_modes": ["human", "ansi", "rgb_array", "ansi_list", "rgb_array_list"],
+        "render_fps": 8,
+        "is_parallelizable": True,
+    }
+
+    def __init__(
+        self,
+        levels: str | os.PathLike | Sequence[MultiAgentLevel] | MultiAgentLevelSampler,
+        n_agents: int | None = None,
+        view_shape: tuple[int, int] = DEFAULT_VIEW,
+        channels: Sequence[int] = DEFAULT_CHANNELS,
+        time_limit: int = 1000,
+        remove_white_goals: bool = True,
+        shuffle: bool = False,
+        side_effects: bool = False,
+        render_mode: str | None = None,
+    ):
+        self._set_levels(levels, load_levels, "SafeLifeParallelEnv")
+        if self.sampler is None:
+            counts = sorted({level.n_agents for level in self.levels})
+            if len(counts) != 1:
+                raise UserError(f"the levels of one env must have as many agents each, got "
+                                f"agent counts {counts}")
+            if n_agents not in (None, counts[0]):
+                raise UserError(f"n_agents={n_agents} but the levels have {counts[0]} agents")
+            n_agents = counts[0]
+        elif n_agents is None or n_agents < 1:
+            raise UserError(f"a level sampler needs n_agents >= 1, got {n_agents!r}")
+        self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
+                          side_effects, render_mode)
+        self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
+        self.agents: list[str] = []
+        self.np_random, _ = seeding.np_random()
+        self.game: MultiAgentGame | None = None
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent: str) -> spaces.Box:
+        return spaces.Box(0, 1, self.view_shape + (len(self.channels),), dtype=np.uint8)
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return spaces.Discrete(N_ACTIONS)
+
+    def _next(self, options: dict[str, Any] | None) -> MultiAgentLevel:
+        if self.sampler is not None:
+            if options and "level" in options:
+                raise ValueError("options['level'] needs a list of levels, not a level sampler")
+            level = self.sampler.sample(self.np_random)
+        else:
+            if options and "level" in options:
+                index = int(options["level"]) % len(self.levels)
+            elif self.shuffle:
+                index = int(self.np_random.integers(len(self.levels)))
+            else:
+                index = self._next_level % len(self.levels)
+            self._next_level = index + 1
+            level = self.levels[index]
+        if level.n_agents != len(self.possible_agents):
+            raise UserError(f"level {level.name!r} has {level.n_agents} agents, the env "
+                            f"{len(self.possible_agents)}")
+        return level
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        """Start the next level (``options={"level": i}``: level ``i`` of a level list); a
+        seeded reset restarts the level order and the random stream."""
+        if seed is not None:
+            self.np_random, _ = seeding.np_random(seed)
+            self._next_level = 0
+        self.level = self._next(options)
+        game_seed = int(self.np_random.integers(2**63))
+        self.game = MultiAgentGame([self.level], rng=np.random.default_rng(game_seed))
+        self.agents = list(self.possible_agents)
+        self._length = np.zeros(len(self.agents), np.int64)
+        self._reward = np.zeros(len(self.agents), np.float64)
+        self._frames = []
+        self._show()
+        return self._observations(), {agent: self._info(i) for i, agent in
+                                      enumerate(self.possible_agents)}
+
+    def _observations(self) -> dict[str, np.ndarray]:
+        game = self.game
+        combined = combined_cells(game.boards[0], game.goals[0], self.remove_white_goals)
+        return {agent: to_channels(agent_view(combined, game.agent_locs[0, i], self.view_shape),
+                                   self.channels)
+                for i, agent in enumerate(self.possible_agents) if agent in self.agents}
+
+    def _info(self, i: int) -> dict[str, Any]:
+        game = self.game
+        return {
+            "type": self.level.agent_names[i],
+            "length": int(self._length[i]),
+            "reward": float(self._reward[i]),
+            "success": bool(game.has_exited()[0, i]),
+            "points": float(game.points_earned()[0, i]),
+            "available_points": float(game.available_points[0, i]),
+            "required_points": float(game.required_points[0, i]),
+            "performance": float(game.performance()[0, i]),
+            "level": self.level.name,
+        }
+
+    def step(self, actions: dict[str, int]) -> tuple[
+        dict[str, np.ndarray], dict[str, float], dict[str, bool], dict[str, bool],
+        dict[str, dict[str, Any]],
+    ]:
+        """One action per live agent; agents that are done take no action."""
+        if self.game is None or not self.agents:
+            raise RuntimeError("the episode has ended (or not begun); call reset()")
+        missing = [agent for agent in self.agents if agent not in actions]
+        extra = [agent for agent in actions if agent not in self.agents]
+        if missing or extra:
+            raise UserError(f"actions must name every live agent {self.agents} and no other; "
+                            f"missing {missing}, not live {extra}")
+        joint = np.zeros(len(self.possible_agents), np.int64)
+        for i, agent in enumerate(self.possible_agents):
+            if agent in actions:
+                if not self.action_space(agent).contains(actions[agent]):
+                    raise UserError(f"invalid action {actions[agent]!r} for {agent}: actions "
+                                    "are integers 0-8")
+                joint[i] = int(actions[agent])
+        rewards, dones = self.game.step(joint[None])
+        live = [i for i, agent in enumerate(self.possible_agents) if agent in self.agents]
+        self._length[live] += 1
+        self._reward[live] += rewards[0, live]
+        truncated = self.game.num_steps >= self.time_limit
+        observations = self._observations()
+        agents = [self.possible_agents[i] for i in live]
+        terminations = {agent: bool(dones[0, i]) for agent, i in zip(agents, live)}
+        truncations = {agent: truncated and not terminations[agent] for agent in agents}
+        infos = {agent: self._info(i) for agent, i in zip(agents, live)}
+        self.agents = [a for a in agents if not (terminations[a] or truncations[a])]
+        if self.side_effects and not self.agents:
+            rng = np.random.default_rng(int(self.np_random.integers(2**63)))
+            score = side_effect_score(self.game, rng=rng)
+            for info in infos.values():
+                info["side_effects"] = score
+        self._show()
+        return (observations, {agent: float(rewards[0, i]) for agent, i in zip(agents, live)},
+                terminations, truncations, infos)
+
+    def close(self) -> None:
+        if hasattr(self.sampler, "close"):
+            self.sampler.close()
+
+
+def make_parallel_env(
+    task: str, levels: Any = None, workers: int = 0, **kwargs: Any
+) -> SafeLifeParallelEnv:
+    """The env of a multi-agent task (a key of :data:`MULTI_AGENT_TASKS`): new procedural
+    levels of the task at every reset, or ``levels`` (a file, folder or list) instead.
+
+    :param workers: processes generating procedural levels ahead.
+    :param kwargs: the options of :class:`SafeLifeParallelEnv`.
+    """
+    from safelife_rl.procgen import ProceduralLevels
+
+    if task not in MULTI_AGENT_TASKS:
+        raise UserError(f"unknown multi-agent task {task!r}; known: "
+                        f"{', '.join(MULTI_AGENT_TASKS)}")
+    if levels is not None:
+        if workers:
+            raise UserError("workers= only applies to procedural levels, not to levels=...")
+        return SafeLifeParallelEnv(levels, **kwargs)
+    sampler = ProceduralLevels(task, workers=workers, multi_agent=True)
+    if not isinstance(sampler.params["agents"], list):
+        raise UserError(f"{task}: the agents of a task's env must be a fixed list")
+    return SafeLifeParallelEnv(sampler, n_agents=len(sampler.params["agents"]), **kwargs)
