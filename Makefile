@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: $(STAMP)
-	$(VENV)/bin/python -m safelife_rl.apps.train
+	$(VENV)/bin/python -m safelife_rl train
 
 # lint first (seconds): ruff, and import-linter's contracts on the floors of safelife_rl
 test: $(STAMP)

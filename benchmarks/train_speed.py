@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl.apps.train sets it
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl train sets it
 
 from baselines import add_arguments, measure, ratio_line
 from hydra import compose, initialize_config_dir

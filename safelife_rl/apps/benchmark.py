@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m safelife_rl.apps.benchmark SUITE [--policy random|noop|MODEL.zip] [--episodes 10]
+    python -m safelife_rl benchmark SUITE [--policy random|noop|MODEL.zip] [--episodes 10]
         [--greedy]
 
 ``SUITE`` is a task name (its fixed suite of 100 levels) or any ``.npz`` file or directory of
@@ -312,7 +312,7 @@ def _at_least(minimum: int) -> Callable[[str], int]:
 
 def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     parser = ArgumentParser(
-        prog="python -m safelife_rl.apps.benchmark", description=__doc__.splitlines()[0]
+        prog="python -m safelife_rl benchmark", description=__doc__.splitlines()[0]
     )
     parser.add_argument("suite", help="task name or level file/directory")
     parser.add_argument("--original", action="store_true", help="use the original suite")

@@ -3,10 +3,10 @@
 Level ``i`` of task ``T`` is ``generate_level(T, suite_seed(T, i), "T-iii")``, so every suite
 can be made again bit for bit (same NumPy and Numba versions)::
 
-    python -m safelife_rl.apps.make_suites                   # all tasks, 2 worker processes
-    python -m safelife_rl.apps.make_suites prune-still --workers 4
-    python -m safelife_rl.apps.make_suites --check           # compare with the shipped files
-    python -m safelife_rl.apps.make_suites --multi-agent     # the multi-agent tasks' suites
+    python -m safelife_rl make-suites                   # all tasks, 2 worker processes
+    python -m safelife_rl make-suites prune-still --workers 4
+    python -m safelife_rl make-suites --check           # compare with the shipped files
+    python -m safelife_rl make-suites --multi-agent     # the multi-agent tasks' suites
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def same_levels(a: list[Level] | list[MultiAgentLevel],
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
-        prog="python -m safelife_rl.apps.make_suites", description=__doc__.splitlines()[0]
+        prog="python -m safelife_rl make-suites", description=__doc__.splitlines()[0]
     )
     parser.add_argument("tasks", nargs="*", help="default: every task")
     parser.add_argument("--multi-agent", action="store_true",

@@ -1,4 +1,4 @@
-"""The training app: ``python -m safelife_rl.apps.train [group=option ...] [key=value ...]``.
+"""The training app: ``python -m safelife_rl train [group=option ...] [key=value ...]``.
 
 Configs live in ``conf/`` (``train.yaml`` and the groups ``env``, ``algo``, ``policy``,
 ``wrappers``, ``callbacks``); ``-m`` sweeps through Hydra's launchers. ``resume=RUN_DIR``
@@ -44,11 +44,15 @@ if not OmegaConf.has_resolver("hydra_dir"):
     OmegaConf.register_new_resolver("hydra_dir", _hydra_dir)
 
 
-@hydra.main(version_base=None, config_path="../../conf", config_name="train")
+#: The Hydra configs (an absolute path, so the app finds them however it is started).
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+@hydra.main(version_base=None, config_path=str(CONF), config_name="train")
 def main(cfg: DictConfig) -> dict[str, Any]:
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
     run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
-    with hydra_app_errors("safelife_rl.apps.train", HydraConfig.get().runtime.output_dir):
+    with hydra_app_errors("safelife_rl train", HydraConfig.get().runtime.output_dir):
         try:
             if cfg.resume is not None:
                 resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))
@@ -56,7 +60,7 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             else:
                 summary = train(cfg, run_dir)
         except RunStopped as stopped:
-            print(f"safelife_rl.apps.train: {stopped}; continue with resume={run_dir}", file=sys.stderr)
+            print(f"safelife_rl train: {stopped}; continue with resume={run_dir}", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
     print(format_summary(summary))
     return summary

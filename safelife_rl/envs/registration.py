@@ -71,7 +71,7 @@ def suite_file(task: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(
             f"no benchmark suite for {task!r} at {path}; make it with "
-            f"`python -m safelife_rl.apps.make_suites{flag}`"
+            f"`python -m safelife_rl make-suites{flag}`"
         )
     return path
 

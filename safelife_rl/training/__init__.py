@@ -1,6 +1,6 @@
-"""Training SafeLife agents with Stable-Baselines3: the SafeLife CNN, the training wrappers of
-the original code, TensorBoard callbacks and the run logic behind ``python -m
-safelife_rl.apps.train``."""
+"""Training SafeLife agents with Stable-Baselines3: the SafeLife CNN, TensorBoard callbacks,
+resuming, model files and the run logic behind ``python -m safelife_rl train`` (the training
+wrappers of the original code live on the envs floor and are re-exported here)."""
 
 from omegaconf import OmegaConf
 

@@ -1,6 +1,6 @@
 """Learning curves from runs' TensorBoard logs, as PNGs.
 
-    python -m safelife_rl.training.plots RUN_DIR [RUN_DIR ...] --out curves.png
+    python -m safelife_rl plots RUN_DIR [RUN_DIR ...] --out curves.png
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.common.files import atomic_path
 
 PANELS = ("performance", "success", "reward", "length")
@@ -74,25 +73,3 @@ def plot_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
         fig.savefig(temporary, dpi=100)
     plt.close(fig)
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = ArgumentParser(
-        prog="python -m safelife_rl.training.plots", description="plot training runs' learning curves"
-    )
-    parser.add_argument("runs", nargs="+", help="run directories (with tensorboard/)")
-    parser.add_argument("--out", default="learning_curves.png")
-    parser.add_argument("--labels", nargs="*", help="one label per run")
-    add_traceback_flag(parser)
-    args = parser.parse_args(argv)
-    with one_line_errors(parser.prog, args.traceback):
-        for run in args.runs:
-            if not (Path(run) / "tensorboard").is_dir():
-                raise UserError(f"{run}: not a training run (no tensorboard/ folder)")
-        if args.labels is not None and len(args.labels) != len(args.runs):
-            raise UserError(f"{len(args.labels)} labels for {len(args.runs)} runs")
-        print(plot_runs(args.runs, args.out, args.labels))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,5 +1,5 @@
 """One training run from a composed config: build envs, model and callbacks, learn, save,
-evaluate. :mod:`safelife_rl.apps.train` is the Hydra app around it."""
+evaluate. :mod:`safelife_rl train` is the Hydra app around it."""
 
 from __future__ import annotations
 

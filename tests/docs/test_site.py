@@ -74,7 +74,7 @@ def check_the_api_pages_are_rendered_from_the_docstrings(site: Path) -> None:
 
 def check_command_pages_show_the_current_help(site: Path) -> None:
     html = (site / "commands" / "make_suites" / "index.html").read_text()
-    assert "--check" in html and "usage: python -m safelife_rl.apps.make_suites" in html
+    assert "--check" in html and "usage: python -m safelife_rl make-suites" in html
 
 
 def test_readme_starts_with_the_two_make_commands_and_links_to_pages_that_exist():

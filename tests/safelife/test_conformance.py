@@ -34,7 +34,7 @@ def test_reference_data_present():
 @pytest.mark.parametrize("trace", DETERMINISTIC, ids=lambda p: p.stem)
 def test_deterministic_trace_matches_bit_for_bit(trace, tmp_path):
     out = tmp_path / "replayed.npz"
-    from safelife_rl.__main__ import main
+    from safelife_rl.apps.cli import main
 
     assert main(["replay", str(trace), "--out", str(out)]) == 0
     ours, theirs = np.load(out), np.load(trace)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from safelife_rl.__main__ import main
+from safelife_rl.apps.cli import main
 
 TRACES = sorted(
     (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")

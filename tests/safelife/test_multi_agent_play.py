@@ -6,7 +6,7 @@ import imageio.v3 as iio
 import numpy as np
 import pytest
 
-from safelife_rl.__main__ import main
+from safelife_rl.apps.cli import main
 from safelife_rl.apps.multi_agent_play import play_agent
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image, ImageSequence
 
 from safelife_rl import LevelFormatError, SafeLifeEnv
-from safelife_rl.__main__ import main
+from safelife_rl.apps.cli import main
 from safelife_rl.apps.play import play
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine.replay import load_trace

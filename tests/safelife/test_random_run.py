@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from safelife_rl.__main__ import main
+from safelife_rl.apps.cli import main
 from safelife_rl.apps.random_run import random_run
 from safelife_rl.common.errors import UserError
 

@@ -202,12 +202,12 @@ def test_resume_refuses_a_config_naming_code_outside_the_allowlist(tmp_path, tra
 
 
 def test_plot_command_refuses_a_folder_that_is_not_a_run(tmp_path, capsys):
-    from safelife_rl.training.plots import main
+    from safelife_rl.apps.plots import main
 
     with pytest.raises(SystemExit) as exit:
         main([str(tmp_path)])
     assert exit.value.code == 2
-    expected = (f"python -m safelife_rl.training.plots: error: {tmp_path}: not a training run "
+    expected = (f"python -m safelife_rl plots: error: {tmp_path}: not a training run "
                 "(no tensorboard/ folder)")
     assert capsys.readouterr().err.strip().splitlines() == [expected]
 

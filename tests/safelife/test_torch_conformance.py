@@ -13,7 +13,7 @@ import pytest
 import torch
 from scipy import stats
 
-from safelife_rl.__main__ import main
+from safelife_rl.apps.cli import main
 from safelife_rl.engine.replay import live_cell_counts, load_trace
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.engine.torch_side_effects import side_effect_scores

@@ -205,7 +205,7 @@ def test_env_modules_are_imported_in_fresh_worker_processes():
 
 def test_command_line_rejects_unknown_keys():
     result = subprocess.run(
-        [sys.executable, "-m", "safelife_rl.apps.train", "n_env=4"],
+        [sys.executable, "-m", "safelife_rl", "train", "n_env=4"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.returncode != 0

@@ -1,3 +1,0 @@
-from safelife_rl.apps.reproduce.cli import main
-
-main()

@@ -1,7 +1,7 @@
-"""``python -m safelife_rl.apps.reproduce table1|table2|all``: the sweep, the benchmarks, the tables,
+"""``python -m safelife_rl reproduce table1|table2|all``: the sweep, the benchmarks, the tables,
 figures and the paper's statements beside ours.
 
-    python -m safelife_rl.apps.reproduce table1|table2|all [--quick] [--seeds N] [--out DIR]
+    python -m safelife_rl reproduce table1|table2|all [--quick] [--seeds N] [--out DIR]
         [--tasks T,...] [--penalties P,...] [--launcher local|submitit|slurm] [--levels N]
         [--episodes N] [OVERRIDE ...]
 
@@ -14,7 +14,7 @@ run part of the grid (what a small machine can afford); the tables, figures and 
 made from what was run. ``OVERRIDE``s go to every
 job as Hydra overrides (``device=cuda``, ``hydra.launcher.partition=gpu``, ...). Runs are saved
 under ``--out`` as they finish; run the same command again to resume an interrupted sweep.
-Bad input ends the command with one line ``safelife_rl.apps.reproduce: error: ...`` (exit status 2;
+Bad input ends the command with one line ``safelife_rl reproduce: error: ...`` (exit status 2;
 ``--traceback`` for the whole traceback).
 """
 

@@ -1,7 +1,7 @@
 """One run of the reproduction sweep, the Hydra app that the sweep's launcher runs for every
 task x penalty x seed: train the run in its folder (or resume it from its newest checkpoint, or
 skip it when it is finished), then benchmark the trained agent on its task's fixed suite as
-``safelife_rl.apps.benchmark`` does (every level ``reproduce.episodes`` times, with side effects).
+``safelife_rl benchmark`` does (every level ``reproduce.episodes`` times, with side effects).
 
 :mod:`safelife_rl.apps.reproduce.sweep` builds its command line; its config is the training app's
 (``conf/train.yaml``) with ``+reproduce.out``, ``+reproduce.levels`` (the suite's first N levels,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as safelife_rl.apps.train, before torch loads
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the train app, before torch loads
 
 import copy
 import sys
@@ -82,12 +82,16 @@ def run_job(cfg: DictConfig, task: str) -> Run:
     return run
 
 
-@hydra.main(version_base=None, config_path="../../../conf", config_name="train")
+#: The Hydra configs (an absolute path, so the app finds them however it is started).
+CONF = Path(__file__).resolve().parents[3] / "conf"
+
+
+@hydra.main(version_base=None, config_path=str(CONF), config_name="train")
 def main(cfg: DictConfig) -> None:
     with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
         if OmegaConf.select(cfg, "reproduce.out") is None:
             raise UserError("a reproduction job needs +reproduce.out=FOLDER (run it through "
-                            "python -m safelife_rl.apps.reproduce)")
+                            "python -m safelife_rl reproduce)")
         try:
             run_job(cfg, HydraConfig.get().runtime.choices["env"])
         except RunStopped as stopped:

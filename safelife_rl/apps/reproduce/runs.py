@@ -2,7 +2,7 @@
 lives under the output folder, and what a finished run left there.
 
 A run's folder, ``OUT/runs/<task>/penalty_<p>/seed_<s>/``, is a training run of
-``safelife_rl.apps.train`` (config, checkpoints, TensorBoard, ``evaluations.json``,
+``safelife_rl train`` (config, checkpoints, TensorBoard, ``evaluations.json``,
 ``evaluation.json``) plus :data:`BENCHMARK_FILE`, the trained agent's benchmark episodes, written
 last: a run is finished when it exists.
 """

@@ -29,7 +29,7 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import write_json
 from safelife_rl.training.resume import RESUME_OVERRIDES
 
-PROG = "safelife_rl.apps.reproduce"  # the command (safelife_rl.apps.reproduce.cli)
+PROG = "safelife_rl reproduce"  # the command (safelife_rl.apps.reproduce.cli)
 LAUNCHERS = ("local", "submitit", "slurm")
 #: Exit statuses of a sweep stopped by SIGINT or SIGTERM (as the shell and Python report them).
 INTERRUPTED = (130, 143, -2, -15)

@@ -1,0 +1,116 @@
+"""``safelife-rl COMMAND ...`` (the same as ``python -m safelife_rl COMMAND ...``): every
+SafeLife command. ``train`` takes Hydra overrides; the others take flags (``COMMAND --help``).
+
+A user error (a bad file, flag or value) ends the command with one line ``prog: error: ...``
+and exit status 2; ``--traceback`` (or ``HYDRA_FULL_ERROR=1``) shows its traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+
+from safelife_rl.common.errors import ArgumentParser, add_traceback_flag, one_line_errors
+from safelife_rl.engine.replay import ENGINES
+from safelife_rl.envs.registration import TASKS
+
+PROG = "python -m safelife_rl"
+
+#: Commands with a parser (or Hydra app) of their own: ``main(argv)`` of their module.
+DELEGATED = {
+    "train": ("safelife_rl.apps.train", "train an agent with SB3 (Hydra overrides; -m sweeps)"),
+    "benchmark": ("safelife_rl.apps.benchmark", "run a policy on a benchmark suite (Table 1)"),
+    "reproduce": ("safelife_rl.apps.reproduce.cli", "the SafeLife paper's tables and figures"),
+    "make-suites": ("safelife_rl.apps.make_suites", "regenerate the fixed benchmark suites"),
+    "plots": ("safelife_rl.apps.plots", "plot training runs' learning curves"),
+}
+
+
+def _delegate(command: str, argv: Sequence[str]) -> int:
+    module = importlib.import_module(DELEGATED[command][0])
+    if command == "train":  # a Hydra app reads its overrides from sys.argv
+        sys.argv = [f"{PROG} {command}", *argv]
+        module.main()
+        return 0
+    status = module.main(list(argv))
+    return status if isinstance(status, int) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in DELEGATED:
+        return _delegate(argv[0], argv[1:])
+    parser = ArgumentParser(prog=PROG, description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)
+    add_traceback_flag(common)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, (_, summary) in DELEGATED.items():
+        commands.add_parser(name, help=summary, add_help=False)
+
+    replay = commands.add_parser("replay", parents=[common],
+                                 help="replay a recorded trace with this engine")
+    replay.add_argument("trace", help="trace .npz file (level + actions), single- or multi-agent")
+    replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
+    replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness (>= 0)")
+    replay.add_argument("--gif", help="also render the replayed boards to this GIF")
+    replay.add_argument("--engine", choices=ENGINES, default="numba",
+                        help="the rules' backend: Numba, or torch on the CPU")
+
+    play = commands.add_parser("play", parents=[common],
+                               help="play in the terminal (arrow keys, space, q)")
+    play.add_argument("source", nargs="?", default="append-still", help="task name or level path")
+    play.add_argument("--gif", help="save the session as a GIF")
+    play.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
+
+    multi = commands.add_parser("play-multi", parents=[common],
+                                help="play one agent of a multi-agent level in the terminal")
+    multi.add_argument("source", nargs="?", default="build-coop",
+                       help="multi-agent task (its fixed suite) or level path")
+    multi.add_argument("--agent", type=int, default=0, help="the agent you control (0, 1, ...)")
+    multi.add_argument("--others", choices=("still", "random"), default="still",
+                       help="what the other agents do")
+    multi.add_argument("--gif", help="save the session as a GIF")
+    multi.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
+
+    rand = commands.add_parser("random-run", parents=[common],
+                               help="play random actions, log to TensorBoard")
+    rand.add_argument("--task", default="append-still", choices=sorted(TASKS))
+    rand.add_argument("--levels", help="level file or directory (default: the task's fixed suite)")
+    rand.add_argument("--episodes", type=int, default=20, help="episodes to play (>= 1)")
+    rand.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
+    rand.add_argument("--seed", type=int, default=0, help="random seed (>= 0)")
+    rand.add_argument("--logdir", help="TensorBoard directory (default: outputs/random-run/...)")
+
+    args = parser.parse_args(argv)
+    with one_line_errors(f"{parser.prog} {args.command}", args.traceback):
+        if args.command == "replay":
+            from safelife_rl.apps.replay import replay_file
+
+            replay_file(args.trace, args.out, seed=args.seed, gif=args.gif, engine=args.engine)
+            print(f"wrote {args.out}" + (f" and {args.gif}" if args.gif else ""))
+        elif args.command == "play":
+            from safelife_rl.apps.play import main as play_main
+
+            result = play_main(args.source, args.gif, args.time_limit)
+            print(f"levels completed: {result['levels_completed']}")
+        elif args.command == "play-multi":
+            from safelife_rl.apps.multi_agent_play import main as play_multi_main
+
+            result = play_multi_main(args.source, args.agent, args.others, args.gif,
+                                     args.time_limit)
+            print(f"levels completed: {result['levels_completed']}")
+        else:
+            from safelife_rl.apps.random_run import random_run
+
+            summary = random_run(
+                args.task, args.levels, args.episodes, args.time_limit, args.seed, args.logdir
+            )
+            print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
