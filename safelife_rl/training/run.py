@@ -9,11 +9,12 @@ import signal
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from safelife_rl.common.files import write_json, write_text
@@ -112,13 +113,7 @@ def train(
     :raises RunStopped: a signal ended the run; its message says how to continue.
     """
     run_dir = Path(run_dir)
-    saved = None
-    if resume:
-        load_run_config(run_dir)  # a run directory at all?
-        remove_stale_temporaries(run_dir)
-        saved = latest_model(run_dir)
-        if saved is not None:
-            check_resumable(cfg, saved)
+    saved = _resumable_model(cfg, run_dir) if resume else None
     check_settings(cfg)
     if saved is not None and saved.steps >= cfg.total_timesteps:
         summary = _finished_summary(run_dir, saved)
@@ -129,66 +124,110 @@ def train(
     run_config = OmegaConf.to_yaml(cfg, resolve=True)
     write_text(run_dir / CONFIG_FILE, run_config)  # first: from now on the run can be resumed
     torch.set_num_threads(cfg.torch_threads)
+    with StopOnSignal() as stop:
+        learnt = _learn(cfg, run_dir, run_config, resume, saved, trusted, stop)
+        return _evaluate(cfg, run_dir, learnt, stop)
+
+
+class Learnt(NamedTuple):
+    """What training hands to the final evaluation."""
+
+    model: BaseAlgorithm
+    callbacks: list[BaseCallback]
+    summary: dict[str, Any]  # env, algo, timesteps, steps_per_second
+    n_actions: int
+    trained: bool  # False: a finished run, resumed only to evaluate it
+
+
+def _resumable_model(cfg: DictConfig, run_dir: Path) -> SavedModel | None:
+    """The newest saved model of the run in ``run_dir``, checked against ``cfg`` (``None``:
+    stopped before its first checkpoint), after removing a killed run's half-written files."""
+    load_run_config(run_dir)  # a run directory at all?
+    remove_stale_temporaries(run_dir)
+    saved = latest_model(run_dir)
+    if saved is not None:
+        check_resumable(cfg, saved)
+    return saved
+
+
+def _learn(
+    cfg: DictConfig, run_dir: Path, run_config: str, resume: bool, saved: SavedModel | None,
+    trusted: bool, stop: StopOnSignal,
+) -> Learnt:
+    """Build (or load) the model and train it to ``cfg.total_timesteps``, saving the final
+    model. A signal saves a checkpoint and raises :class:`RunStopped`."""
     # a run resumed before its first checkpoint starts over, dropping what it had logged
     resumed_at = None if not resume else saved.steps if saved is not None else 0
-    with StopOnSignal() as stop:
-        env = make_vec_env(
-            cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env,
-            device=cfg.device,
-        )
-        try:
-            if saved is None:
-                model = build_model(cfg, env)
-            else:
-                model = load_model(saved.path, cfg, env, cfg.device, trusted)
-            model.set_logger(run_logger(run_dir / "tensorboard", resumed_at))
-            sync_training_steps(env, model.num_timesteps)
-            callbacks = _callbacks(cfg, run_dir, run_config)
-            start_steps, start_time = model.num_timesteps, time.perf_counter()
-            if model.num_timesteps < cfg.total_timesteps:
-                stop.phase = "training"
-                model.learn(
-                    total_timesteps=cfg.total_timesteps - model.num_timesteps,
-                    callback=CallbackList([stop, *callbacks]),
-                    log_interval=cfg.log_interval,
-                    reset_num_timesteps=saved is None,
-                    progress_bar=cfg.progress_bar,
-                )
-                flush_tensorboard(model.logger)  # on disk before the model that ends it
-                if stop.stopped:
-                    stop.phase = "saving the stop checkpoint"
-                    name = f"model_{model.num_timesteps}_steps.zip"
-                    save_model_atomic(model, run_dir / "checkpoints" / name, run_config)
-                    signame = signal.Signals(stop.signum or signal.SIGTERM).name
-                    raise RunStopped(
-                        stop.signum or signal.SIGTERM,
-                        f"stopped by {signame} at {model.num_timesteps} steps (saved "
-                        f"checkpoints/{name})",
-                    )
-            if saved is None or not saved.final or model.num_timesteps > saved.steps:
-                stop.phase = "saving the final model"
-                save_model_atomic(model, run_dir / "final_model.zip", run_config)
-            seconds = time.perf_counter() - start_time
-        finally:
-            env.close()
-        stop.phase = "evaluating the final model"
-        summary: dict[str, Any] = {
-            "env": cfg.env.id,
-            "algo": cfg.algo._target_.rsplit(".", 1)[-1],
-            "timesteps": model.num_timesteps,
-            "steps_per_second": (model.num_timesteps - start_steps) / max(seconds, 1e-9),
-        }
-        evaluation = next((c for c in callbacks if isinstance(c, PeriodicEvaluation)), None)
-        if evaluation is not None:
-            if model.num_timesteps == start_steps:  # a finished run resumed to evaluate it
-                evaluation.init_callback(model)
-            summary["trained"] = evaluation.final()
-            summary["random"] = evaluation.play(random_policy(env.action_space.n, cfg.seed))
-        model.logger.close()
-        stop.phase = "writing the evaluation"
-        write_json(run_dir / "evaluation.json", summary)
-        stop.phase = "plotting the learning curve"
-        plot_runs([run_dir], run_dir / CURVE_FILE)
+    env = make_vec_env(
+        cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env,
+        device=cfg.device,
+    )
+    try:
+        if saved is None:
+            model = build_model(cfg, env)
+        else:
+            model = load_model(saved.path, cfg, env, cfg.device, trusted)
+        model.set_logger(run_logger(run_dir / "tensorboard", resumed_at))
+        sync_training_steps(env, model.num_timesteps)
+        callbacks = _callbacks(cfg, run_dir, run_config)
+        start_steps, start_time = model.num_timesteps, time.perf_counter()
+        if model.num_timesteps < cfg.total_timesteps:
+            stop.phase = "training"
+            model.learn(
+                total_timesteps=cfg.total_timesteps - model.num_timesteps,
+                callback=CallbackList([stop, *callbacks]),
+                log_interval=cfg.log_interval,
+                reset_num_timesteps=saved is None,
+                progress_bar=cfg.progress_bar,
+            )
+            flush_tensorboard(model.logger)  # on disk before the model that ends it
+            if stop.stopped:
+                _save_stop_checkpoint(model, run_dir, run_config, stop)
+        if saved is None or not saved.final or model.num_timesteps > saved.steps:
+            stop.phase = "saving the final model"
+            save_model_atomic(model, run_dir / "final_model.zip", run_config)
+        seconds = time.perf_counter() - start_time
+        n_actions = int(env.action_space.n)
+    finally:
+        env.close()
+    summary: dict[str, Any] = {
+        "env": cfg.env.id,
+        "algo": cfg.algo._target_.rsplit(".", 1)[-1],
+        "timesteps": model.num_timesteps,
+        "steps_per_second": (model.num_timesteps - start_steps) / max(seconds, 1e-9),
+    }
+    return Learnt(model, callbacks, summary, n_actions, model.num_timesteps > start_steps)
+
+
+def _save_stop_checkpoint(
+    model: BaseAlgorithm, run_dir: Path, run_config: str, stop: StopOnSignal
+) -> None:
+    stop.phase = "saving the stop checkpoint"
+    name = f"model_{model.num_timesteps}_steps.zip"
+    save_model_atomic(model, run_dir / "checkpoints" / name, run_config)
+    signame = signal.Signals(stop.signum or signal.SIGTERM).name
+    raise RunStopped(
+        stop.signum or signal.SIGTERM,
+        f"stopped by {signame} at {model.num_timesteps} steps (saved checkpoints/{name})",
+    )
+
+
+def _evaluate(cfg: DictConfig, run_dir: Path, learnt: Learnt, stop: StopOnSignal) -> dict[str, Any]:
+    """The final policy and a random agent on the evaluation episodes, written to
+    ``evaluation.json``, and the learning curve plotted."""
+    stop.phase = "evaluating the final model"
+    summary = learnt.summary
+    evaluation = next((c for c in learnt.callbacks if isinstance(c, PeriodicEvaluation)), None)
+    if evaluation is not None:
+        if not learnt.trained:  # a finished run resumed to evaluate it
+            evaluation.init_callback(learnt.model)
+        summary["trained"] = evaluation.final()
+        summary["random"] = evaluation.play(random_policy(learnt.n_actions, cfg.seed))
+    learnt.model.logger.close()
+    stop.phase = "writing the evaluation"
+    write_json(run_dir / "evaluation.json", summary)
+    stop.phase = "plotting the learning curve"
+    plot_runs([run_dir], run_dir / CURVE_FILE)
     return summary
 
 
