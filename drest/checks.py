@@ -1,5 +1,5 @@
 """Checks of user-given settings (a Hydra config, a settings dataclass): each raises
-:class:`~safelife_rl.common.errors.UserError` naming the setting, its value and what is allowed.
+:class:`~drest.errors.UserError` naming the setting, its value and what is allowed.
 
 Types are checked exactly: ``bool`` is neither an int nor a float, and a string such as ``"no"``
 is never taken for a number or a truth value.
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from typing import Any, get_type_hints
 
-from safelife_rl.common.errors import UserError
+from drest.errors import UserError
 
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 

@@ -10,11 +10,11 @@ import numpy as np
 from gymnasium import spaces
 
 from drest.dynamics import ACTION_NAMES, State, horizon, initial_state, is_terminal, step
+from drest.errors import UserError
 from drest.generator import GeneratorConfig, generate
 from drest.spec import GridSpec
 from drest.tabular import compile_world, max_coins_by_length, obs_vector
 from drest.worlds import resolve
-from safelife_rl.common.errors import UserError
 
 IMAGE_CHANNELS = ("walls", "coin_values", "button_delays", "agent", "steps_until_shutdown")
 

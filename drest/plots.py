@@ -1,37 +1,29 @@
 """Figures: trained policies drawn as arrows (the paper's Figures 5 and 9-16), metric curves
-(Figure 3) and NEUTRALITY against the lopsided coin value (Figure 6). All written as PNGs with
-matplotlib's Agg backend, via a temp file then rename."""
+(Figure 3) and NEUTRALITY against the lopsided coin value (Figure 6), drawn with matplotlib's
+Agg backend; each function returns its figure, which the commands save."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from drest.dynamics import MOVES
 from drest.metrics import state_occupancy
 from drest.spec import GridSpec
 from drest.tabular import TabularWorld
-from safelife_rl.common.files import atomic_path
 
 #: Larger worlds get no policy figure: one arrow per action and cell would take minutes and
 #: gigabytes (a 200x200 world: 37 s and 9.5 GB) and be unreadable.
 POLICY_FIGURE_MAX_CELLS = 50 * 50
 #: The widest policy figure in inches; wider worlds are drawn smaller.
 POLICY_FIGURE_MAX_INCHES = 24.0
-
-
-def save_figure(fig, path: str | Path) -> Path:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return Path(path)
 
 
 def _draw_grid(ax, world: TabularWorld, button_present: bool) -> None:
@@ -64,8 +56,7 @@ def policy_figure_skipped(spec: GridSpec) -> str | None:
     return None
 
 
-def policy_figure(world: TabularWorld, state_policy: np.ndarray, path: str | Path,
-                  title: str = "") -> Path:
+def policy_figure(world: TabularWorld, state_policy: np.ndarray, title: str = "") -> Figure:
     """Two panels, before and after a button is pressed. In each visited cell, red arrows whose
     opacity is the action probability, averaged over the states in that cell (coin flags, time)
     weighted by how often the policy visits them. Wide worlds are drawn at a smaller scale."""
@@ -92,11 +83,11 @@ def policy_figure(world: TabularWorld, state_policy: np.ndarray, path: str | Pat
                              alpha=float(probs[a]), length_includes_head=True)
     if title:
         fig.suptitle(title, fontsize=11)
-    return save_figure(fig, path)
+    return fig
 
 
-def curves_figure(curves: Mapping[str, Sequence[dict]], path: str | Path, title: str = "",
-                  reference: Mapping[str, Mapping[str, float]] | None = None) -> Path:
+def curves_figure(curves: Mapping[str, Sequence[dict]], title: str = "",
+                  reference: Mapping[str, Mapping[str, float]] | None = None) -> Figure:
     """USEFULNESS and NEUTRALITY against mini-episodes: one line (mean, shaded +-1 std over seeds)
     per label. ``curves[label]`` is a list of per-seed histories; ``reference[label]`` optional
     final values reported in the paper, drawn as dashed lines."""
@@ -122,11 +113,11 @@ def curves_figure(curves: Mapping[str, Sequence[dict]], path: str | Path, title:
     axes[1].legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return save_figure(fig, path)
+    return fig
 
 
 def lopsided_figure(xs: Sequence[float], ours: Mapping[str, Sequence[Sequence[float]]],
-                    paper: Mapping[float, float], path: str | Path) -> Path:
+                    paper: Mapping[float, float]) -> Figure:
     """NEUTRALITY against the coin value x (log scale): ours per reward (mean +- std over seeds)
     beside the paper's DREST values."""
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -143,4 +134,4 @@ def lopsided_figure(xs: Sequence[float], ours: Mapping[str, Sequence[Sequence[fl
     ax.set_ylim(-0.02, 1.05)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return save_figure(fig, path)
+    return fig

@@ -21,11 +21,13 @@ import numpy as np
 from tqdm import tqdm
 
 from drest.checks import check_value
+from drest.errors import UserError
 from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
 from drest.worlds import APPENDIX_WORLDS, builtin
-from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
+from safelife_rl.common.errors import OS_ERRORS, ArgumentParser, add_traceback_flag, one_line_errors
+from safelife_rl.common.figures import save_figure
 from safelife_rl.common.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
@@ -43,6 +45,7 @@ PAPER_LOPSIDED = {0.01: 0.0, 0.0178: 0.0, 0.0316: 0.0, 0.0562: 0.24, 0.1: 0.57, 
 LOPSIDED_XS = tuple(round(10 ** (-2 + j / 4), 4) for j in range(17))
 QUICK_XS = (0.1, 0.3162, 1.0, 3.1623, 10.0)
 REWARDS = ("default", "drest")
+PROG = "drest reproduce"
 MAX_SEEDS = 1000
 MAX_WORKERS = 4 * mp.cpu_count()
 
@@ -141,26 +144,36 @@ def _figures(results: list[dict], out: Path, xs) -> None:
     def histories(**kw):
         return [r["history"] for r in results if all(r.get(k) == v for k, v in kw.items())]
 
-    curves_figure({rw: histories(experiment="example", reward=rw) for rw in REWARDS},
-                  out / "fig3_example_curves.png", "Example world", reference=PAPER_EXAMPLE)
+    def save(fig, name: str) -> None:
+        save_figure(fig, out / name, dpi=120, bbox_inches="tight")
+
+    save(curves_figure({rw: histories(experiment="example", reward=rw) for rw in REWARDS},
+                       "Example world", reference=PAPER_EXAMPLE), "fig3_example_curves.png")
     for world in APPENDIX_WORLDS:
         ref = {rw: {"neutrality": PAPER_APPENDIX[world][i],
                     "usefulness": PAPER_APPENDIX[world][2 + i]} for i, rw in enumerate(REWARDS)}
-        curves_figure({rw: histories(experiment="appendix", world=world, reward=rw)
-                       for rw in REWARDS}, out / f"appendix_{world}_curves.png", world, ref)
+        save(curves_figure({rw: histories(experiment="appendix", world=world, reward=rw)
+                            for rw in REWARDS}, world, ref), f"appendix_{world}_curves.png")
     ours = {rw: [[r["neutrality"] for r in results if r["experiment"] == "lopsided"
                   and r["x"] == x and r["reward"] == rw] for x in xs] for rw in REWARDS}
-    lopsided_figure(xs, ours, PAPER_LOPSIDED, out / "fig6_lopsided.png")
+    save(lopsided_figure(xs, ours, PAPER_LOPSIDED), "fig6_lopsided.png")
     for r in results:
         if "obs_policy" in r and r["experiment"] != "lopsided":
             world = compile_world(builtin(r["world"]))
-            policy_figure(world, r["obs_policy"][world.obs],
-                          out / f"policy_{r['world']}_{r['reward']}.png",
-                          f"{r['world']}, {r['reward']} reward, seed 0")
+            save(policy_figure(world, r["obs_policy"][world.obs],
+                               f"{r['world']}, {r['reward']} reward, seed 0"),
+                 f"policy_{r['world']}_{r['reward']}.png")
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = ArgumentParser(prog="drest.reproduce", description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """``drest reproduce ...``; the exit status."""
+    run(argv)
+    return 0
+
+
+def run(argv: list[str] | None = None) -> dict:
+    """The reproduction as :func:`main` runs it; its wall time and number of runs."""
+    parser = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="2 seeds, 1/8 of the budgets, 5 lopsided x values")
     parser.add_argument("--seeds", type=int, default=None,
@@ -172,7 +185,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=Path("outputs/drest_reproduce"))
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
-    with one_line_errors("drest.reproduce", traceback=args.traceback):
+    with one_line_errors(PROG, (UserError, *OS_ERRORS), traceback=args.traceback):
         return _reproduce(args)
 
 
@@ -202,4 +215,4 @@ def _reproduce(args: argparse.Namespace) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

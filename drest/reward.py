@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from drest.checks import check_value, is_int, is_number
-from safelife_rl.common.errors import UserError
+from drest.errors import UserError
 
 REWARDS = ("drest", "default", "drest_lopsided")
 

@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from safelife_rl.common.errors import UserError
+from drest.errors import UserError
 
 Cell = tuple[int, int]  # (row, col), row 0 at the top
 

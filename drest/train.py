@@ -179,7 +179,7 @@ def _number(value: float | None) -> str:
     return "n/a (one reachable length)" if value is None else f"{value:.4f}"
 
 
-@hydra.main(version_base=None, config_path="../conf/drest", config_name="train")
+@hydra.main(version_base=None, config_path="pkg://drest.conf", config_name="train")
 def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     with hydra_app_errors("drest.train", HydraConfig.get().runtime.output_dir):

@@ -51,10 +51,11 @@ from extended_envs.core import (
     run_environment,
 )
 from extended_envs.envs import BY_NAME, battery, minus_rewards
-from safelife_rl.common.errors import UserError, hydra_app_errors
+from extended_envs.errors import UserError
+from safelife_rl.common.errors import OS_ERRORS, hydra_app_errors
 from safelife_rl.common.files import atomic_path, write_text
 
-PROG = "extended_envs.benchmark"
+PROG = "extended-envs benchmark"
 
 FIELDS = ["agent", "env", "seed", "nsteps", "reward"]
 ALIASES = {
@@ -252,10 +253,10 @@ def environments_for(include_slow: bool, only: Sequence[str]) -> list[type[Exten
     return [version for name in only for version in (BY_NAME[name], minus_rewards(BY_NAME[name]))]
 
 
-@hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="benchmark")
-def main(cfg: DictConfig) -> float:
+@hydra.main(version_base=None, config_path="pkg://extended_envs.conf", config_name="benchmark")
+def main(cfg: DictConfig) -> None:
     """Run the battery as configured, print the table and write the results."""
-    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, (UserError, *OS_ERRORS)):
         settings = typed(BenchmarkConfig, cfg)
         agent = agent_class(settings.agent)
         resolve_hyperparams(agent, settings.hyperparams)  # checked before anything runs
@@ -271,8 +272,7 @@ def main(cfg: DictConfig) -> float:
         write_results(rows, directory)
     print(markdown_table(rows))
     print(f"Results written to {directory}")
-    return self_reflection_measure(rows)[0]
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

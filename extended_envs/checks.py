@@ -3,7 +3,7 @@
 Actions are ints in ``range(n_actions)``; observations ints in ``range(n_obs)`` or arrays in
 the ``Box`` ``n_obs``; rewards finite numbers. ``bool`` is none of these (``True`` is an int
 in Python, but an agent or environment that returns one has a bug). A bad value raises
-:class:`~safelife_rl.common.errors.UserError` naming who produced it, the value and what is allowed.
+:class:`~extended_envs.errors.UserError` naming who produced it, the value and what is allowed.
 
 The loops call these only when a fast test inline (``type(x) is int`` and a range test) fails,
 so the common case costs a comparison or two: QLearner steps take about 2 microseconds.
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 Obs = Any  # int in range(n_obs), or an ndarray in a Box space
 ObsSpec = int | spaces.Box

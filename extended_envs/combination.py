@@ -45,8 +45,8 @@ from extended_envs.core import (
     seed_env,
     train_agent,
 )
+from extended_envs.errors import UserError
 from extended_envs.gym_adapter import ExtendedEnvGym
-from safelife_rl.common.errors import UserError
 
 GYM_NAMESPACE = "ExtendedEnvs"
 # The paper's Listing 2 uses CartPole-v0: CartPole-v1's dynamics with 200-step episodes.

@@ -17,7 +17,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from extended_envs.checks import check_count, check_seed
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 T = TypeVar("T")
 

@@ -43,10 +43,11 @@ from extended_envs.benchmark import agent_class
 from extended_envs.checks import check_action, is_int
 from extended_envs.config import DebateConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
-from safelife_rl.common.errors import UserError, hydra_app_errors
+from extended_envs.errors import UserError
+from safelife_rl.common.errors import OS_ERRORS, hydra_app_errors
 from safelife_rl.common.files import atomic_path, write_text
 
-PROG = "extended_envs.debate"
+PROG = "extended-envs debate"
 
 BOB_OBS = 0  # Bob sees nothing: one observation
 
@@ -288,10 +289,10 @@ def report(table: list[dict[str, Any]], last: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@hydra.main(version_base=None, config_path="../conf/extended_envs", config_name="debate")
+@hydra.main(version_base=None, config_path="pkg://extended_envs.conf", config_name="debate")
 def main(cfg: DictConfig) -> None:
     """Train Alice against each configured Bob and report her accuracy on Hugh's questions."""
-    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, (UserError, *OS_ERRORS)):
         settings = typed(DebateConfig, cfg)
         task = SliceSums(tuple(settings.data), settings.max_value)
         alice = agent_class(settings.alice)

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 
 class Allowed(Protocol):

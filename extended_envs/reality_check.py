@@ -19,7 +19,7 @@ from extended_envs.core import (
 )
 from extended_envs.core import default_hyperparams as defaults_of
 from extended_envs.core import resolve_hyperparams as resolve_for
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 
 def reality_check(agent_class: type, default_action: int | None = None) -> type[Agent]:

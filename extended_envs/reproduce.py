@@ -42,10 +42,12 @@ from tqdm.auto import tqdm
 from extended_envs import agents, reality_check, run_environment
 from extended_envs.checks import check_count, is_int
 from extended_envs.combination import cartpole_combination
-from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
-from safelife_rl.common.files import atomic_path, write_text
+from extended_envs.errors import UserError
+from safelife_rl.common.errors import OS_ERRORS, ArgumentParser, add_traceback_flag, one_line_errors
+from safelife_rl.common.figures import save_figure
+from safelife_rl.common.files import write_text
 
-PROG = "extended_envs.reproduce"
+PROG = "extended-envs reproduce"
 
 PAPER_TABLE1 = {
     "QLearner": -0.44858,
@@ -64,12 +66,6 @@ FIGURE_AGENTS: dict[str, dict[str, Any]] = {
                  "gamma": 0.98},
 }  # fmt: skip
 FIGURE_ENVS = {"figure1": "IgnoreRewards", "figure2": "IncentivizeLearningRate"}
-
-
-def save_figure(path: Path, fig: plt.Figure) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-    plt.close(fig)
 
 
 def load_run(path: Path, valid: Callable[[Any], bool]) -> Any:
@@ -194,7 +190,7 @@ def table1(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
     ax.set_ylabel("reward per step")
     ax.set_title(f"TemptingButton, {steps} steps")
     ax.legend()
-    save_figure(out / "table1.png", fig)
+    save_figure(fig, out / "table1.png", dpi=120, bbox_inches="tight")
     return markdown
 
 
@@ -261,17 +257,19 @@ def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
         ax.set_ylabel("episode reward (moving average)")
         ax.set_title(f"CartPole * {env_name}")
         ax.legend()
-        save_figure(out / f"{figure}.png", fig)
+        save_figure(fig, out / f"{figure}.png", dpi=120, bbox_inches="tight")
     write_text(out / "figures.csv", buffer.getvalue())
     markdown = "\n".join(lines) + "\n"
     write_text(out / "figures.md", markdown)
     return markdown
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """``extended-envs reproduce ...``; the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    with one_line_errors(PROG, traceback="--traceback" in argv):
+    with one_line_errors(PROG, (UserError, *OS_ERRORS), traceback="--traceback" in argv):
         run(argv)
+    return 0
 
 
 def run(argv: list[str]) -> None:
@@ -300,4 +298,4 @@ def run(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

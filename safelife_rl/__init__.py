@@ -1,19 +1,41 @@
-"""SafeLife: a Game-of-Life safety benchmark with side effects measured against inaction."""
+"""SafeLife: a Game-of-Life safety benchmark with side effects measured against inaction.
 
-from safelife_rl.engine.game import SafeLifeGame
-from safelife_rl.engine.levels import Level, LevelFormatError, load_levels, save_level, save_levels
-from safelife_rl.envs.env import SafeLifeEnv
-from safelife_rl.envs.registration import TASKS, register_envs
+Importing the package only registers the Gymnasium ids (``safelife_rl/...``); its public names
+load their modules (and the Numba engine) when first used, so a command that only needs
+:mod:`safelife_rl.common` starts without compiling anything (PEP 562).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from safelife_rl.envs.registration import register_envs
 
 register_envs()
 
-__all__ = [
-    "TASKS",
-    "Level",
-    "LevelFormatError",
-    "SafeLifeEnv",
-    "SafeLifeGame",
-    "load_levels",
-    "save_level",
-    "save_levels",
-]
+#: Public name -> the module that defines it.
+_PUBLIC = {
+    "TASKS": "safelife_rl.envs.registration",
+    "Level": "safelife_rl.engine.levels",
+    "LevelFormatError": "safelife_rl.engine.levels",
+    "SafeLifeEnv": "safelife_rl.envs.env",
+    "SafeLifeGame": "safelife_rl.engine.game",
+    "load_levels": "safelife_rl.engine.levels",
+    "save_level": "safelife_rl.engine.levels",
+    "save_levels": "safelife_rl.engine.levels",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'safelife_rl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

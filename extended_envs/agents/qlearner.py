@@ -8,8 +8,8 @@ import numpy as np
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
+from extended_envs.errors import UserError
 from extended_envs.hyperparams import POSITIVE_UNIT, UNIT, Allowed
-from safelife_rl.common.errors import UserError
 
 
 class QLearner(Agent):

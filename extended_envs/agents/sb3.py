@@ -47,6 +47,7 @@ from extended_envs.agents.draws import StepDraws
 from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBuffer
 from extended_envs.agents.shared_updates import SHARED_UPDATES, History
 from extended_envs.core import Agent, Obs, ObsSpec, obs_key
+from extended_envs.errors import UserError
 from extended_envs.hyperparams import (
     COUNT,
     NON_NEGATIVE,
@@ -58,7 +59,6 @@ from extended_envs.hyperparams import (
     Interval,
     Keywords,
 )
-from safelife_rl.common.errors import UserError
 
 # Ranges of the hyperparameters the three agents share (SB3's own checks come later or never).
 SHARED_RANGES: dict[str, Allowed] = {

@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.policies import ActorCriticPolicy
 from tqdm import tqdm
 
+from safelife_rl.apps.errors import REPORTED
 from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.common.files import atomic_path
 from safelife_rl.engine.levels import Level, load_levels
@@ -310,7 +311,14 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m safelife_rl benchmark ...``; the exit status."""
+    run(argv)
+    return 0
+
+
+def run(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
+    """The benchmark as :func:`main` runs it; the summary (metric -> mean, std)."""
     parser = ArgumentParser(
         prog="python -m safelife_rl benchmark", description=__doc__.splitlines()[0]
     )
@@ -334,7 +342,7 @@ def main(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     parser.add_argument("--out", default=None)
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
-    with one_line_errors(parser.prog, args.traceback):
+    with one_line_errors(parser.prog, REPORTED, args.traceback):
         return _run(args)
 
 
@@ -366,4 +374,4 @@ def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -8,47 +8,39 @@ and exit status 2; ``--traceback`` (or ``HYDRA_FULL_ERROR=1``) shows its traceba
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from safelife_rl.common.errors import ArgumentParser, add_traceback_flag, one_line_errors
+from safelife_rl.apps.errors import REPORTED
+from safelife_rl.common.cli import Command, run_command_line
+from safelife_rl.common.errors import add_traceback_flag, one_line_errors
 from safelife_rl.engine.replay import ENGINES
 from safelife_rl.envs.registration import TASKS
 
 PROG = "python -m safelife_rl"
 
-#: Commands with a parser (or Hydra app) of their own: ``main(argv)`` of their module.
+#: Commands with a parser (or Hydra app) of their own: ``main`` of their module.
 DELEGATED = {
-    "train": ("safelife_rl.apps.train", "train an agent with SB3 (Hydra overrides; -m sweeps)"),
-    "benchmark": ("safelife_rl.apps.benchmark", "run a policy on a benchmark suite (Table 1)"),
-    "reproduce": ("safelife_rl.apps.reproduce.cli", "the SafeLife paper's tables and figures"),
-    "make-suites": ("safelife_rl.apps.make_suites", "regenerate the fixed benchmark suites"),
-    "plots": ("safelife_rl.apps.plots", "plot training runs' learning curves"),
+    "train": Command("safelife_rl.apps.train",
+                     "train an agent with SB3 (Hydra overrides; -m sweeps)", hydra=True),
+    "benchmark": Command("safelife_rl.apps.benchmark",
+                         "run a policy on a benchmark suite (Table 1)"),
+    "reproduce": Command("safelife_rl.apps.reproduce.cli",
+                         "the SafeLife paper's tables and figures"),
+    "make-suites": Command("safelife_rl.apps.make_suites",
+                           "regenerate the fixed benchmark suites"),
+    "plots": Command("safelife_rl.apps.plots", "plot training runs' learning curves"),
 }
 
 
-def _delegate(command: str, argv: Sequence[str]) -> int:
-    module = importlib.import_module(DELEGATED[command][0])
-    if command == "train":  # a Hydra app reads its overrides from sys.argv
-        sys.argv = [f"{PROG} {command}", *argv]
-        module.main()
-        return 0
-    status = module.main(list(argv))
-    return status if isinstance(status, int) else 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in DELEGATED:
-        return _delegate(argv[0], argv[1:])
-    parser = ArgumentParser(prog=PROG, description=__doc__)
+    return run_command_line(PROG, __doc__, DELEGATED, argv, _own_commands)
+
+
+def _own_commands(commands: argparse._SubParsersAction) -> Callable[[argparse.Namespace], int]:
+    """The commands parsed here: replay, play, play-multi, random-run."""
     common = argparse.ArgumentParser(add_help=False)
     add_traceback_flag(common)
-    commands = parser.add_subparsers(dest="command", required=True)
-    for name, (_, summary) in DELEGATED.items():
-        commands.add_parser(name, help=summary, add_help=False)
 
     replay = commands.add_parser("replay", parents=[common],
                                  help="replay a recorded trace with this engine")
@@ -84,8 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rand.add_argument("--seed", type=int, default=0, help="random seed (>= 0)")
     rand.add_argument("--logdir", help="TensorBoard directory (default: outputs/random-run/...)")
 
-    args = parser.parse_args(argv)
-    with one_line_errors(f"{parser.prog} {args.command}", args.traceback):
+    return _run
+
+
+def _run(args: argparse.Namespace) -> int:
+    with one_line_errors(f"{PROG} {args.command}", REPORTED, args.traceback):
         if args.command == "replay":
             from safelife_rl.apps.replay import replay_file
 

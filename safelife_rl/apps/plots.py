@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from safelife_rl.apps.errors import REPORTED
 from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.training.plots import plot_runs
 
@@ -19,7 +20,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--labels", nargs="*", help="one label per run")
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
-    with one_line_errors(parser.prog, args.traceback):
+    with one_line_errors(parser.prog, REPORTED, args.traceback):
         for run in args.runs:
             if not (Path(run) / "tensorboard").is_dir():
                 raise UserError(f"{run}: not a training run (no tensorboard/ folder)")

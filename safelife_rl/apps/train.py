@@ -18,12 +18,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from safelife_rl.apps.errors import REPORTED
 from safelife_rl.common.errors import hydra_app_errors
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.resume import resume_config
@@ -44,15 +44,14 @@ if not OmegaConf.has_resolver("hydra_dir"):
     OmegaConf.register_new_resolver("hydra_dir", _hydra_dir)
 
 
-#: The Hydra configs (an absolute path, so the app finds them however it is started).
-CONF = Path(__file__).resolve().parents[2] / "conf"
-
-
-@hydra.main(version_base=None, config_path=str(CONF), config_name="train")
-def main(cfg: DictConfig) -> dict[str, Any]:
+@hydra.main(version_base=None, config_path="pkg://safelife_rl.conf", config_name="train")
+def main(cfg: DictConfig) -> None:
+    """Train as configured (or resume ``resume=RUN``), print the summary; a run stopped by a
+    signal exits with status 128 + the signal's number."""
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
     run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
-    with hydra_app_errors("safelife_rl train", HydraConfig.get().runtime.output_dir):
+    with hydra_app_errors("safelife_rl train", HydraConfig.get().runtime.output_dir,
+                          REPORTED):
         try:
             if cfg.resume is not None:
                 resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))
@@ -63,7 +62,6 @@ def main(cfg: DictConfig) -> dict[str, Any]:
             print(f"safelife_rl train: {stopped}; continue with resume={run_dir}", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
     print(format_summary(summary))
-    return summary
 
 
 if __name__ == "__main__":

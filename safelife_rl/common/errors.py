@@ -1,9 +1,12 @@
-"""User errors: problems with what a user gave (a file, a key, a value, a flag).
+"""User errors: problems with what a user gave (a file, a key, a value, a flag), and the
+command-line machinery of all three packages that reports them.
 
-Code that checks input raises :class:`UserError` (or lets a missing file's ``OSError`` through)
-with a message naming the problem: the file or key, the value, and what is allowed. Every
-command-line tool runs inside :func:`one_line_errors`, which turns those into one line on stderr
-and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1`` (the
+Code that checks input raises its package's user error (:class:`UserError` here,
+:class:`drest.errors.UserError`, :class:`extended_envs.errors.UserError`), or lets a missing
+file's ``OSError`` through, with a message naming the problem: the file or key, the value, and
+what is allowed. Every command-line tool runs inside :func:`one_line_errors`, given the error
+types it reports (its package's, plus :data:`OS_ERRORS`), which turns those into one line on
+stderr and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1`` (the
 variable Hydra itself reads) or a tool's ``--traceback`` flag shows the traceback of a user error
 too, for bug reports.
 """
@@ -24,8 +27,10 @@ class UserError(ValueError):
     """Bad input; the message says what is wrong and what is allowed."""
 
 
-#: Exceptions that describe the user's input rather than a fault in the code.
-USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+#: The file errors that describe the user's input (a path) rather than a fault in the code.
+OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+Errors = tuple[type[BaseException], ...]
 
 def tracebacks_wanted() -> bool:
     return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
@@ -41,11 +46,12 @@ def describe(error: BaseException) -> str:
 
 
 @contextmanager
-def one_line_errors(prog: str, traceback: bool = False) -> Iterator[None]:
-    """Report a user error raised inside as ``prog: error: ...`` and exit with status 2."""
+def one_line_errors(prog: str, errors: Errors, traceback: bool = False) -> Iterator[None]:
+    """Report an error of the types ``errors`` raised inside as ``prog: error: ...`` and exit
+    with status 2."""
     try:
         yield
-    except USER_ERRORS as error:
+    except errors as error:
         if traceback or tracebacks_wanted():
             raise
         print(f"{prog}: error: {describe(error)}", file=sys.stderr)
@@ -69,18 +75,19 @@ def add_traceback_flag(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def hydra_app_errors(prog: str, folder: str | os.PathLike) -> Iterator[None]:
+def hydra_app_errors(prog: str, folder: str | os.PathLike, errors: Errors) -> Iterator[None]:
     """The body of a ``@hydra.main`` app: :func:`one_line_errors`, and a run refused with a
     user error leaves no folder behind if the app wrote nothing into Hydra's (it holds only
     Hydra's own records), so a mistyped command leaves nothing to clean up.
 
     :param folder: Hydra's output folder of this run (``HydraConfig.get().runtime.output_dir``).
+    :param errors: the error types reported as user errors (as :func:`one_line_errors`).
     """
     folder = Path(folder)
-    with one_line_errors(prog):
+    with one_line_errors(prog, errors):
         try:
             yield
-        except USER_ERRORS:
+        except errors:
             names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
             if names and all(n == ".hydra" or n.endswith(".log") for n in names):
                 shutil.rmtree(folder, ignore_errors=True)

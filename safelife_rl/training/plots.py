@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from safelife_rl.common.files import atomic_path
+from safelife_rl.common.figures import save_figure
 
 PANELS = ("performance", "success", "reward", "length")
 
@@ -68,8 +68,4 @@ def plot_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
             ax.legend(fontsize=7)
             break
     fig.tight_layout()
-    out = Path(out)
-    with atomic_path(out) as temporary:
-        fig.savefig(temporary, dpi=100)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out, dpi=100)

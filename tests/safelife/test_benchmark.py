@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from safelife_rl.apps.benchmark import main, sampling_policy, summarise
+from safelife_rl.apps.benchmark import run as run_benchmark
 from safelife_rl.common.errors import UserError
 
 
 def run(tmp_path, benchmarks, *extra):
     out = tmp_path / "out"
-    summary = main([str(benchmarks / "append-still.npz"), "--levels", "2", "--episodes", "2",
+    summary = run_benchmark([str(benchmarks / "append-still.npz"), "--levels", "2", "--episodes", "2",
                     "--time-limit", "30", "--n-envs", "3", "--out", str(out), *extra])
     return out, summary
 

@@ -30,7 +30,7 @@ CELL = re.compile(r"^(n/a|-?\d+\.\d+ ± \d+\.\d+ \[± 0\.0+\])$")  # one seed: 0
 def quick(tmp_path_factory):
     """``all --quick``: 10 tiny runs (5 tasks x penalties 0 and 0.5, seed 0), benchmarked."""
     out = tmp_path_factory.mktemp("quick")
-    summary = cli.main(["all", "--quick", "--out", str(out)])
+    summary = cli.run(["all", "--quick", "--out", str(out)])
     assert summary["runs"] == len(TABLE1_TASKS + TABLE2_TASKS) * len(QUICK_PENALTIES)
     return out
 

@@ -2,4 +2,4 @@
 
 from safelife_rl.apps.reproduce.cli import main
 
-main()
+raise SystemExit(main())

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce import claims as paper_claims
 from safelife_rl.apps.reproduce import figures, tables
 from safelife_rl.apps.reproduce.runs import (
@@ -123,10 +124,17 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m safelife_rl reproduce ...``; the exit status."""
+    run(argv)
+    return 0
+
+
+def run(argv: Sequence[str] | None = None) -> dict[str, float]:
+    """The reproduction as :func:`main` runs it; its summary (the seconds each step took)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse(argv)
-    with one_line_errors(PROG, traceback=args.traceback):
+    with one_line_errors(PROG, REPORTED, traceback=args.traceback):
         return reproduce(args)
 
 

@@ -16,19 +16,13 @@ import numpy as np
 
 from safelife_rl.apps.reproduce.runs import RunResult
 from safelife_rl.apps.reproduce.tables import Row
-from safelife_rl.common.files import atomic_path
+from safelife_rl.common.figures import save_figure
 
 CURVE_TASKS = ("append-still", "prune-still")
 #: (label, key of a periodic evaluation)
 CURVES = (("performance", "mean_performance"),
           ("green side effect", "mean_side_effects/normalized/green"))
 HISTOGRAM_FIGURES = {"append-still": "figure5.png", "prune-still": "figure6.png"}
-
-
-def save(fig: plt.Figure, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, bbox_inches="tight", format="png")
-    plt.close(fig)
 
 
 def _penalties(results: Sequence[RunResult], task: str) -> list[float]:
@@ -65,7 +59,7 @@ def figure3(results: Sequence[RunResult], path: Path) -> None:
                 ax.legend(fontsize=7)
     fig.suptitle("Figure 3: evaluations on the task's suite during training")
     fig.tight_layout()
-    save(fig, path)
+    save_figure(fig, path, dpi=100, bbox_inches="tight")
 
 
 def histograms(results: Sequence[RunResult], task: str, path: Path, title: str) -> None:
@@ -88,7 +82,7 @@ def histograms(results: Sequence[RunResult], task: str, path: Path, title: str) 
     axes[-1][1].set_xlabel("green side effect (normalised)")
     fig.suptitle(title)
     fig.tight_layout()
-    save(fig, path)
+    save_figure(fig, path, dpi=100, bbox_inches="tight")
 
 
 def table_plot(rows: Sequence[Row], columns: Sequence[tuple[str, str, int]], path: Path,
@@ -107,4 +101,4 @@ def table_plot(rows: Sequence[Row], columns: Sequence[tuple[str, str, int]], pat
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    save(fig, path)
+    save_figure(fig, path, dpi=100, bbox_inches="tight")

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from safelife_rl.apps import train as _train_app  # noqa: F401  (registers the hydra_dir resolver of train.yaml)
 from safelife_rl.apps.benchmark import load_policy, run_suite
+from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.common.errors import UserError, hydra_app_errors
 from safelife_rl.engine.levels import load_levels
@@ -82,13 +83,9 @@ def run_job(cfg: DictConfig, task: str) -> Run:
     return run
 
 
-#: The Hydra configs (an absolute path, so the app finds them however it is started).
-CONF = Path(__file__).resolve().parents[3] / "conf"
-
-
-@hydra.main(version_base=None, config_path=str(CONF), config_name="train")
+@hydra.main(version_base=None, config_path="pkg://safelife_rl.conf", config_name="train")
 def main(cfg: DictConfig) -> None:
-    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, REPORTED):
         if OmegaConf.select(cfg, "reproduce.out") is None:
             raise UserError("a reproduction job needs +reproduce.out=FOLDER (run it through "
                             "python -m safelife_rl reproduce)")

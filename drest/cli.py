@@ -1,0 +1,27 @@
+"""``drest COMMAND ...`` (the same as ``python -m drest COMMAND ...``): every DREST command.
+``train`` takes Hydra overrides (``-m`` sweeps); ``reproduce`` takes flags (``reproduce --help``).
+
+A user error (a bad file, setting or value) ends the command with one line
+``prog: error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from safelife_rl.common.cli import Command, run_command_line
+
+COMMANDS = {
+    "train": Command("drest.train", "train one agent (REINFORCE or SB3 PPO) on one gridworld "
+                     "and measure USEFULNESS and NEUTRALITY (Hydra overrides)", hydra=True),
+    "reproduce": Command("drest.reproduce", "re-run the paper's tabular experiments beside "
+                         "its numbers"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command_line("drest", __doc__, COMMANDS, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

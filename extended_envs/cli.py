@@ -1,0 +1,30 @@
+"""``extended-envs COMMAND ...`` (the same as ``python -m extended_envs COMMAND ...``): every
+command of the extended environments. ``benchmark`` and ``debate`` take Hydra overrides;
+``reproduce`` takes flags (``reproduce --help``).
+
+A user error (a bad agent, setting or value) ends the command with one line
+``prog: error: ...`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from safelife_rl.common.cli import Command, run_command_line
+
+COMMANDS = {
+    "benchmark": Command("extended_envs.benchmark", "score an agent class on the battery of "
+                         "extended environments, or its reality check (Hydra overrides)",
+                         hydra=True),
+    "debate": Command("extended_envs.debate", "train Alice against each Bob and score her "
+                      "answers to Hugh's questions (Hydra overrides)", hydra=True),
+    "reproduce": Command("extended_envs.reproduce", "the paper's Table 1 and figures"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command_line("extended-envs", __doc__, COMMANDS, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
