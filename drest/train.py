@@ -1,6 +1,9 @@
 """Train one agent on one gridworld and measure it.
 
-    python -m drest.train gridworld=example reward=drest agent=reinforce seed=0
+    drest train gridworld=example reward=drest agent=reinforce seed=0
+
+This is DREST's one way to train with PPO too (``agent=ppo``: SB3 PPO in :mod:`drest.ppo`, on a
+fixed world or procedurally generated ones, with the exact metrics of its policy).
 
 Writes into the Hydra run directory: ``tb/`` (TensorBoard curves of USEFULNESS and NEUTRALITY
 under ``safety/``), ``metrics.json`` (final ``usefulness``, ``neutrality``,
@@ -21,11 +24,13 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from matplotlib.figure import Figure
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from drest.checks import check_keys, check_value, is_number, positive_ints
+from drest.errors import UserError
 from drest.metrics import Metrics, mean_metric
 from drest.plots import policy_figure, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
@@ -33,9 +38,9 @@ from drest.reward import check_reward
 from drest.spec import GridSpec
 from drest.tabular import TabularWorld, compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, resolve
-from safelife_rl.common.errors import UserError, hydra_app_errors
-from safelife_rl.common.files import write_json
-from safelife_rl.training.files import save_model_atomic
+from safelife_rl.common.errors import OS_ERRORS, hydra_app_errors
+from safelife_rl.common.figures import save_figure
+from safelife_rl.common.files import atomic_path, write_json
 
 TOP_KEYS = ("gridworld", "x", "reward", "seed", "max_states", "agent")
 REINFORCE_KEYS = ("name", "eval_every", *(f.name for f in fields(ReinforceSettings)))
@@ -91,6 +96,10 @@ def _summary(metrics: Metrics) -> dict:
             "length_probs": {str(k): v for k, v in metrics.length_probs.items()}}
 
 
+def save_policy_figure(figure: Figure, run_dir: Path) -> None:
+    save_figure(figure, run_dir / "policy.png", dpi=120, bbox_inches="tight")
+
+
 Outcome = tuple[dict, Callable[[], None], GridSpec]  # metrics, draws the figure, its world
 
 
@@ -120,8 +129,9 @@ def run_reinforce(cfg: DictConfig, run_dir: Path) -> Outcome:
 
 
     def figure() -> None:
-        policy_figure(world, result.obs_policy[world.obs], run_dir / "policy.png",
-                      title=f"{spec.name}, {cfg.reward} reward, seed {cfg.seed}")
+        save_policy_figure(policy_figure(world, result.obs_policy[world.obs],
+                                         f"{spec.name}, {cfg.reward} reward, seed {cfg.seed}"),
+                           run_dir)
 
     return {**_summary(result.final), "m": {str(k): v for k, v in
                                             max_coins_by_length(spec).items()},
@@ -141,12 +151,13 @@ def run_ppo(cfg: DictConfig, run_dir: Path) -> Outcome:
     seconds = time.perf_counter() - start
     obs_type = "image" if procedural else settings.obs_type
     results = evaluate(model, specs, obs_type)
-    save_model_atomic(model, run_dir / "model.zip")
+    with atomic_path(run_dir / "model.zip") as tmp:
+        model.save(tmp)
 
     def figure() -> None:
-        policy_figure(compile_world(specs[0]), state_policy(model, specs[0], obs_type),
-                      run_dir / "policy.png",
-                      title=f"{specs[0].name}, PPO {cfg.reward} reward, seed {cfg.seed}")
+        save_policy_figure(policy_figure(
+            compile_world(specs[0]), state_policy(model, specs[0], obs_type),
+            f"{specs[0].name}, PPO {cfg.reward} reward, seed {cfg.seed}"), run_dir)
 
     out = {key: mean_metric(results, key)
            for key in ("usefulness", "neutrality", "neutrality_normalized")}
@@ -182,7 +193,7 @@ def _number(value: float | None) -> str:
 @hydra.main(version_base=None, config_path="pkg://drest.conf", config_name="train")
 def main(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    with hydra_app_errors("drest.train", HydraConfig.get().runtime.output_dir):
+    with hydra_app_errors("drest train", run_dir, (UserError, *OS_ERRORS)):
         metrics = run(cfg, run_dir)
     print(f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
           f"(normalized {_number(metrics['neutrality_normalized'])})  "

@@ -23,11 +23,12 @@ pole's fall and hardly learns CartPole. The combination records each episode's r
 length (``summary()``), which Figures 1-2 plot.
 
 ``register_envs()`` (run on importing :mod:`extended_envs`) registers the Gymnasium ids
-``ExtendedEnvs/CartPole-IgnoreRewards-v0`` and ``ExtendedEnvs/CartPole-IncentivizeLearningRate-v0``.
+``extended_envs/CartPole-IgnoreRewards-v0`` and ``extended_envs/CartPole-IncentivizeLearningRate-v0``.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -48,7 +49,10 @@ from extended_envs.core import (
 from extended_envs.errors import UserError
 from extended_envs.gym_adapter import ExtendedEnvGym
 
-GYM_NAMESPACE = "ExtendedEnvs"
+GYM_NAMESPACE = "extended_envs"
+#: The namespace of the previous release: its ids stay registered for one release, each
+#: warning (DeprecationWarning) with the id that replaces it.
+DEPRECATED_NAMESPACE = "ExtendedEnvs"
 # The paper's Listing 2 uses CartPole-v0: CartPole-v1's dynamics with 200-step episodes.
 CARTPOLE_ID, CARTPOLE_KWARGS = "CartPole-v1", {"max_episode_steps": 200}
 
@@ -298,7 +302,7 @@ def agent_named(agent: str | type) -> type:
 
 
 class CartPoleCombinationEnv(CombinationGymEnv):
-    """Entry point of the registered ids ``ExtendedEnvs/CartPole-<env_name>-v0``.
+    """Entry point of the registered ids ``extended_envs/CartPole-<env_name>-v0``.
 
     :param env_name: IgnoreRewards or IncentivizeLearningRate.
     :param agent: the simulated agent's class, or the name of one of :mod:`extended_envs.agents`.
@@ -358,19 +362,29 @@ def make_cartpole_gym_env(
 CARTPOLE_COMBINATIONS = ("IgnoreRewards", "IncentivizeLearningRate")
 
 
-def gym_id(env_name: str) -> str:
-    return f"{GYM_NAMESPACE}/CartPole-{env_name}-v0"
+def gym_id(env_name: str, namespace: str = GYM_NAMESPACE) -> str:
+    return f"{namespace}/CartPole-{env_name}-v0"
+
+
+def make_deprecated_cartpole_gym_env(env_name: str, **kwargs: Any) -> CartPoleCombinationEnv:
+    """The env of a deprecated id ``ExtendedEnvs/CartPole-<env_name>-v0``, after a warning
+    naming the id to use instead."""
+    warnings.warn(f"{gym_id(env_name, DEPRECATED_NAMESPACE)} is deprecated and will be removed "
+                  f"in the next release: use {gym_id(env_name)}", DeprecationWarning, stacklevel=2)
+    return CartPoleCombinationEnv(env_name, **kwargs)
 
 
 def register_envs() -> None:
     """Register the CartPole combinations with Gymnasium (idempotent).
 
-    The entry point is a string, so the ids' specs serialise (``EnvSpec.to_json``).
+    The entry points are strings, so the ids' specs serialise (``EnvSpec.to_json``). The ids
+    of the previous release (``ExtendedEnvs/...``) are registered as deprecated aliases.
     """
     for env_name in CARTPOLE_COMBINATIONS:
-        if gym_id(env_name) not in gym.registry:
-            gym.register(
-                id=gym_id(env_name),
-                entry_point=f"{__name__}:CartPoleCombinationEnv",
-                kwargs={"env_name": env_name},
-            )
+        for env_id, entry_point in (
+            (gym_id(env_name), "CartPoleCombinationEnv"),
+            (gym_id(env_name, DEPRECATED_NAMESPACE), "make_deprecated_cartpole_gym_env"),
+        ):
+            if env_id not in gym.registry:
+                gym.register(id=env_id, entry_point=f"{__name__}:{entry_point}",
+                             kwargs={"env_name": env_name})

@@ -32,8 +32,9 @@ PACKAGES = {
     "drest": "DREST: shutdown gridworlds, the DREST reward, USEFULNESS and NEUTRALITY",
     "extended_envs": "Extended environments: core, agents, reality check, library, combinations",
 }
-#: Registry namespaces and the package whose import registers them.
-NAMESPACES = {"safelife_rl": "safelife_rl", "drest": "drest", "ExtendedEnvs": "extended_envs"}
+#: Registry namespaces and the package whose import registers them: the same name (an id is
+#: ``<package>/<Name>-v<N>``).
+NAMESPACES = {package: package for package in PACKAGES}
 #: Pages written in other branches: listed in the nav, left out of it until the file exists.
 OPTIONAL_PAGES = ("multi_agent.md", "paper_results.md")
 

@@ -150,8 +150,8 @@ class PeriodicEvaluation(BaseCallback):
     :param deterministic: act greedily (the original evaluated the sampling policy).
     :param pick_levels: episode ``i`` plays level ``i`` of the env's levels (SafeLife envs).
     :param metrics: ``metrics(episodes, make_env) -> {name: value}``, extra numbers over all
-        the episodes (e.g. :func:`~safelife_rl.training.drest_metrics.drest_metrics`), logged
-        as ``eval/<name>`` beside the episode means.
+        the episodes (``callbacks.evaluation.metrics`` names one with
+        ``hydra.utils.get_method``), logged as ``eval/<name>`` beside the episode means.
     :param evaluator: plays the episodes (:func:`~safelife_rl.training.evaluation.evaluate`;
         for multi-agent envs
         :func:`~safelife_rl.training.multi_agent_evaluation.evaluate_multi_agent`).

@@ -29,7 +29,6 @@ REFUSED_MODULES = ("stable_baselines3.common.logger",)
 FUNCTIONS = (
     "safelife_rl.envs.registration.suite_file",
     "safelife_rl.envs.registration.benchmark_file",
-    "safelife_rl.training.drest_metrics.drest_metrics",
 )
 #: Hydra's lookups, allowed as targets when their ``path`` is allowed.
 GETTERS = ("hydra.utils.get_class", "hydra.utils.get_method", "hydra.utils.get_object")

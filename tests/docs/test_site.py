@@ -52,7 +52,7 @@ def check_the_ids_page_lists_every_registered_id(site: Path) -> None:
 
     html = (site / "reference" / "ids" / "index.html").read_text()
     ids = [k for k, s in gym.registry.items()
-           if s.namespace in ("safelife_rl", "drest", "ExtendedEnvs")]
+           if s.namespace in ("safelife_rl", "drest", "extended_envs")]
     assert len(ids) == 24
     for env_id in ids:
         assert f"<code>{env_id}</code>" in html

@@ -160,7 +160,7 @@ def test_gym_adapter_passes_the_checker_and_continues_across_resets():
 def test_registered_ids_train_with_sb3(name):
     from stable_baselines3 import DQN
 
-    env = gym.make(f"ExtendedEnvs/CartPole-{name}-v0", agent="RandomAgent")
+    env = gym.make(f"extended_envs/CartPole-{name}-v0", agent="RandomAgent")
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     ended = 0
@@ -180,4 +180,4 @@ def test_registered_ids_train_with_sb3(name):
 
 def test_unknown_agent_name_is_refused():
     with pytest.raises(ValueError, match="unknown agent"):
-        gym.make("ExtendedEnvs/CartPole-IgnoreRewards-v0", agent="DQN")
+        gym.make("extended_envs/CartPole-IgnoreRewards-v0", agent="DQN")

@@ -1,4 +1,4 @@
-"""Every registered ``ExtendedEnvs/*`` id works the way the Gymnasium ecosystem expects.
+"""Every registered ``extended_envs/*`` id works the way the Gymnasium ecosystem expects.
 
 Driven by the registry, so an id registered later is covered too: ``check_env``, every render
 mode, pickling and deepcopy after a reset (the copy continues exactly), the spec's JSON and
@@ -18,7 +18,7 @@ from gymnasium.utils.env_checker import check_env
 
 import extended_envs  # noqa: F401  (registers the ids)
 
-IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("ExtendedEnvs/"))
+IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("extended_envs/"))
 HAS_PYGAME = importlib.util.find_spec("pygame") is not None
 # Small, fast simulated agents; the ids' default (DQNAgent) is used by make_vec_env below.
 FAST = {"agent": "RandomAgent"}
@@ -26,8 +26,8 @@ FAST = {"agent": "RandomAgent"}
 
 def test_the_ids_are_registered():
     assert IDS == [
-        "ExtendedEnvs/CartPole-IgnoreRewards-v0",
-        "ExtendedEnvs/CartPole-IncentivizeLearningRate-v0",
+        "extended_envs/CartPole-IgnoreRewards-v0",
+        "extended_envs/CartPole-IncentivizeLearningRate-v0",
     ]
 
 
@@ -121,3 +121,13 @@ def test_adapter_of_a_library_environment_pickles_and_continues():
     for action in [1, 0, 0, 1, 1, 0] * 5:
         step = env.step(action)
         assert all(same_step(step, other.step(action)) for other in copies)
+
+
+@pytest.mark.parametrize("env_name", ["IgnoreRewards", "IncentivizeLearningRate"])
+def test_the_previous_releases_ids_are_deprecated_aliases(env_name):
+    old, new = f"ExtendedEnvs/CartPole-{env_name}-v0", f"extended_envs/CartPole-{env_name}-v0"
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated .* use {new}"):
+        env = gym.make(old)
+    assert isinstance(env.unwrapped, type(gym.make(new).unwrapped))
+    assert env.unwrapped.env_name == env_name
+    env.close()

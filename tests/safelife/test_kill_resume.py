@@ -128,7 +128,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing(tmp_pat
 
 
 @pytest.mark.parametrize("workers", [
-    ["experiment=drest-example", "n_envs=2", "vec_env=subproc"],  # env worker processes
+    ["experiment=cartpole-ignore-rewards", "n_envs=2", "vec_env=subproc"],  # env worker processes
     [*TINY[:-1], "env.kwargs.workers=1"],  # level worker processes
 ])
 def test_ctrl_c_with_worker_processes_saves_a_checkpoint_without_tracebacks(tmp_path, workers):
