@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from safelife_rl.training import SafeLifeCNN
 
 #: The paper setting's view and channels, as the task configs give them.
-PAPER_ENV = OmegaConf.load(Path(__file__).resolve().parents[1] / "conf/env/_safelife.yaml").kwargs
+PAPER_ENV = OmegaConf.load(Path(__file__).resolve().parents[1] / "safelife_rl/conf/env/_safelife.yaml").kwargs
 VIEW = tuple(PAPER_ENV.view_shape)
 
 

@@ -5,7 +5,7 @@ beside the original SafeLife PPO run by ``../shared/reference/baselines.sh`` in 
     .venv/bin/python benchmarks/train_speed.py [--steps 32000] [--warmup 3200] [--repeats 1]
         [--baseline-output FILE | --no-baseline] [OVERRIDE ...]
 
-Extra arguments are Hydra overrides of conf/train.yaml on top of experiment=paper (e.g.
+Extra arguments are Hydra overrides of safelife_rl/conf/train.yaml on top of experiment=paper (e.g.
 vec_env=subproc torch_threads=2). Besides wall-clock speed it prints the speed per second of
 this process's CPU time, which is what one idle core gives a single-threaded run even when other
 jobs share the machine (worker processes of vec_env=subproc are not counted there).
@@ -28,7 +28,7 @@ from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.run import plain
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+CONF = Path(__file__).resolve().parents[1] / "safelife_rl" / "conf"
 
 
 def main() -> None:

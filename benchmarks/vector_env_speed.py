@@ -1,10 +1,10 @@
 """Env steps per second of the device vector env, beside the CPU batched vec env.
 
 Usage: python benchmarks/vector_env_speed.py [--sizes 64 1024] [--threads 1] [--seconds 3]
-                                              [--wrappers conf/wrappers/safelife.yaml]
+                                              [--wrappers safelife_rl/conf/wrappers/safelife.yaml]
 
 N envs play the append-still suite (``suite_file``, levels in order, 1000-step episodes) with
-random actions under the training wrappers of ``conf/wrappers/safelife.yaml`` (the impact
+random actions under the training wrappers of ``safelife_rl/conf/wrappers/safelife.yaml`` (the impact
 penalty switched on, schedules at their end). One env step is everything an agent gets: the
 game step, its observation, the shaped reward, episode ends and restarts. Columns:
 ``SafeLifeVectorEnv`` on the CPU and, when there is one, on CUDA (observations left on the
@@ -29,7 +29,7 @@ from safelife_rl import SafeLifeEnv, load_levels
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv, bytes_per_env, free_memory
 
-_CONF = Path(__file__).resolve().parents[1] / "conf" / "wrappers" / "safelife.yaml"
+_CONF = Path(__file__).resolve().parents[1] / "safelife_rl" / "conf" / "wrappers" / "safelife.yaml"
 _NUMBA_MAX = 1024  # building thousands of wrapped single envs takes longer than the timing
 
 

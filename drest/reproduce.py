@@ -1,7 +1,7 @@
 """Re-run the paper's tabular experiments and set the numbers beside the paper's.
 
-    python -m drest.reproduce                 # full: 10 seeds, the paper's budgets
-    python -m drest.reproduce --quick         # 2 seeds, 1/8 of the budgets, 5 lopsided x values
+    drest reproduce                 # full: 10 seeds, the paper's budgets
+    drest reproduce --quick         # 2 seeds, 1/8 of the budgets, 5 lopsided x values
 
 Experiments: the example world (Figure 3), the eight appendix worlds (Figures 9-16), and the
 lopsided-rewards sweep (Figure 6: x = 10**(-2 + j/4), j = 0..16, DREST without division by m),

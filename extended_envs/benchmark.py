@@ -7,7 +7,7 @@ for the self-reflection measure of Definition 3).
 
 Run it with Hydra::
 
-    python -m extended_envs.benchmark agent=QLearner steps=1000 seeds=[0,1,2] reality_check=true
+    extended-envs benchmark agent=QLearner steps=1000 seeds=[0,1,2] reality_check=true
 
 ``agent`` is a class of :mod:`extended_envs.agents` (or a short alias) or the import path
 ``package.module.Class`` of any agent class (an :class:`~extended_envs.core.Agent` or any

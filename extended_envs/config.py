@@ -1,4 +1,4 @@
-"""Typed settings of the Hydra apps (``conf/extended_envs/*.yaml``), checked before anything runs.
+"""Typed settings of the Hydra apps (``extended_envs/conf/*.yaml``), checked before anything runs.
 
 The YAML files hold the defaults; these dataclasses the types and ranges. A task function reads
 its configuration through :func:`typed`, inside :func:`~safelife_rl.common.errors.one_line_errors`, so
@@ -53,7 +53,7 @@ def check_seeds(seeds: list[int]) -> None:
 
 @dataclass
 class BenchmarkConfig:
-    """``conf/extended_envs/benchmark.yaml``."""
+    """``extended_envs/conf/benchmark.yaml``."""
 
     agent: str = MISSING
     steps: int = MISSING
@@ -71,7 +71,7 @@ class BenchmarkConfig:
 
 @dataclass
 class DebateConfig:
-    """``conf/extended_envs/debate.yaml``."""
+    """``extended_envs/conf/debate.yaml``."""
 
     alice: str = MISSING
     bobs: list[str] = MISSING

@@ -20,7 +20,7 @@ everywhere, so a well-trained Alice also answers Hugh's own question, the sum of
 
 Run it with Hydra::
 
-    python -m extended_envs.debate alice=q bobs=[q,random] rounds=20000 seeds=[0,1,2]
+    extended-envs debate alice=q bobs=[q,random] rounds=20000 seeds=[0,1,2]
 
 Settings are typed (:class:`extended_envs.config.DebateConfig`); a bad one ends the command with
 one line ``extended_envs.debate: error: ...`` (``HYDRA_FULL_ERROR=1`` for the traceback).

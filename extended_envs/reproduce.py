@@ -1,7 +1,7 @@
 """Reproduce the paper's Table 1 and Figures 1-2, one command each.
 
-    python -m extended_envs.reproduce table1 [--quick] [--steps N] [--seeds K] [--jobs J]
-    python -m extended_envs.reproduce figures [--quick] [--steps N] [--seeds K] [--jobs J]
+    extended-envs reproduce table1 [--quick] [--steps N] [--seeds K] [--jobs J]
+    extended-envs reproduce figures [--quick] [--steps N] [--seeds K] [--jobs J]
 
 ``--steps``, ``--seeds`` and ``--jobs`` are ints >= 1. A bad flag or a bad saved run ends the
 command with one line ``extended_envs.reproduce: error: ...`` (``--traceback`` for the whole

@@ -3,8 +3,8 @@
     python -m rl_zoo3.train --algo ppo --env safelife_rl/PruneStill-v1 --gym-packages safelife_rl
         --conf-file docs/rl_zoo3/ppo_safelife.py
 
-The original SafeLife PPO settings (those of ``conf/algo/ppo.yaml``,
-``conf/policy/safelife_cnn.yaml`` and ``conf/wrappers/safelife.yaml``): 16 envs x 20 steps, 4
+The original SafeLife PPO settings (those of ``safelife_rl/conf/algo/ppo.yaml``,
+``safelife_rl/conf/policy/safelife_cnn.yaml`` and ``safelife_rl/conf/wrappers/safelife.yaml``): 16 envs x 20 steps, 4
 minibatches of 80, 3 epochs, gamma 0.97, GAE lambda 0.95, lr 3e-4, entropy 0.01, value
 coefficient 0.5, policy and value clipping 0.2, the SafeLife CNN with linear heads, the movement
 and exit bonuses and the exit curriculum (kept on schedule by ``TrainingClock``), 2M steps. A
@@ -32,7 +32,7 @@ SAFELIFE_PPO = {
     "clip_range_vf": 0.2,
     "normalize_advantage": False,
     "max_grad_norm": 0.5,
-    # innermost first, as in conf/wrappers/safelife.yaml (the impact penalty is off there too)
+    # innermost first, as in safelife_rl/conf/wrappers/safelife.yaml (the impact penalty is off there too)
     "env_wrapper": [
         "safelife_rl.training.MovementBonus",
         "safelife_rl.training.ExitBonus",

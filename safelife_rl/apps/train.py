@@ -1,6 +1,6 @@
 """The training app: ``python -m safelife_rl train [group=option ...] [key=value ...]``.
 
-Configs live in ``conf/`` (``train.yaml`` and the groups ``env``, ``algo``, ``policy``,
+Configs live in ``safelife_rl/conf/`` (``train.yaml`` and the groups ``env``, ``algo``, ``policy``,
 ``wrappers``, ``callbacks``); ``-m`` sweeps through Hydra's launchers. ``resume=RUN_DIR``
 continues a stopped run from its newest saved model with the config it saved (only the
 settings in :data:`~safelife_rl.training.resume.RESUME_OVERRIDES` may be changed). User errors

@@ -1,4 +1,4 @@
-"""The typed schema of ``conf/train.yaml``'s run settings, so Hydra rejects a bad value (say
+"""The typed schema of ``safelife_rl/conf/train.yaml``'s run settings, so Hydra rejects a bad value (say
 ``n_envs=many`` or ``vec_env=threads``) with its own message before anything runs."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The rules (also on the site's Development page):
 
 * Every ```` ```python ```` block of ``docs/**/*.md`` and ``README.md`` runs, on its own, in a
-  fresh namespace, in an empty temporary folder holding a link to ``conf/``.
+  fresh namespace, in an empty temporary folder.
 * A block whose first line is ``# not run by the docs tests: <reason>`` is skipped, and the
   reason shows in pytest's summary. Use it only for examples too slow for CI (long training)
   or that need what CI lacks (a GPU, the user's own env).
@@ -144,11 +144,10 @@ def torch_one_thread():
 
 @pytest.fixture
 def example_dir(tmp_path, monkeypatch):
-    """An empty folder with ``conf`` beside it, and ``../shared`` reachable as from the project."""
+    """An empty folder, with ``../shared`` reachable as from the project."""
     (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
     work = tmp_path / "work"
     work.mkdir()
-    (work / "conf").symlink_to(ROOT / "conf")
     monkeypatch.chdir(work)
     return work
 

@@ -12,10 +12,10 @@ from PIL import Image
 
 from drest import reproduce
 from drest.train import run
-from safelife_rl.common.errors import UserError
+from drest.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
-CONF = str(ROOT / "conf" / "drest")
+CONF = str(ROOT / "drest" / "conf")
 
 
 def cfg(*overrides):

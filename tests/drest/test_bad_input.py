@@ -17,7 +17,7 @@ from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
 from drest.spec import GridSpec, SpecError, parse_spec
 from drest.tabular import compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, builtin, resolve
-from safelife_rl.common.errors import UserError
+from drest.errors import UserError
 
 
 def grid(rows: list[str], header: str = "length: 3") -> str:

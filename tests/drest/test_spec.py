@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
 from drest.worlds import BUILTIN_WORLDS, builtin, lopsided, resolve
-from safelife_rl.common.errors import UserError
+from drest.errors import UserError
 
 ISSUE_EXAMPLE = """\
 # comment lines start with '#'

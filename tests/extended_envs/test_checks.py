@@ -18,7 +18,7 @@ from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
 from extended_envs.core import EpisodeEnd, ExtendedEnvironment
 from extended_envs.envs import TemptingButton
 from extended_envs.hyperparams import Flag, Interval, Keywords
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 FUZZ = settings(max_examples=60, deadline=None)
 N_ACTIONS, N_OBS = 3, 4

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from extended_envs.config import BenchmarkConfig, DebateConfig, typed
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = {"benchmark": BenchmarkConfig, "debate": DebateConfig}
 
 
 def defaults(app: str) -> dict:
-    raw = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "extended_envs" / f"{app}.yaml"))
+    raw = OmegaConf.to_container(OmegaConf.load(ROOT / "extended_envs" / "conf" / f"{app}.yaml"))
     raw.pop("hydra")
     return raw
 

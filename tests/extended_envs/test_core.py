@@ -12,7 +12,7 @@ from extended_envs import (
     run_environment,
 )
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
-from safelife_rl.common.errors import UserError
+from extended_envs.errors import UserError
 
 
 class IgnoreRewardsListing1(ExtendedEnvironment):

@@ -14,7 +14,7 @@ def benchmarks() -> Path:
     return SHARED / "benchmarks" / "v1.0"
 
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 # A few hundred steps with a small network: 17x17 view (the CNN's smallest), thin layers.
 TINY = [
     "experiment=paper", "env=append-still",

@@ -62,7 +62,7 @@ def run_folder(tmp_path_factory):
     from safelife_rl.training.run import plain
 
     folder = tmp_path_factory.mktemp("run")
-    with initialize_config_dir(str(Path(__file__).resolve().parents[2] / "conf"),
+    with initialize_config_dir(str(Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"),
                                version_base=None):
         cfg = compose("train", overrides=[
             "env=append-still", "env.kwargs.view_shape=[17,17]", "n_envs=1", "vec_env=dummy",

@@ -19,7 +19,7 @@ from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.run import train
 from safelife_rl.training.shared_policy_vec_env import SharedPolicyVecEnv
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 TINY = [
     "experiment=multi", "env.kwargs.view_shape=[17,17]", "env.kwargs.time_limit=30",
     "policy.kwargs.features_extractor_kwargs.features_dim=16",

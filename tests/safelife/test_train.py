@@ -19,7 +19,7 @@ from safelife_rl.training.envs import make_env, make_vec_env, registered_id
 from safelife_rl.training.run import _eval_env_factory, load_run_config, train
 
 ROOT = Path(__file__).resolve().parents[2]
-CONF = ROOT / "conf"
+CONF = ROOT / "safelife_rl" / "conf"
 
 
 def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path, train_config, tb_scalars):

@@ -24,7 +24,7 @@ from safelife_rl.training.model_files import load_model
 from safelife_rl.training.resume import resume_config
 from safelife_rl.training.run import load_run_config, plain, train
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 TINY = [
     "experiment=paper", "env=append-still", "env.kwargs.view_shape=[17,17]",
     "env.kwargs.time_limit=30", "policy.kwargs.features_extractor_kwargs.features_dim=16",

@@ -106,7 +106,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="output folder (default "
                         "outputs/safelife_reproduce, quick outputs/safelife_reproduce_quick)")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local",
-                        help="Hydra launcher of the jobs (conf/hydra/launcher/)")
+                        help="Hydra launcher of the jobs (safelife_rl/conf/hydra/launcher/)")
     parser.add_argument("--tasks", metavar="T,...", help="only these of the command's tasks "
                         "(default all)")
     parser.add_argument("--penalties", metavar="P,...", help="impact penalties (default 0,0.1,"

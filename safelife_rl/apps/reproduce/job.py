@@ -4,7 +4,7 @@ skip it when it is finished), then benchmark the trained agent on its task's fix
 ``safelife_rl benchmark`` does (every level ``reproduce.episodes`` times, with side effects).
 
 :mod:`safelife_rl.apps.reproduce.sweep` builds its command line; its config is the training app's
-(``conf/train.yaml``) with ``+reproduce.out``, ``+reproduce.levels`` (the suite's first N levels,
+(``safelife_rl/conf/train.yaml``) with ``+reproduce.out``, ``+reproduce.levels`` (the suite's first N levels,
 ``null``: all) and ``+reproduce.episodes`` added.
 """
 

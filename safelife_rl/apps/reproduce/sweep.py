@@ -38,7 +38,7 @@ SETTINGS_FILE = "sweep.json"
 #: otherwise by an earlier version is refused, not mixed in).
 BENCHMARK_ACTIONS = "sampled from the policy"
 FULL_STEPS = 2_000_000
-QUICK_STEPS = 1280  # conf/experiment/paper-quick.yaml
+QUICK_STEPS = 1280  # safelife_rl/conf/experiment/paper-quick.yaml
 
 
 @dataclass(frozen=True)
