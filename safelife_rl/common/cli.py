@@ -50,9 +50,8 @@ def run_command_line(prog: str, description: str, commands: Mapping[str, Command
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in commands:
         return commands[argv[0]].run(f"{prog} {argv[0]}", argv[1:])
-    parser = ArgumentParser(prog=prog, description=description,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = ArgumentParser(prog=prog, description=description)
+    subparsers = parser.add_subparsers(dest="command", required=True)
     for name, command in commands.items():
         subparsers.add_parser(name, help=command.summary, add_help=False)
     run_own = own(subparsers) if own is not None else None

@@ -70,8 +70,8 @@ def test_bad_config_is_rejected(tmp_path):
 
 
 def test_reproduce_tiny(tmp_path):
-    summary = reproduce.main(["--seeds", "1", "--scale", "0.01", "--workers", "2",
-                              "--out", str(tmp_path)])
+    summary = reproduce.run(["--seeds", "1", "--scale", "0.01", "--workers", "2",
+                             "--out", str(tmp_path)])
     assert summary["runs"] == 2 * (1 + 8 + 17)
     text = (tmp_path / "results.md").read_text()
     assert "| example |" not in text and "| drest |" in text and "0.9945" in text
@@ -92,7 +92,7 @@ def test_train_cli_user_error_is_one_line(tmp_path):
     proc = train_cli(f"gridworld={world}", f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        (f"drest.train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
+        (f"drest train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
          "it is never shut down (free a neighbouring cell, or set bumps_use_moves: yes)")]
     assert not (tmp_path / "run").exists(), "a refused run leaves no folder behind"
     proc = train_cli("agent.lam=2", f"hydra.run.dir={tmp_path / 'run'}",
@@ -173,7 +173,7 @@ def test_reproduce_bad_flags_are_one_line(tmp_path, capsys, argv, words):
         reproduce.main([*argv, "--out", str(tmp_path / "out")])
     assert exit_.value.code == 2
     [line] = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"drest.reproduce: error: {words}")
+    assert line.startswith(f"drest reproduce: error: {words}")
     assert not (tmp_path / "out").exists()
 
 

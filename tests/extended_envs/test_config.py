@@ -111,7 +111,7 @@ def test_reality_check_no_runs_the_agent_itself(tmp_path):
 def test_bad_settings_end_with_one_line(app, override, named, tmp_path):
     done = run_app(app, override, f"hydra.run.dir={tmp_path}")
     assert done.returncode == 2
-    assert done.stderr == f"extended_envs.{app}: error: {done.stderr.split('error: ', 1)[1]}"
+    assert done.stderr == f"extended-envs {app}: error: {done.stderr.split('error: ', 1)[1]}"
     assert named in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 

@@ -207,4 +207,4 @@ def test_benchmark_takes_an_agent_class_by_import_path(tmp_path, monkeypatch):
     )  # fmt: skip
     assert refused.returncode == 2
     last = refused.stderr.strip().splitlines()[-1]
-    assert last.startswith("extended_envs.benchmark: error: check_agent: DrawsInAct")
+    assert last.startswith("extended-envs benchmark: error: check_agent: DrawsInAct")

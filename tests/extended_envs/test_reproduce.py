@@ -56,7 +56,7 @@ def error_line(err: str) -> str:
     """The last line of ``err``: the one error line (tqdm's bars may come before it)."""
     assert "Traceback" not in err
     line = err.rstrip("\n").split("\n")[-1]
-    assert line.startswith("extended_envs.reproduce: error: "), err
+    assert line.startswith("extended-envs reproduce: error: "), err
     return line
 
 
