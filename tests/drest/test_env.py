@@ -224,8 +224,8 @@ class CoinEnv(gym.Env):
 
 
 def test_the_wrapper_on_an_env_that_is_not_ours():
-    from drest.wrapper import DrestRewardWrapper
     from drest.errors import UserError
+    from drest.wrapper import DrestRewardWrapper
 
     with pytest.raises(UserError, match="pass num_lengths=k"):
         DrestRewardWrapper(CoinEnv(), meta_episode_size=4)
