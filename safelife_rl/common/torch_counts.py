@@ -11,8 +11,8 @@ CPU holds the GPU path to "0 syncs, 0 copies":
   indexing), ``equal`` and ``is_nonzero``;
 - **copies**: a host value made into a tensor (``lift_fresh``: ``torch.tensor(list)``,
   ``torch.as_tensor(array)``), a tensor moved to another device (``_to_copy``/``copy_`` across
-  devices), and, counted by patching the tensor methods while counting, ``.numpy()``,
-  ``.tolist()``, ``.item()`` (which bypass the dispatcher on the CPU);
+  devices), and, counted by patching the tensor methods while counting, ``.numpy()`` and
+  ``.tolist()`` (which bypass the dispatcher on the CPU);
 - **kernels**: every other operation that computes (views and metadata-only operations such as
   ``view``, ``expand``, ``t`` and ``_unsafe_view`` launch nothing and are not counted).
 """
@@ -34,7 +34,7 @@ _SYNC_OPS = frozenset({
 })
 _COPY_OPS = frozenset({"lift_fresh", "lift_fresh_copy"})
 _CROSS_DEVICE_OPS = frozenset({"_to_copy", "copy_", "to"})
-_HOST_READS = ("numpy", "tolist", "item")
+_HOST_READS = ("numpy", "tolist")
 
 
 @dataclass

@@ -62,7 +62,9 @@ def agent_views(
     shown = shown[..., :-1]
     exit_cells = combined.gather(2, shown.clamp(min=0))
     view = torch.where(shown >= 0, exit_cells, view).view(n, agents, vh, vw, 1)
-    return ((view >> _shifts(tuple(channels), device)) & 1).to(torch.uint8)
+    shifts = (torch.tensor(channels, dtype=torch.int32, device=device)  # a compiled constant
+              if torch.compiler.is_compiling() else _shifts(tuple(channels), device))
+    return ((view >> shifts) & 1).to(torch.uint8)
 
 
 @functools.cache
