@@ -6,6 +6,10 @@ Every per-agent array has an agent axis ``A`` after the batch axis (locations ``
 actions, rewards, dones ``(N, A)``, points tables ``(N, A, 8, 9)``), so that several agents
 per board fit: ``A`` is 1 for single-agent levels, the level's agent count for
 :class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel` ones.
+
+:func:`play` is the step as a pure function of tensors of fixed shapes: :class:`TorchGame`
+steps with it eagerly and the device vector env (:mod:`safelife_rl.envs.vector_env`) inside
+its compiled step, so both run the same code.
 """
 
 from __future__ import annotations
@@ -19,83 +23,87 @@ from safelife_rl.engine import cells
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.engine.observation import DEFAULT_CHANNELS, DEFAULT_VIEW
-from safelife_rl.engine.scoring import EXIT_POINTS, available_points
+from safelife_rl.engine.scoring import EXIT_POINTS
+from safelife_rl.engine.torch_levels import LevelTensors, start_games
 from safelife_rl.engine.torch_observation import agent_views
+from safelife_rl.engine.torch_random import BOARD_SPAWNS, GOAL_SPAWNS, cell_uniforms, keys
 from safelife_rl.engine.torch_rules import (
     advance,
-    alive_counts,
+    agent_cells,
+    agent_present,
     check_actions,
     execute_actions,
-    spawn_uniforms,
     update_exits,
 )
+
+
+def play(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tensor | int,
+         envs: torch.Tensor, counter: torch.Tensor, spawning: bool, moving_goals: bool
+         ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """One step of every game: ``game`` holds the per-game tensors (as
+    :func:`~.torch_levels.start_games` makes them); returns the games after the step (new
+    tensors; ``game`` is left as it was) and the float32 rewards ``(N, A)``, zero for inactive
+    agents.
+
+    :param actions: int64 ``(N, A)``, valid (see :func:`~.torch_rules.check_actions`).
+    :param seed: the batch's seed, ``envs`` each game's identity and ``counter`` its step
+        count: the spawners' random numbers are :mod:`.torch_random`'s of these.
+    :param spawning: whether any board may have spawners, and ``moving_goals`` whether any
+        game's goals change (facts of the batch's levels, fixed while it plays).
+    """
+    boards, locs = game["boards"].clone(), game["agent_locs"].clone()
+    execute_actions(boards, locs, actions)
+    shape = tuple(boards.shape[1:])
+    uniforms = cell_uniforms(keys(seed, BOARD_SPAWNS, envs, counter), shape) if spawning else None
+    boards = advance(boards, game["spawn_prob"], uniforms)
+    goals = game["goals"]
+    if moving_goals:
+        uniforms = cell_uniforms(keys(seed, GOAL_SPAWNS, envs, counter), shape)
+        moved = advance(goals, game["spawn_prob"], uniforms)
+        goals = torch.where(game["moving_goal"][:, None, None], moved, goals)
+    points, can_exit = update_exits(boards, goals, locs, game["points_table"],
+                                    game["initial_counts"], game["required_points"])
+    rewards = ((points - game["points"]) * game["active"]).to(torch.float32)
+    active = game["active"] & agent_present(boards, locs)
+    return {**game, "boards": boards, "goals": goals, "agent_locs": locs, "points": points,
+            "can_exit": can_exit, "active": active}, rewards
 
 
 class TorchGame:
     """N games on boards of one shape, stepped together on ``device``.
 
     :param levels: the starting levels, all of one board shape.
-    :param seed: seed of the torch generator the spawners draw from, so that a batch's
-        random numbers are reproducible (on one kind of device).
+    :param seed: seed of the spawners' random numbers (:mod:`.torch_random`): game ``k``'s
+        numbers at step ``t`` depend on ``seed``, ``k`` and ``t`` only, on every device.
     :param device: where the state lives and the steps run.
     """
 
     def __init__(self, levels: Sequence[Level | MultiAgentLevel], seed: int = 0,
                  device: torch.device | str = "cpu"):
-        if not levels:
-            raise ValueError("a game needs at least one level")
-        if len({level.shape for level in levels}) != 1:
-            raise ValueError("levels played together must share a board shape")
-        if len({len(level.agent_locs) for level in levels}) != 1:
-            raise ValueError("levels played together must have as many agents each")
-        self.levels = list(levels)
         self.device = torch.device(device)
-        self.generator = torch.Generator(self.device).manual_seed(seed)
-
-        def tensor(values, dtype: torch.dtype) -> torch.Tensor:
-            return torch.as_tensor(np.asarray(values), dtype=dtype, device=self.device)
-
-        self.boards = tensor([level.board for level in levels], torch.int32)
-        self.goals = tensor([level.goals for level in levels], torch.int32)
-        self.agent_locs = tensor([level.agent_locs for level in levels], torch.int64)
-        self.spawn_prob = tensor([level.spawn_prob for level in levels], torch.float32)
-        tables = np.stack([level.points_tables for level in levels])
-        self.points_table = tensor(tables, torch.float64)
-        self.initial_counts = alive_counts(self.boards, self.goals)
-        boards, counts = np.stack([level.board for level in levels]), self.initial_counts.cpu()
-        available = [available_points(boards, counts.numpy(), tables[:, a])
-                     for a in range(tables.shape[1])]
-        min_perf = tensor([[level.min_performance] for level in levels], torch.float64)
-        self.available_points = tensor(np.stack(available, axis=1), torch.float64)
-        self.required_points = (min_perf * self.available_points).ceil().clamp(min=0)
+        self.tensors = LevelTensors.of(levels, self.device)
+        self.levels = list(levels)
+        self.seed = int(seed)
         self.num_steps = 0
-        self.points, self.can_exit = self._score()
-        self.initial_points = self.points.clone()
-        self.active = self.agent_present()
-        # Spawners can be destroyed but never made, and nothing but the rules changes goals,
-        # so these hold for the whole game; most goals are still lifes, and only the others
-        # advance (by index).
-        self._spawning_boards = bool(((self.boards & cells.SPAWNING) != 0).any())
-        self._spawning_goal = ((self.goals & cells.SPAWNING) != 0).flatten(1).any(1)
-        changing = (advance(self.goals) != self.goals).flatten(1).any(1)
-        self._moving_goal = self._spawning_goal | changing
-        self._moving_goals = self._moving_goal.nonzero()[:, 0]
-        self._spawning_goals = bool(self._spawning_goal.any())
+        self._spawning = self.tensors.spawning
+        self.game = start_games(self.tensors, torch.arange(len(levels), device=self.device))
+        del self.game["exits"]  # observe() finds the exits on the boards
 
-    #: The state of each game, indexed by game along the first axis (see :meth:`replace`).
-    _PER_GAME = ("boards", "goals", "agent_locs", "spawn_prob", "points_table", "initial_counts",
-                 "available_points", "required_points", "points", "can_exit", "initial_points",
-                 "active", "_spawning_goal", "_moving_goal")
+    def __getattr__(self, name: str) -> torch.Tensor:
+        game = self.__dict__.get("game")
+        if game is not None and name in game:
+            return game[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __len__(self) -> int:
-        return len(self.boards)
+        return len(self.levels)
 
-    def replace(self, indices: Sequence[int] | torch.Tensor, levels: Sequence[Level | MultiAgentLevel]) -> None:
+    def replace(self, indices: Sequence[int] | torch.Tensor,
+                levels: Sequence[Level | MultiAgentLevel]) -> None:
         """Start new games in place: game ``indices[k]`` becomes a fresh game of ``levels[k]``,
         exactly as a new ``TorchGame`` of those levels starts (the other games go on).
 
-        :attr:`num_steps` counts the batch's steps and goes on; keep per-game step counts
-        apart where games restart (as :mod:`.vector_env` does).
+        :attr:`num_steps` counts the batch's steps and goes on.
         """
         index = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
         if len(index) != len(levels):
@@ -107,45 +115,30 @@ class TorchGame:
                              f"shape {levels[0].shape} cannot replace boards of shape "
                              f"{tuple(self.boards.shape[1:])}")
         fresh = TorchGame(levels, device=self.device)
-        for name in self._PER_GAME:
-            getattr(self, name)[index] = getattr(fresh, name)
+        self.game = {name: value.index_put((index,), fresh.game[name])
+                     for name, value in self.game.items()}
         for k, level in zip(index.tolist(), levels):
             self.levels[k] = level
-        # Spawners are never made, so a batch that had none keeps none until a level brings them.
-        self._spawning_boards |= fresh._spawning_boards
-        self._moving_goals = self._moving_goal.nonzero()[:, 0]
-        self._spawning_goals = bool(self._spawning_goal.any())
+        self._spawning |= fresh._spawning
+        self.tensors = LevelTensors.of(self.levels, self.device)
 
     def select(self, indices: Sequence[int] | torch.Tensor) -> TorchGame:
         """A copy of games ``indices`` (their state as it is now), e.g. to score them apart."""
         index = torch.as_tensor(indices, dtype=torch.int64, device=self.device)
         part = object.__new__(TorchGame)
         part.__dict__.update(self.__dict__)
-        for name in self._PER_GAME:
-            setattr(part, name, getattr(self, name)[index])
+        part.game = {name: value[index] for name, value in self.game.items()}
         part.levels = [self.levels[k] for k in index.tolist()]
-        part._moving_goals = part._moving_goal.nonzero()[:, 0]
-        part.generator = torch.Generator(self.device).manual_seed(0)
+        part.tensors = LevelTensors.of(part.levels, self.device)
         return part
-
-    def _score(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
-                            self.initial_counts, self.required_points)
-
-    def _advance(self, boards: torch.Tensor, spawn_prob: torch.Tensor,
-                 spawning: bool) -> torch.Tensor:
-        uniforms = spawn_uniforms(boards, self.generator) if spawning else None
-        return advance(boards, spawn_prob, uniforms)
 
     def agent_cells(self) -> torch.Tensor:
         """The cell under each agent's location, ``(N, A)``."""
-        n, h, w = self.boards.shape
-        index = self.agent_locs[..., 0] * w + self.agent_locs[..., 1]
-        return self.boards.view(n, h * w).gather(1, index)
+        return agent_cells(self.boards, self.agent_locs)
 
     def agent_present(self) -> torch.Tensor:
         """Whether each agent is still on its board (it has neither exited nor been removed)."""
-        return (self.agent_cells() & cells.AGENT) != 0
+        return agent_present(self.boards, self.agent_locs)
 
     def has_exited(self) -> torch.Tensor:
         """Whether each agent has left through the exit."""
@@ -171,18 +164,11 @@ class TorchGame:
         actions = torch.as_tensor(actions, device=self.device)
         check_actions(actions)
         actions = actions.to(torch.int64).broadcast_to(self.active.shape)
-        execute_actions(self.boards, self.agent_locs, actions)
-        self.boards = self._advance(self.boards, self.spawn_prob, self._spawning_boards)
-        moving = self._moving_goals
-        if len(moving):
-            self.goals[moving] = self._advance(
-                self.goals[moving], self.spawn_prob[moving], self._spawning_goals
-            )
+        envs = torch.arange(len(self), device=self.device)
+        counter = torch.full_like(envs, self.num_steps)
+        self.game, rewards = play(self.game, actions, self.seed, envs, counter,
+                                  self._spawning, self.tensors.moving_goals)
         self.num_steps += 1
-        points, self.can_exit = self._score()
-        rewards = ((points - self.points) * self.active).to(torch.float32)
-        self.points = points
-        self.active &= self.agent_present()
         return rewards, ~self.active
 
     def observe(

@@ -6,6 +6,7 @@ agent of every board at once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -21,6 +22,7 @@ def agent_views(
     view_shape: tuple[int, int] = DEFAULT_VIEW,
     channels: Sequence[int] = DEFAULT_CHANNELS,
     remove_white_goals: bool = True,
+    exits: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)``: centred on the
     agent over its wrapped board, exits out of view drawn on its edge in their direction.
@@ -28,6 +30,8 @@ def agent_views(
     :param boards: int32 ``(N, H, W)`` boards, and ``goals`` of the same shape.
     :param agent_locs: int64 ``(N, A, 2)`` agents' (row, column).
     :param channels: bits of the board (0-15) and goal colour (25-27) to show.
+    :param exits: where the exits may be, as flat cell indices ``(N, E)`` (``-1``: none), e.g.
+        a level's exit cells, which never move; ``None`` searches every cell of the board.
     """
     n, h, w = boards.shape
     vh, vw = view_shape
@@ -43,16 +47,27 @@ def agent_views(
     view = combined.gather(2, (rows[..., :, None] * w + cols[..., None, :]).flatten(2))
     # Exits: offsets wrapped into [-size/2, size/2), clipped to the view's edge; where several
     # land on one view cell, the last in row-major order shows, as in NumPy.
-    cell = torch.arange(h * w, device=device)
-    dy = (cell // w - y0 + h // 2) % h - h // 2
-    dx = (cell % w - x0 + w // 2) % w - w // 2
+    if exits is None:
+        cell = torch.arange(h * w, device=device).expand(n, agents, h * w)
+    else:
+        cell = exits[:, None].expand(n, agents, exits.shape[1])
+    dy = (cell.clamp(min=0) // w - y0 + h // 2) % h - h // 2
+    dx = (cell.clamp(min=0) % w - x0 + w // 2) % w - w // 2
     target = (dy + vh // 2).clamp(0, vh - 1) * vw + (dx + vw // 2).clamp(0, vw - 1)
-    is_exit = (combined & (cells.EXIT | cells.AGENT)) == cells.EXIT
+    found = combined.gather(2, cell.clamp(min=0))
+    is_exit = ((found & (cells.EXIT | cells.AGENT)) == cells.EXIT) & (cell >= 0)
     target = torch.where(is_exit, target, vh * vw)  # non-exits into a spare slot
     shown = torch.full((n, agents, vh * vw + 1), -1, dtype=torch.int64, device=device)
     shown.scatter_reduce_(2, target, torch.where(is_exit, cell, -1), "amax")
     shown = shown[..., :-1]
-    exits = combined.gather(2, shown.clamp(min=0))
-    view = torch.where(shown >= 0, exits, view).view(n, agents, vh, vw, 1)
-    shifts = torch.as_tensor(channels, dtype=torch.int32, device=device)
+    exit_cells = combined.gather(2, shown.clamp(min=0))
+    view = torch.where(shown >= 0, exit_cells, view).view(n, agents, vh, vw, 1)
+    shifts = (torch.tensor(channels, dtype=torch.int32, device=device)  # a compiled constant
+              if torch.compiler.is_compiling() else _shifts(tuple(channels), device))
     return ((view >> shifts) & 1).to(torch.uint8)
+
+
+@functools.cache
+def _shifts(channels: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """The channels as a tensor on ``device``, made once (not copied at every observation)."""
+    return torch.tensor(channels, dtype=torch.int32, device=device)

@@ -61,13 +61,6 @@ def _box_sum(x: torch.Tensor) -> torch.Tensor:
     return x[..., :-2, :] + x[..., 1:-1, :] + x[..., 2:, :]
 
 
-def spawn_uniforms(
-    boards: torch.Tensor, generator: torch.Generator | None = None
-) -> torch.Tensor:
-    """One float32 uniform per cell, drawn from ``generator`` on the boards' device."""
-    return torch.rand(boards.shape, generator=generator, device=boards.device)
-
-
 def advance(
     boards: torch.Tensor,
     spawn_prob: torch.Tensor | float = 0.3,
@@ -78,10 +71,12 @@ def advance(
     :param spawn_prob: float32 probability per board ``(N,)`` (or one value) that a spawner
         creates a given dead neighbour.
     :param uniforms: float32 ``(N, H, W)`` random numbers: a dead cell next to a spawner comes
-        alive if its number is below ``spawn_prob`` (see :func:`spawn_uniforms`). ``None``:
+        alive if its number is below ``spawn_prob`` (see
+        :func:`~.torch_random.cell_uniforms`). ``None``:
         spawners never spawn, as on boards without them.
     """
-    if boards.device.type != "cpu" or len(boards) <= _CPU_CHUNK:
+    if (boards.device.type != "cpu" or len(boards) <= _CPU_CHUNK
+            or torch.compiler.is_compiling()):  # compiled code keeps its temporaries small
         return _advance(boards, spawn_prob, uniforms)
     prob = torch.as_tensor(spawn_prob, dtype=torch.float32).expand(len(boards))
     parts = zip(boards.split(_CPU_CHUNK), prob.split(_CPU_CHUNK),
@@ -188,13 +183,36 @@ def execute_actions(boards: torch.Tensor, agent_locs: torch.Tensor, actions: tor
         _act(flat, (h, w), agent_locs[:, a], actions[:, a])
 
 
-def check_actions(actions: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless every action is an integer 0-8."""
+def check_action_dtype(actions: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless the actions are of an integer dtype (no values read)."""
     if actions.dtype.is_floating_point or actions.dtype == torch.bool:
         raise ValueError(f"actions must be integers 0-8, got dtype {actions.dtype}")
+
+
+def invalid_actions(actions: torch.Tensor) -> torch.Tensor:
+    """Whether any action is outside 0-8: a bool tensor, left on the device (reading it is
+    a sync; see :func:`check_actions`)."""
+    return ((actions < 0) | (actions >= N_ACTIONS)).any()
+
+
+def check_actions(actions: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless every action is an integer 0-8 (a sync on a GPU)."""
+    check_action_dtype(actions)
     bad = (actions < 0) | (actions >= N_ACTIONS)
     if bad.any():
         raise ValueError(f"invalid action {int(actions[bad][0])}: actions are integers 0-8")
+
+
+def agent_cells(boards: torch.Tensor, agent_locs: torch.Tensor) -> torch.Tensor:
+    """The cell under each agent's location, ``(N, A)``."""
+    n, h, w = boards.shape
+    index = agent_locs[..., 0] * w + agent_locs[..., 1]
+    return boards.view(n, h * w).gather(1, index)
+
+
+def agent_present(boards: torch.Tensor, agent_locs: torch.Tensor) -> torch.Tensor:
+    """Whether each agent is still on its board (it has neither exited nor been removed)."""
+    return (agent_cells(boards, agent_locs) & cells.AGENT) != 0
 
 
 def alive_counts(boards: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:

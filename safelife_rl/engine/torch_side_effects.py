@@ -14,7 +14,8 @@ import torch
 from safelife_rl.engine import cells
 from safelife_rl.engine.side_effects import score_from_occupancy
 from safelife_rl.engine.torch_game import TorchGame
-from safelife_rl.engine.torch_rules import advance, spawn_uniforms
+from safelife_rl.engine.torch_random import BOARD_SPAWNS, cell_uniforms, keys
+from safelife_rl.engine.torch_rules import advance
 
 _UNAFFECTED = cells.AGENT | cells.EXIT | cells.FROZEN
 
@@ -30,12 +31,13 @@ def simulate(
     boards: torch.Tensor,
     steps: int,
     spawn_prob: torch.Tensor,
-    generator: torch.Generator | None = None,
+    seed: int | None = None,
     count_life: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Advance boards ``(N, H, W)`` ``steps`` generations without agents acting.
 
-    :param generator: random source for spawners; ``None`` if no board has one.
+    :param seed: seed of the spawners' random numbers (:mod:`.torch_random`, board ``k``'s
+        at step ``t`` a function of the seed, ``k`` and ``t``); ``None`` if no board has one.
     :param count_life: also return how often each cell held live cells of each colour that
         the agent could affect, counted after every step, int64 ``(N, H, W, 8)``.
     :returns: the final boards and the counts (``None`` unless ``count_life``).
@@ -45,12 +47,14 @@ def simulate(
     """
     counts = torch.zeros(boards.shape + (8,), dtype=torch.int64, device=boards.device)
     current, older = boards, boards
+    envs = torch.arange(len(boards), device=boards.device)
     for t in range(steps):
-        uniforms = None if generator is None else spawn_uniforms(current, generator)
+        uniforms = None if seed is None else cell_uniforms(
+            keys(seed, BOARD_SPAWNS, envs, torch.full_like(envs, t)), tuple(boards.shape[1:]))
         following = advance(current, spawn_prob, uniforms)
         if count_life:
             counts += _life(following)
-        if generator is None and t >= 1 and torch.equal(following, older):
+        if seed is None and t >= 1 and torch.equal(following, older):
             left = steps - t - 1  # states alternate: current, following, current, ...
             if count_life:
                 counts += _life(current) * ((left + 1) // 2) + _life(following) * (left // 2)
@@ -72,12 +76,12 @@ def side_effect_scores(
                             dtype=torch.int32, device=game.device)
     stochastic = bool(((start & cells.SPAWNING) != 0).any())
     runs = runs if stochastic else 1
-    generator = torch.Generator(game.device).manual_seed(seed) if stochastic else None
+    seed = seed if stochastic else None
     n = len(game)
     prob = game.spawn_prob.repeat(runs)
-    inaction, _ = simulate(start.repeat(runs, 1, 1), game.num_steps, prob, generator)
+    inaction, _ = simulate(start.repeat(runs, 1, 1), game.num_steps, prob, seed)
     both = torch.cat([inaction, game.boards.repeat(runs, 1, 1)])
-    _, counts = simulate(both, samples, prob.repeat(2), generator, count_life=True)
+    _, counts = simulate(both, samples, prob.repeat(2), seed, count_life=True)
     # (2, runs, N, H, W, 8) -> (N, 2, H, W, 8): inaction, then action
     occupancy = counts.view((2, runs, n) + counts.shape[1:]).sum(1).transpose(0, 1)
     occupancy = occupancy.cpu().numpy().astype(np.float64) / (runs * samples)

@@ -1,51 +1,55 @@
-"""The training wrappers' rules for a batch of torch games, every env at once.
+"""The training wrappers' rules for a batch of torch games, every env at once, as pure
+functions of fixed-shape tensors.
 
 Each rule here is built from the Gymnasium wrapper of :mod:`safelife_rl.envs.wrappers` it
-batches and reads its settings (and, for the scheduled ones, its current schedule value) from
-that wrapper object, so a config makes both alike and :meth:`ScheduledWrapper.set_training_steps
-<safelife_rl.envs.wrappers.ScheduledWrapper.set_training_steps>` moves both schedules. The
-rules do the wrappers' arithmetic in float64 in the same order, so that the rewards equal the
-wrapped single envs' bit for bit (``tests/safelife/test_vector_env.py`` holds them to it).
+batches and reads its settings from that wrapper object; the scheduled values (the impact
+penalty's coefficient, the exit curriculum's fraction) are tensors in the step's ``params``,
+which :meth:`SafeLifeVectorEnv.set_training_steps
+<safelife_rl.envs.vector_env.SafeLifeVectorEnv.set_training_steps>` sets from the wrappers'
+schedules, so a config makes both alike and one call moves both. The rules do the wrappers'
+arithmetic in float64 in the same order, so that the rewards equal the wrapped single envs' bit
+for bit (``tests/safelife/test_vector_env.py`` holds them to it).
 
-A rule keeps its per-env state as tensors on the game's device; :meth:`reset` starts the envs
-``index`` afresh (after :meth:`TorchGame.replace <.torch_game.TorchGame.replace>` gave them new
-levels) and :meth:`step` adds its shaping to the rewards of a step of every env.
+A rule keeps its per-env state as entries of the vector env's state dict: :meth:`start` gives
+them for games just started (every env's, the env keeps those of the envs that restart) and
+:meth:`step` returns the shaped rewards of a step and the entries after it. Nothing here reads a
+value back to the host, so the step compiles to one graph.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 from safelife_rl.engine import cells
-from safelife_rl.engine.levels import Level
-from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.envs.wrappers import ExitBonus, ExitCurriculum, MovementBonus, SideEffectPenalty
 
 # The bits and cells the impact penalty ignores (see SideEffectPenalty).
 _KEPT_BITS = 0xFFFF & ~(cells.AGENT | cells.FREEZING | cells.FROZEN | cells.DESTRUCTIBLE)
 _RED_LIFE = cells.ALIVE | cells.RED
 
+State = dict[str, torch.Tensor]
+
 
 class BatchedRule:
-    """The rule of one training wrapper for ``n`` envs (base: no state, no shaping)."""
+    """The rule of one training wrapper for a batch of envs (base: no state, no shaping)."""
 
-    def __init__(self, wrapper: object, game: TorchGame):
+    def __init__(self, wrapper: object, board_shape: tuple[int, int], device: torch.device):
         self.wrapper = wrapper
 
-    def reset(self, game: TorchGame, index: torch.Tensor, levels: Sequence[Level]) -> None:
-        """Envs ``index`` start the episodes of ``levels`` (their games already replaced)."""
+    def start(self, game: State) -> State:
+        """The rule's entries for fresh games ``game`` (every env's)."""
+        return {}
 
-    def step(self, game: TorchGame, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor) -> torch.Tensor:
-        """The float64 rewards ``(N,)`` of a step after this wrapper.
+    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
+             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+        """The float64 rewards ``(N,)`` of a step after this wrapper, and the rule's entries.
 
+        :param state: the env's state before the step; ``game`` the games after it.
         :param episode_reward: each env's unshaped episode total so far, step included (the
             ``info["reward"]`` of :class:`~safelife_rl.envs.env.SafeLifeEnv`).
         """
-        return reward
+        return reward, {}
 
 
 class BatchedMovementBonus(BatchedRule):
@@ -54,39 +58,38 @@ class BatchedMovementBonus(BatchedRule):
 
     wrapper: MovementBonus
 
-    def __init__(self, wrapper: MovementBonus, game: TorchGame):
-        super().__init__(wrapper, game)
-        n, h, w = game.boards.shape
+    def __init__(self, wrapper: MovementBonus, board_shape: tuple[int, int],
+                 device: torch.device):
+        super().__init__(wrapper, board_shape, device)
+        h, w = board_shape
         period = wrapper.period
-        self.positions = torch.zeros((n, period, 2), dtype=torch.int64, device=game.device)
-        self.held = torch.zeros(n, dtype=torch.int64, device=game.device)
         # The bonus of every distance the agent can be from its oldest position (wrapped
         # positions: up to h - 1 + w - 1, plus up to period - 1 for a young episode), made by
         # the wrapper's own float64 expression.
         penalty = wrapper.bonus if wrapper.as_penalty else 0.0
         self.bonus = torch.tensor(
             [wrapper.bonus * (np.int64(d) / period) ** wrapper.power - penalty
-             for d in range(h + w + period)], dtype=torch.float64, device=game.device,
+             for d in range(h + w + period)], dtype=torch.float64, device=device,
         )
 
-    def reset(self, game: TorchGame, index: torch.Tensor, levels: Sequence[Level]) -> None:
-        self.positions[index] = game.agent_locs[index, 0, None]
-        self.held[index] = 1
+    def start(self, game: State) -> State:
+        here = game["agent_locs"][:, 0]
+        positions = here[:, None].expand(-1, self.wrapper.period, -1).clone()
+        return {"positions": positions, "held": torch.ones_like(here[:, 0])}
 
-    def step(self, game: TorchGame, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor) -> torch.Tensor:
+    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
+             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
         period = self.wrapper.period
-        here = game.agent_locs[:, 0]
-        distance = (here - self.positions[:, 0]).abs().sum(1) + period - self.held
+        positions, held = state["positions"], state["held"]
+        here = game["agent_locs"][:, 0]
+        distance = (here - positions[:, 0]).abs().sum(1) + period - held
         reward = reward + self.bonus[distance]
-        full = self.held == period
-        shifted = torch.cat([self.positions[:, 1:], here[:, None]], 1)
-        appended = self.positions.clone()
-        rows = torch.arange(len(here), device=here.device)
-        appended[rows, self.held.clamp(max=period - 1)] = here
-        self.positions = torch.where(full[:, None, None], shifted, appended)
-        self.held = (self.held + 1).clamp(max=period)
-        return reward
+        slot = torch.arange(period, device=here.device)
+        shifted = torch.cat([positions[:, 1:], here[:, None]], 1)
+        appended = torch.where((slot == held.clamp(max=period - 1)[:, None])[..., None],
+                               here[:, None], positions)
+        positions = torch.where((held == period)[:, None, None], shifted, appended)
+        return reward, {"positions": positions, "held": (held + 1).clamp(max=period)}
 
 
 class BatchedExitBonus(BatchedRule):
@@ -94,23 +97,17 @@ class BatchedExitBonus(BatchedRule):
 
     wrapper: ExitBonus
 
-    def step(self, game: TorchGame, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor) -> torch.Tensor:
-        return torch.where(terminated, reward + self.wrapper.bonus * episode_reward, reward)
+    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
+             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+        return torch.where(terminated, reward + self.wrapper.bonus * episode_reward, reward), {}
 
 
 class BatchedExitCurriculum(BatchedRule):
-    """:class:`~safelife_rl.envs.wrappers.ExitCurriculum`: scales the required points of
-    the games it starts."""
+    """:class:`~safelife_rl.envs.wrappers.ExitCurriculum`: the games it starts need
+    ``params["fraction"]`` of their levels' minimum performance (the vector env passes it to
+    :func:`~safelife_rl.engine.torch_levels.start_games`)."""
 
     wrapper: ExitCurriculum
-
-    def reset(self, game: TorchGame, index: torch.Tensor, levels: Sequence[Level]) -> None:
-        fraction = self.wrapper.ramp(self.wrapper.training_steps)
-        min_performance = torch.tensor([level.min_performance for level in levels],
-                                       dtype=torch.float64, device=game.device) * fraction
-        required = (min_performance[:, None] * game.available_points[index]).ceil()
-        game.required_points[index] = required.clamp(min=0)
 
 
 def changed_cells(
@@ -142,30 +139,25 @@ def changed_cells(
 
 class BatchedSideEffectPenalty(BatchedRule):
     """:class:`~safelife_rl.envs.wrappers.SideEffectPenalty`: each env keeps its start
-    board and position and the cells it last paid for."""
+    board and position and the cells it last paid for; the coefficient is
+    ``params["penalty"]`` (nothing is paid, and the count stays, while it is 0)."""
 
     wrapper: SideEffectPenalty
 
-    def __init__(self, wrapper: SideEffectPenalty, game: TorchGame):
-        super().__init__(wrapper, game)
-        self.start = game.boards.clone()
-        self.start_locs = game.agent_locs[:, 0].clone()
-        self.last = torch.zeros(len(game), dtype=torch.int64, device=game.device)
+    def start(self, game: State) -> State:
+        return {"start": game["boards"], "start_locs": game["agent_locs"][:, 0],
+                "last": torch.zeros_like(game["boards"][:, 0, 0], dtype=torch.int64)}
 
-    def reset(self, game: TorchGame, index: torch.Tensor, levels: Sequence[Level]) -> None:
-        self.start[index] = game.boards[index]
-        self.start_locs[index] = game.agent_locs[index, 0]
-        self.last[index] = 0
-
-    def step(self, game: TorchGame, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor) -> torch.Tensor:
-        coefficient = self.wrapper.coefficient()
-        if coefficient > 0:
-            count = changed_cells(game.boards, self.start, game.goals, game.agent_locs[:, 0],
-                                  self.start_locs, self.wrapper.ignore_reward_cells)
-            reward = reward - (count - self.last).to(torch.float64) * coefficient
-            self.last = count
-        return reward
+    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
+             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+        coefficient, last = params["penalty"], state["last"]
+        count = changed_cells(game["boards"], state["start"], game["goals"],
+                              game["agent_locs"][:, 0], state["start_locs"],
+                              self.wrapper.ignore_reward_cells)
+        paying = coefficient > 0
+        reward = torch.where(paying, reward - (count - last).to(torch.float64) * coefficient,
+                             reward)
+        return reward, {"last": torch.where(paying, count, last)}
 
 
 #: The wrappers the device path applies, and their batched rules.

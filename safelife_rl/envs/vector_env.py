@@ -15,10 +15,21 @@ The registered ids make it with ``gymnasium.make_vec``::
                               bank={"size": 1000}, training_wrappers=WRAPPERS)
 
 ``training_wrappers`` is a wrapper config as in ``conf/wrappers/safelife.yaml`` (name ->
-``{"_target_": ..., settings}``, innermost first, ``None`` skips one). What stays on the CPU:
-drawing the levels of the envs that restart (a level list, a bank or a generator) and copying
-them to the device, the earth mover's distances of the side-effect scores, and one
-device-to-host sync per step to learn whether any env has finished.
+``{"_target_": ..., settings}``, innermost first, ``None`` skips one).
+
+**Without stopping.** A step is one pure function of tensors whose shapes never change
+(:meth:`SafeLifeVectorEnv.step_state`): the actions, the board and goal update, exits and
+points (:func:`~safelife_rl.engine.torch_game.play`), the wrappers' rules
+(:mod:`.torch_wrappers`), time limits, restarts and the observation. The levels live on the
+device (:class:`~safelife_rl.engine.torch_levels.LevelTensors`: a fixed list, or a level bank
+in all its symmetric variants); an env that ends draws its next level, symmetry and
+translation from :mod:`~safelife_rl.engine.torch_random` and replaces its game by a masked
+``torch.where``. Nothing reads a value back to the host, so the step compiles with
+``torch.compile(fullgraph=True)`` (``compile=True``) and runs without a sync (counted by
+:mod:`safelife_rl.common.torch_counts` in the tests). Two things leave the device, and only
+when asked: side-effect scores (``side_effects=True``: earth mover's distances on the CPU, at
+the steps where envs end) and action checks of device tensors (``check_actions=True``; else
+invalid actions are remembered on the device and reported by :meth:`check_actions`).
 """
 
 from __future__ import annotations
@@ -35,12 +46,24 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from safelife_rl.common.errors import UserError
-from safelife_rl.engine.levels import Level
-from safelife_rl.engine.torch_game import TorchGame
+from safelife_rl.engine import cells
+from safelife_rl.engine.scoring import EXIT_POINTS
+from safelife_rl.engine.symmetry import transform_level
+from safelife_rl.engine.torch_game import TorchGame, play
+from safelife_rl.engine.torch_levels import LevelTensors, start_games
 from safelife_rl.engine.torch_observation import agent_views
+from safelife_rl.engine.torch_random import LEVEL_DRAWS, integers, keys
+from safelife_rl.engine.torch_rules import (
+    N_ACTIONS,
+    agent_cells,
+    check_action_dtype,
+    invalid_actions,
+)
 from safelife_rl.engine.torch_side_effects import side_effect_scores
 from safelife_rl.envs.env import SafeLifeEnv
-from safelife_rl.envs.torch_wrappers import RULES, BatchedRule
+from safelife_rl.envs.torch_wrappers import RULES, State
+from safelife_rl.envs.wrappers import ExitCurriculum, ScheduledWrapper, SideEffectPenalty
+from safelife_rl.procgen.bank import LevelBank
 
 # Rough peak bytes a step takes per board cell (the board update's packed int64 neighbourhood
 # sums, the observations' exit search, scoring) and per observed cell and channel; used only to
@@ -79,39 +102,73 @@ def bytes_per_env(board_shape: tuple[int, int], view_shape: tuple[int, int],
             + view_shape[0] * view_shape[1] * (_BYTES_PER_VIEW_CELL + channels))
 
 
-def _wrapper_chain(env: gym.Env, configs: Mapping[str, Any] | None) -> list[gym.Wrapper]:
-    """The wrappers of ``configs`` built around ``env`` (innermost first); a
-    :class:`UserError` names those the device path cannot apply."""
+def _wrapped(env: gym.Env, configs: Mapping[str, Any] | None) -> dict[str, gym.Wrapper]:
+    """The wrappers of ``configs`` built around ``env`` (innermost first), by name."""
     from hydra.utils import instantiate
 
     if configs is not None and not isinstance(configs, Mapping):
         raise UserError("training_wrappers must map names to wrapper configs "
                         f"({{'_target_': ..., settings}}), got {configs!r}")
-    chain, unsupported = [], []
+    chain = {}
     for name, config in (configs or {}).items():
-        if config is None:
-            continue
-        env = instantiate(dict(config), env, _convert_="all")
-        if type(env) not in RULES and type(env) is not gym.wrappers.TimeLimit:
-            unsupported.append(f"{name} ({type(env).__module__}.{type(env).__qualname__})")
-        chain.append(env)
+        if config is not None:
+            env = chain[name] = instantiate(dict(config), env, _convert_="all")
+    return chain
+
+
+def _wrapper_chain(env: gym.Env, configs: Mapping[str, Any] | None) -> list[gym.Wrapper]:
+    """The wrappers of ``configs`` built around ``env`` (innermost first); a
+    :class:`UserError` names those the device path cannot apply."""
+    chain = _wrapped(env, configs)
+    unsupported = [f"{name} ({type(w).__module__}.{type(w).__qualname__})"
+                   for name, w in chain.items()
+                   if type(w) not in RULES and type(w) is not gym.wrappers.TimeLimit]
     if unsupported:
         supported = ", ".join(sorted(c.__name__ for c in RULES)) + ", TimeLimit"
         raise UserError(f"the device vector env cannot apply the wrapper(s) "
                         f"{', '.join(unsupported)}; it applies {supported}")
-    return chain
+    return list(chain.values())
+
+
+def _level_tensors(env: SafeLifeEnv, device: torch.device) -> tuple[LevelTensors, bool]:
+    """The env's levels on ``device``, and whether restarts translate them (a level bank's
+    own settings); a :class:`UserError` for a level source the device cannot hold."""
+    if env.sampler is None:
+        if len({level.shape for level in env.levels}) > 1:
+            raise UserError("the device vector env plays all boards in one tensor, but the "
+                            f"levels have shapes {sorted({lv.shape for lv in env.levels})}")
+        return LevelTensors.of(env.levels, device), False
+    if not isinstance(env.sampler, LevelBank):
+        raise UserError(
+            "the device vector env keeps its levels on the device: give it a level list "
+            "(levels=...) or a level bank (bank={'size': N}), not procedurally generated "
+            f"levels drawn one by one ({type(env.sampler).__name__})")
+    bank = env.sampler
+    return LevelTensors.of(bank.levels, device, symmetries=bank.symmetries), bank.translations
+
+
+def _keep(ended: torch.Tensor, fresh: torch.Tensor, going: torch.Tensor) -> torch.Tensor:
+    """``fresh`` where ``ended`` (an env mask ``(N,)``), else ``going``."""
+    return torch.where(ended.view(-1, *[1] * (fresh.dim() - 1)), fresh, going)
 
 
 class SafeLifeVectorEnv(VectorEnv):
     """``num_envs`` SafeLife envs stepped together on a torch device.
 
-    :param env: the single env whose levels (list, shuffled list or sampler), view, channels,
-        ``time_limit``, white goals and side-effect setting every env plays; it is never
-        stepped itself.
+    :param env: the single env whose levels (a list, shuffled or not, or a level bank), view,
+        channels, ``time_limit``, white goals and side-effect setting every env plays; it is
+        never stepped itself.
     :param num_envs: number of envs.
     :param device: torch device of the games (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
     :param training_wrappers: wrapper configs (see the module docstring): movement bonus, exit
         bonus, impact penalty, exit curriculum and ``gymnasium.wrappers.TimeLimit``.
+    :param compile: step with ``torch.compile(step_state, fullgraph=True)``; the compiled and
+        the eager step give the same results bit for bit (the first steps take the compile
+        time: about a minute on a CPU).
+    :param check_actions: check every step's actions given as a tensor at once (a sync on a
+        GPU); else an invalid action is remembered on the device and :meth:`check_actions`
+        raises for it (the device algorithms call it once per rollout). Actions given as a list
+        or an array are always checked on the host.
 
     **Spaces.** ``single_observation_space`` and ``single_action_space`` are the env's;
     observations come back as uint8 tensors ``(num_envs,) + view + (channels,)`` on ``device``,
@@ -123,17 +180,20 @@ class SafeLifeVectorEnv(VectorEnv):
     every env's observation before the restarts (valid where ``info["_final_obs"]``).
 
     **Levels.** A level list is played in order: the first reset gives env ``i`` level ``i``,
-    and envs that restart in a step take the next levels in the order of their index; with
-    ``shuffle`` or a sampler each restart draws from the env's seeded generator, on the CPU.
-    ``reset(seed=s)`` restarts the level order and seeds the spawners' torch generator.
+    and envs that restart in a step take the next levels in the order of their index. With
+    ``shuffle``, or from a level bank, env ``k``'s ``e``-th episode draws its level (and from a
+    bank its symmetry and translation) from :mod:`~safelife_rl.engine.torch_random`'s numbers of
+    the seed, ``k`` and ``e``. ``reset(seed=s)`` restarts the level order and seeds all
+    randomness (the spawners' too).
 
-    **Episode statistics**, in ``info["final_info"]`` at a step where envs end (valid where
-    ``info["_final_info"]``): tensors ``length``, ``reward`` (unshaped total), ``success``,
-    ``points``, ``available_points``, ``required_points``, ``performance``, ``episode``
-    (``{"r": shaped total, "l": length}``), and arrays ``level`` (names) and, with
-    ``side_effects``, ``side_effects`` (``{cell name: [side effect, inaction total]}`` where the
-    single env reports them: when it terminates or reaches its ``time_limit``, not at a shorter
-    outer ``TimeLimit``), all as the single env and its wrappers report them.
+    **Episode statistics**, in ``info["final_info"]`` at every step (valid where
+    ``info["_final_info"]``, the envs that ended): tensors ``length``, ``reward`` (unshaped
+    total), ``success``, ``points``, ``available_points``, ``required_points``,
+    ``performance``, ``level`` (an index into :attr:`level_names`), ``episode`` (``{"r":
+    shaped total, "l": length}``) and, with ``side_effects``, ``side_effects`` (an array of
+    ``{cell name: [side effect, inaction total]}`` where the single env reports them: when it
+    terminates or reaches its ``time_limit``, not at a shorter outer ``TimeLimit``), all as the
+    single env and its wrappers report them.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -146,6 +206,8 @@ class SafeLifeVectorEnv(VectorEnv):
         num_envs: int,
         device: torch.device | str = "cpu",
         training_wrappers: Mapping[str, Any] | None = None,
+        compile: bool = False,
+        check_actions: bool = False,
     ):
         if not isinstance(env, SafeLifeEnv):
             raise UserError(f"SafeLifeVectorEnv plays SafeLife envs, got {env!r}")
@@ -161,21 +223,26 @@ class SafeLifeVectorEnv(VectorEnv):
         self.chain = _wrapper_chain(env, training_wrappers)
         limits = [w._max_episode_steps for w in self.chain if type(w) is gym.wrappers.TimeLimit]
         self.max_episode_steps = min(limits, default=None)
-        if env.sampler is None and len({level.shape for level in env.levels}) > 1:
-            raise UserError("the device vector env plays all boards in one tensor, but the "
-                            f"levels have shapes {sorted({lv.shape for lv in env.levels})}")
-        shape = (env.levels[0] if env.sampler is None
-                 else env.sampler.sample(np.random.default_rng(0))).shape
-        self._check_memory(shape)
-
+        self.levels, self.translations = _level_tensors(env, self.device)
+        self._check_memory(self.levels.shape)
+        self.rules = [RULES[type(w)](w, self.levels.shape, self.device)
+                      for w in self.chain if type(w) in RULES]
         self.single_observation_space = env.observation_space
         self.single_action_space = env.action_space
         self.observation_space = batch_space(env.observation_space, self.num_envs)
         self.action_space = batch_space(env.action_space, self.num_envs)
         self.render_mode = None
-        self.game: TorchGame | None = None
-        self.rules: list[BatchedRule] = []
-        self._next_level = 0
+        self.check_every_step = check_actions
+        self.state: State | None = None
+        self.params: State = {}
+        self._step = (torch.compile(self.step_state, fullgraph=True, dynamic=False)
+                      if compile else self.step_state)
+        self._set_params()
+
+    @property
+    def level_names(self) -> list[str]:
+        """The name of each level index of ``info["final_info"]["level"]``."""
+        return self.levels.names
 
     def _check_memory(self, board_shape: tuple[int, int]) -> None:
         env = self.env
@@ -189,34 +256,120 @@ class SafeLifeVectorEnv(VectorEnv):
                 f"{free / 2**30:.1f} GiB free; use at most about {most} envs"
             )
 
-    # -- levels and restarts ------------------------------------------------------------------
+    def _set_params(self) -> None:
+        """The scheduled values as tensors of the step (copied to the device only here)."""
+        penalty = [w.coefficient() for w in self.chain if isinstance(w, SideEffectPenalty)]
+        fraction = [w.ramp(w.training_steps) for w in self.chain
+                    if isinstance(w, ExitCurriculum)]
+        values = {"penalty": penalty[-1] if penalty else 0.0,
+                  "fraction": fraction[-1] if fraction else 1.0}
+        self.params = {**self.params, **{
+            name: torch.tensor(value, dtype=torch.float64, device=self.device)
+            for name, value in values.items()}}
 
-    def _draw_levels(self, count: int) -> list[Level]:
-        env = self.env
-        if env.sampler is not None:
-            return [env.sampler.sample(self.np_random) for _ in range(count)]
-        if env.shuffle:
-            picks = self.np_random.integers(len(env.levels), size=count)
+    # -- the pure step ------------------------------------------------------------------------
+
+    def _restarts(self, state: State, ended: torch.Tensor, params: State) -> State:
+        """The fresh state of every env as if it restarted now (the caller keeps those of the
+        envs ``ended``): its next level drawn, its game and counters started."""
+        levels, n = self.levels, self.num_envs
+        envs = state["envs"]
+        key = keys(params["seed"], LEVEL_DRAWS, envs, state["episodes"])
+        if self.env.shuffle or self.env.sampler is not None:
+            pick = integers(key, 0, len(levels))
         else:
-            picks = (self._next_level + np.arange(count)) % len(env.levels)
-            self._next_level += count
-        return [env.levels[int(k)] for k in picks]
-
-    def _start(self, index: torch.Tensor, levels: Sequence[Level]) -> None:
-        self._length[index] = 0
-        self._reward[index] = 0
-        self._return[index] = 0
+            pick = (state["next_level"] + ended.cumsum(0) - 1) % len(levels)
+        turns = len(levels.symmetries)
+        variant = pick * turns
+        if turns > 1:
+            variant = variant + integers(key, 1, turns)
+        shift = torch.zeros((n, 2), dtype=torch.int64, device=envs.device)
+        if self.translations:
+            h, w = levels.shape
+            shift = torch.stack([integers(key, 2, h), integers(key, 3, w)], 1)
+        fresh = start_games(levels, variant, shift if self.translations else None,
+                            params["fraction"])
         for rule in self.rules:
-            rule.reset(self.game, index, levels)
+            fresh.update(rule.start(fresh))
+        zeros = torch.zeros(n, dtype=torch.float64, device=envs.device)
+        return {**fresh, "level": pick, "variant": variant, "shift": shift,
+                "length": torch.zeros_like(envs), "reward": zeros, "return": zeros}
 
-    def _observe(self, index: torch.Tensor | None = None) -> torch.Tensor:
-        game, env = self.game, self.env
-        boards, goals, locs = game.boards, game.goals, game.agent_locs
-        if index is not None:
-            boards, goals, locs = boards[index], goals[index], locs[index]
-        views = agent_views(boards, goals, locs, env.view_shape, env.channels,
-                            env.remove_white_goals)
-        return views[:, 0]
+    def _observe(self, state: State) -> torch.Tensor:
+        env = self.env
+        return agent_views(state["boards"], state["goals"], state["agent_locs"], env.view_shape,
+                           env.channels, env.remove_white_goals, state["exits"])[:, 0]
+
+    def start_state(self, seed: torch.Tensor) -> State:
+        """Every env at the start of its first episode (the state :meth:`step_state` steps)."""
+        n = self.num_envs
+        envs = torch.arange(n, device=self.device)
+        zero = torch.zeros_like(envs)
+        counters = {"envs": envs, "episodes": zero, "steps": zero,
+                    "next_level": torch.zeros((), dtype=torch.int64, device=self.device)}
+        everyone = torch.ones(n, dtype=torch.bool, device=self.device)
+        fresh = self._restarts(counters, everyone, {**self.params, "seed": seed})
+        return {**counters, **fresh, "episodes": zero + 1, "next_level": counters["next_level"] + n,
+                "invalid": torch.zeros((), dtype=torch.bool, device=self.device)}
+
+    def step_state(self, state: State, actions: torch.Tensor, params: State
+                   ) -> tuple[State, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                              torch.Tensor, State]:
+        """One step of every env as a pure function of tensors of fixed shapes.
+
+        :param actions: int64 ``(N,)``; invalid ones set ``state["invalid"]`` (and act as
+            no-ops).
+        :returns: the state after the step, the observations, float32 rewards, terminations,
+            truncations, the final observations (before the restarts) and the episode
+            statistics (valid where the env ended).
+        """
+        invalid = (actions < 0) | (actions >= N_ACTIONS)
+        game, rewards = play(state, torch.where(invalid, 0, actions)[:, None], params["seed"],
+                             state["envs"], state["steps"], self.levels.spawning,
+                             self.levels.moving_goals)
+        length = state["length"] + 1
+        reward = rewards[:, 0].to(torch.float64)
+        unshaped = state["reward"] + reward
+        terminated = ~game["active"][:, 0]
+        at_limit = ~terminated & (length >= self.env.time_limit)
+        truncated = at_limit
+        if self.max_episode_steps is not None:
+            truncated = truncated | (length >= self.max_episode_steps)
+        stepped = {**state, **game, "length": length, "reward": unshaped,
+                   "steps": state["steps"] + 1, "invalid": state["invalid"] | invalid.any()}
+        for rule in self.rules:
+            reward, entries = rule.step(state, game, reward, terminated, unshaped, params)
+            stepped.update(entries)
+        stepped["return"] = state["return"] + reward
+        final_obs = self._observe(stepped)
+        ended = terminated | truncated
+        final_info = self._statistics(stepped, terminated | at_limit)
+        fresh = self._restarts(stepped, ended, params)
+        after = {name: _keep(ended, fresh[name], value) if name in fresh else value
+                 for name, value in stepped.items()}
+        after["episodes"] = stepped["episodes"] + ended
+        after["next_level"] = stepped["next_level"] + ended.sum()
+        observations = _keep(ended, self._observe(after), final_obs)
+        return (after, observations, reward.to(torch.float32), terminated, truncated,
+                final_obs, final_info)
+
+    def _statistics(self, state: State, measured: torch.Tensor) -> State:
+        """Each env's episode statistics as its single env's last ``info`` would give them."""
+        exited = (agent_cells(state["boards"], state["agent_locs"])[:, 0]
+                  & (cells.AGENT | cells.EXIT)) == cells.EXIT
+        earned = state["points"][:, 0] - state["initial_points"][:, 0]
+        available = state["available_points"][:, 0]
+        statistics = {
+            "length": state["length"], "reward": state["reward"], "success": exited,
+            "points": earned, "available_points": available,
+            "required_points": state["required_points"][:, 0],
+            "performance": (earned - exited * EXIT_POINTS) / available.clamp(min=1),
+            "level": state["level"], "return": state["return"], "measured": measured,
+        }
+        if self.env.side_effects:  # what the host needs to score the episodes that end
+            statistics.update(
+                {name: state[name] for name in ("boards", "goals", "variant", "shift")})
+        return statistics
 
     # -- the Gymnasium API --------------------------------------------------------------------
 
@@ -230,125 +383,118 @@ class SafeLifeVectorEnv(VectorEnv):
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
                 raise UserError(f"seed must be an integer (one for all envs), got {seed!r}")
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
-            self._next_level = 0
-        levels = self._draw_levels(self.num_envs)
-        if len({level.shape for level in levels}) > 1:
-            raise UserError("the device vector env plays all boards in one tensor, but the "
-                            f"levels drawn have shapes {sorted({lv.shape for lv in levels})}")
-        self.game = TorchGame(levels, seed=int(self.np_random.integers(2**63)),
-                              device=self.device)
-        n, device = self.num_envs, self.device
-        self._length = torch.zeros(n, dtype=torch.int64, device=device)
-        self._reward = torch.zeros(n, dtype=torch.float64, device=device)
-        self._return = torch.zeros(n, dtype=torch.float64, device=device)
-        self.rules = [RULES[type(w)](w, self.game) for w in self.chain if type(w) in RULES]
-        everyone = torch.arange(n, device=device)
-        self._start(everyone, levels)
-        return self._observe(), {}
+        self.params["seed"] = torch.tensor(int(self.np_random.integers(2**31)),
+                                           device=self.device)
+        self.state = self.start_state(self.params["seed"])
+        return self._observe(self.state), {}
+
+    def _actions(self, actions: torch.Tensor | np.ndarray | Sequence[int]) -> torch.Tensor:
+        on_host = not isinstance(actions, torch.Tensor)
+        if on_host:
+            actions = np.asarray(actions)
+            if actions.dtype.kind not in "iu":
+                raise ValueError(f"actions must be integers 0-8, got dtype {actions.dtype}")
+            bad = (actions < 0) | (actions >= N_ACTIONS)
+            if bad.any():
+                raise ValueError(f"invalid action {actions[bad][0]}: actions are integers 0-8")
+        actions = torch.as_tensor(actions, device=self.device)
+        check_action_dtype(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"need one action per env, shape ({self.num_envs},); got shape "
+                             f"{tuple(actions.shape)}")
+        if self.check_every_step and not on_host and bool(invalid_actions(actions)):
+            self.check_actions(actions)
+        return actions.to(torch.int64)
+
+    def check_actions(self, actions: torch.Tensor | None = None) -> None:
+        """Raise ``ValueError`` if an invalid action was given since the last reset (a read
+        of one device value)."""
+        if actions is not None:
+            bad = (actions < 0) | (actions >= N_ACTIONS)
+            raise ValueError(f"invalid action {int(actions[bad][0])}: actions are integers 0-8")
+        if self.state is not None and bool(self.state["invalid"]):
+            raise ValueError("an invalid action was given since the last reset: actions are "
+                             "integers 0-8 (check_actions=True finds the step)")
 
     def step(
         self, actions: torch.Tensor | np.ndarray | Sequence[int]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        game = self.game
-        if game is None:
+        if self.state is None:
             raise RuntimeError("call reset() before step()")
-        actions = torch.as_tensor(actions, device=self.device)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"need one action per env, shape ({self.num_envs},); got shape "
-                             f"{tuple(actions.shape)}")
-        rewards, dones = game.step(actions[:, None])
-        self._length += 1
-        reward = rewards[:, 0].to(torch.float64)
-        self._reward += reward
-        terminated = dones[:, 0]
-        at_limit = ~terminated & (self._length >= self.env.time_limit)
-        truncated = at_limit
-        if self.max_episode_steps is not None:
-            truncated = truncated | (self._length >= self.max_episode_steps)
-        for rule in self.rules:
-            reward = rule.step(game, reward, terminated, self._reward)
-        self._return += reward
-        observations = self._observe()
+        actions = self._actions(actions)
+        (self.state, observations, rewards, terminated, truncated, final_obs,
+         stats) = self._step(self.state, actions, self.params)
         ended = terminated | truncated
-        infos: dict[str, Any] = {}
-        if ended.any():
-            index = ended.nonzero()[:, 0]
-            infos = {
-                "final_obs": observations.clone(), "_final_obs": ended,
-                "final_info": self._final_info(ended, terminated | at_limit),
-                "_final_info": ended,
-            }
-            levels = self._draw_levels(len(index))
-            try:
-                game.replace(index, levels)
-            except ValueError as error:
-                raise UserError(f"the device vector env plays all boards in one tensor: "
-                                f"{error}") from error
-            self._start(index, levels)
-            observations[index] = self._observe(index)
-        return observations, reward.to(torch.float32), terminated, truncated, infos
-
-    def _final_info(self, ended: torch.Tensor, measured: torch.Tensor) -> dict[str, Any]:
-        """Each env's episode statistics as its single env's last ``info`` (valid where
-        ``ended``), side effects where ``measured`` too."""
-        game = self.game
-        info: dict[str, Any] = {
-            "length": self._length.clone(),
-            "reward": self._reward.clone(),
-            "success": game.has_exited()[:, 0],
-            "points": game.points_earned()[:, 0],
-            "available_points": game.available_points[:, 0].clone(),
-            "required_points": game.required_points[:, 0].clone(),
-            "performance": game.performance()[:, 0],
-            "level": np.array([level.name for level in game.levels], dtype=object),
-            "episode": {"r": self._return.clone(), "l": self._length.clone(),
-                        "_r": ended, "_l": ended},
-        }
-        for key in list(info):
-            info[f"_{key}"] = ended
+        final_info = {key: stats[key] for key in
+                      ("length", "reward", "success", "points", "available_points",
+                       "required_points", "performance", "level")}
+        final_info["episode"] = {"r": stats["return"], "l": stats["length"],
+                                 "_r": ended, "_l": ended}
+        for key in list(final_info):
+            final_info[f"_{key}"] = ended
         if self.env.side_effects:
-            scored = ended & measured
-            info["side_effects"] = self._side_effects(scored)
-            info["_side_effects"] = scored
-        return info
+            scored = ended & stats["measured"]
+            final_info["side_effects"] = self._side_effects(stats, scored, stats["length"])
+            final_info["_side_effects"] = scored
+        infos = {"final_obs": final_obs, "_final_obs": ended,
+                 "final_info": final_info, "_final_info": ended}
+        return observations, rewards, terminated, truncated, infos
 
-    def _side_effects(self, which: torch.Tensor) -> np.ndarray:
+    def _side_effects(self, stats: State, which: torch.Tensor, length: torch.Tensor
+                      ) -> np.ndarray:
         """Side-effect reports of envs ``which`` (``None`` elsewhere), simulated on the device
-        for the envs of each episode length together."""
+        for the envs of each episode length together: host work, at the steps where envs end
+        (``side_effects=True`` only)."""
         reports = np.full(self.num_envs, None, dtype=object)
         index = which.nonzero()[:, 0]
-        lengths = self._length[index]
-        for length in lengths.unique().tolist():
-            group = index[lengths == length]
-            games = self.game.select(group)
-            games.num_steps = int(length)
+        if not len(index):
+            return reports
+        game = self._ended_games(stats, index)
+        lengths = length[index]
+        for episode_length in lengths.unique().tolist():
+            group = (lengths == episode_length).nonzero()[:, 0]
+            games = game.select(group)
+            games.num_steps = int(episode_length)
             scores = side_effect_scores(games, seed=int(self.np_random.integers(2**63)))
-            for k, score in zip(group.tolist(), scores):
+            for k, score in zip(index[group].tolist(), scores):
                 reports[k] = score
         return reports
+
+    def _ended_games(self, stats: State, index: torch.Tensor) -> TorchGame:
+        """The games of envs ``index`` as they ended, with the levels they started from (turned
+        and translated as they were played)."""
+        source = self.env.levels if self.env.sampler is None else self.env.sampler.levels
+        turns = self.levels.symmetries
+        played = [transform_level(source[v // len(turns)], turns[v % len(turns)], tuple(shift))
+                  for v, shift in zip(stats["variant"][index].tolist(),
+                                      stats["shift"][index].tolist())]
+        game = TorchGame(played, device=self.device)
+        game.game["boards"] = stats["boards"][index]
+        game.game["goals"] = stats["goals"][index]
+        return game
 
     # -- the training schedule ----------------------------------------------------------------
 
     def set_training_steps(self, steps: float) -> dict[str, float]:
         """Tell the scheduled wrappers (impact penalty, exit curriculum) the training step count,
         as :meth:`ScheduledWrapper.set_training_steps
-        <safelife_rl.envs.wrappers.ScheduledWrapper.set_training_steps>` does for one env.
+        <safelife_rl.envs.wrappers.ScheduledWrapper.set_training_steps>` does for one env, and
+        move the step's scheduled values to the device.
 
         :returns: the scheduled values now in force, by name (empty without such wrappers).
         """
-        from safelife_rl.envs.wrappers import ScheduledWrapper
-
+        values: dict[str, float] = {}
         for wrapper in reversed(self.chain):
             if isinstance(wrapper, ScheduledWrapper):
-                return wrapper.set_training_steps(steps)
-        return {}
+                values = wrapper.set_training_steps(steps)
+                break
+        self._set_params()
+        return values
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """One result per env, as ``SyncVectorEnv.call`` gives (all envs share one wrapper
         chain): so :func:`~safelife_rl.envs.wrappers.sync_training_steps` reaches it."""
         if name == "has_wrapper_attr":
-            from safelife_rl.envs.wrappers import ScheduledWrapper
-
             scheduled = any(isinstance(w, ScheduledWrapper) for w in self.chain)
             found = scheduled if args[0] == "set_training_steps" else hasattr(self, args[0])
             return (found,) * self.num_envs
@@ -363,15 +509,20 @@ class SafeLifeVectorEnv(VectorEnv):
 def make_task_vector_env(
     num_envs: int,
     task: str,
-    device: torch.device | str = "cpu",
+    device: torch.device | str | None = None,
     training_wrappers: Mapping[str, Any] | None = None,
     max_episode_steps: int | None = None,
+    compile: bool = False,
+    check_actions: bool = False,
     **kwargs: Any,
-) -> SafeLifeVectorEnv:
+) -> VectorEnv:
     """Vector entry point of the registered ids: ``num_envs`` envs of
     :func:`~safelife_rl.envs.registration.make_task_env` ``(task, **kwargs)`` (procedural levels,
-    ``levels=``, ``bank=``, ``time_limit=``, ...) on ``device``; ``max_episode_steps`` adds a
-    ``TimeLimit``."""
+    ``levels=``, ``bank=``, ``time_limit=``, ...); ``max_episode_steps`` adds a ``TimeLimit``.
+
+    Without a ``device``, Gymnasium's convention: a ``SyncVectorEnv`` stepping NumPy arrays (the
+    wrappers around each env). With one, a :class:`SafeLifeVectorEnv` of tensors on it.
+    """
     from safelife_rl.envs.registration import make_task_env
 
     if max_episode_steps is not None:
@@ -380,4 +531,15 @@ def make_task_vector_env(
             "max_episode_steps": {"_target_": "gymnasium.wrappers.TimeLimit",
                                   "max_episode_steps": max_episode_steps},
         }
-    return SafeLifeVectorEnv(make_task_env(task, **kwargs), num_envs, device, training_wrappers)
+    if device is None:
+        if compile or check_actions:
+            raise UserError("compile and check_actions are options of the device vector env: "
+                            "give a device (device='cpu' or 'cuda')")
+
+        def make() -> gym.Env:
+            env = make_task_env(task, **kwargs)
+            return list(_wrapped(env, training_wrappers).values() or [env])[-1]
+
+        return gym.vector.SyncVectorEnv([make] * num_envs)
+    return SafeLifeVectorEnv(make_task_env(task, **kwargs), num_envs, device, training_wrappers,
+                             compile=compile, check_actions=check_actions)

@@ -91,6 +91,12 @@ class Episodes(BaseCallback):
         return True
 
 
+def on_the_device(tmp_path) -> list[str]:
+    """Overrides of a tiny run on the device path: procedural levels come from a bank."""
+    return ["vec_env=device",
+            f"env.kwargs.bank={{size:2,progress:false,cache_dir:{tmp_path / 'banks'}}}"]
+
+
 def test_device_ppo_trains_from_the_safelife_vector_env(torch_device):
     """The SafeLife vector env plugs in; callbacks see each finished episode's statistics."""
     from safelife_rl import load_levels
@@ -122,7 +128,7 @@ def test_the_training_app_trains_on_the_device_with_the_same_logs(tmp_path, algo
 
     from safelife_rl.training.run import train
 
-    summary = train(train_config("total_timesteps=128", "vec_env=device", f"algo={algo}"),
+    summary = train(train_config("total_timesteps=128", *on_the_device(tmp_path), f"algo={algo}"),
                     tmp_path)
     assert summary["timesteps"] == 128 and summary["algo"] == algo.upper()
     assert (tmp_path / "final_model.zip").exists()
@@ -144,8 +150,8 @@ def test_a_device_run_resumes_on_either_path(tmp_path, train_config, resumed_wit
     from safelife_rl.apps.train import resume_config
     from safelife_rl.training.run import train
 
-    train(train_config("total_timesteps=64", "callbacks.evaluation=null", "vec_env=device"),
-          tmp_path)
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null",
+                       *on_the_device(tmp_path)), tmp_path)
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
     overrides = [f"resume={tmp_path}", "total_timesteps=128", f"vec_env={resumed_with}"]
     summary = train(resume_config(train_config(*overrides), overrides), tmp_path, resume=True)
@@ -180,4 +186,5 @@ def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, trai
     from safelife_rl.training.run import train
 
     with pytest.raises(UserError, match="vec_env=device trains PPO or A2C"):
-        train(train_config("total_timesteps=64", "vec_env=device", "algo=dqn"), tmp_path)
+        train(train_config("total_timesteps=64", *on_the_device(tmp_path), "algo=dqn"),
+              tmp_path)

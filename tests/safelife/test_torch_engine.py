@@ -116,13 +116,6 @@ def test_agents_of_a_board_act_in_order():
     assert (tboard[0, 0] & cells.AGENT).tolist() == [0, 0, 2, 2, 0]
 
 
-def test_spawn_uniforms_are_reproducible_from_the_seed():
-    boards = torch.zeros((3, 6, 6), dtype=torch.int32)
-    first, second = (torch_rules.spawn_uniforms(boards, torch.Generator().manual_seed(7))
-                     for _ in range(2))
-    assert first.dtype == torch.float32 and torch.equal(first, second)
-
-
 @pytest.mark.parametrize("bad", [-1, 9])
 def test_invalid_actions_are_rejected(bad):
     with pytest.raises(ValueError, match="invalid action"):

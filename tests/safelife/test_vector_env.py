@@ -68,10 +68,12 @@ def set_steps(env, steps):
     env.set_training_steps(steps)
 
 
-def assert_info_equal(got, index, want):
+def assert_info_equal(got, index, want, level_names):
     for key, value in want.items():
         mine = got[key][index]
         mine = mine.item() if isinstance(mine, torch.Tensor) else mine
+        if key == "level":  # an index into the vector env's level names
+            mine = level_names[mine]
         assert mine == value, (key, mine, value)
 
 
@@ -118,7 +120,7 @@ def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kw
                 assert infos["_final_obs"][i] and infos["_final_info"][i]
                 np.testing.assert_array_equal(infos["final_obs"][i].cpu().numpy(), o)
                 final = infos["final_info"]
-                assert_info_equal(final, i, info)  # side effects included where measured
+                assert_info_equal(final, i, info, vec.level_names)  # side effects too, where measured
                 assert final["_side_effects"][i] == ("side_effects" in info)
                 measured += "side_effects" in info
                 assert final["episode"]["r"][i].item() == returns[i]
@@ -154,15 +156,18 @@ def test_gymnasium_make_vec_on_cpu_follows_the_vector_api():
         obs, rewards, terminated, truncated, info = envs.step(envs.action_space.sample())
         assert envs.observation_space.contains(obs.numpy())
         assert rewards.shape == terminated.shape == truncated.shape == (4,)
-    assert truncated.any() or info == {}  # the 5-step limit ended every episode at step 5
+    # the 5-step limit ended every episode at step 5; statistics come at every step, masked
+    assert truncated.any() or not info["_final_info"].any()
     envs.close()
 
 
-def test_same_seed_same_stream_on_procedural_levels():
+def test_same_seed_same_stream_on_procedural_levels(tmp_path):
+    bank = {"size": 3, "cache_dir": str(tmp_path), "progress": False}
+
     def rollout(seed):
         envs = gym.make_vec("safelife_rl/AppendSpawn-v1", num_envs=2,
                             vectorization_mode="vector_entry_point", time_limit=4,
-                            view_shape=(9, 9))
+                            view_shape=(9, 9), bank=bank, device="cpu")
         obs, _ = envs.reset(seed=seed)
         stream = [obs]
         for action in np.random.default_rng(0).integers(9, size=(7, 2)):
@@ -182,10 +187,9 @@ def test_torch_game_replace_starts_fresh_games_in_place():
     stepped = game.boards[1].clone()
     game.replace([2, 0], [levels[3], levels[2]])
     fresh = TorchGame([levels[2], levels[1], levels[3]])
-    for name in TorchGame._PER_GAME:
-        assert torch.equal(getattr(game, name)[[0, 2]], getattr(fresh, name)[[0, 2]]), name
+    for name in fresh.game:
+        assert torch.equal(game.game[name][[0, 2]], fresh.game[name][[0, 2]]), name
     assert torch.equal(game.boards[1], stepped)
-    assert torch.equal(game._moving_goals, fresh._moving_goals)
     assert game.levels == [levels[2], levels[1], levels[3]]
 
 
@@ -217,11 +221,19 @@ def test_bad_input_gets_clear_errors():
         vec.step([0, 1, 2])
 
 
-def test_shuffled_levels_and_level_banks_draw_from_the_seeded_generator(tmp_path):
-    """Restarts draw their levels on the CPU from the env's generator: a shuffled list by
-    index, a sampler (here a level bank, turned and shifted) by ``sample(rng)``."""
+def test_procedural_levels_reach_the_device_only_through_a_bank():
+    with pytest.raises(UserError, match=r"give it a level list \(levels=...\) or a level bank "
+                                        r"\(bank=\{'size': N\}\)"):
+        gym.make_vec("safelife_rl/AppendSpawn-v1", num_envs=2,
+                     vectorization_mode="vector_entry_point", device="cpu")
+
+
+def test_shuffled_levels_and_level_banks_draw_on_the_device(tmp_path):
+    """Restarts draw a level (from a bank also a symmetry and a translation) on the device;
+    each env then plays exactly that level turned and shifted, as the CPU transforms it."""
     import copy
 
+    from safelife_rl.engine.symmetry import transform_level
     from safelife_rl.procgen.bank import LevelBank
     from safelife_rl.procgen.params import load_params
 
@@ -229,21 +241,25 @@ def test_shuffled_levels_and_level_banks_draw_from_the_seeded_generator(tmp_path
     params["board_shape"] = [10, 10]
     bank = LevelBank(params, size=3, cache_dir=tmp_path, progress=False)
     suite = load_levels(suite_file("prune-still"))[:9]
-    for source in (suite, bank):
-        vec = SafeLifeVectorEnv(SafeLifeEnv(source, time_limit=2, shuffle=True), 4)
-        vec.reset(seed=5)
-        started = [level.name for level in vec.game.levels]
-        vec.step([0, 1, 2, 3])
-        vec.step([4, 5, 6, 7])  # every env ends and restarts
-        rng = gym.utils.seeding.np_random(5)[0]
-        if source is suite:
-            first = [suite[k] for k in rng.integers(len(suite), size=4)]
-            rng.integers(2**63)  # the spawners' torch seed
-            again = [suite[k] for k in rng.integers(len(suite), size=4)]
-        else:
-            first = [bank.sample(rng) for _ in range(4)]
-            rng.integers(2**63)
-            again = [bank.sample(rng) for _ in range(4)]
-        assert started == [level.name for level in first]
-        assert [level.name for level in vec.game.levels] == [level.name for level in again]
-        assert torch.equal(TorchGame(again).boards, vec.game.boards)  # turned and shifted alike
+    for source, levels in ((suite, suite), (bank, bank.levels)):
+        vec = SafeLifeVectorEnv(SafeLifeEnv(source, time_limit=2, shuffle=True), 16)
+        draws = []
+        for seed in (5, 5, 6):
+            vec.reset(seed=seed)
+            vec.step([0] * 16)
+            vec.step([4] * 16)  # every env ends and restarts
+            state = vec.state
+            played = [transform_level(levels[v // len(vec.levels.symmetries)],
+                                      vec.levels.symmetries[v % len(vec.levels.symmetries)],
+                                      tuple(shift))
+                      for v, shift in zip(state["variant"].tolist(), state["shift"].tolist())]
+            turns = len(vec.levels.symmetries)
+            assert turns == (1 if source is suite else 8)
+            assert torch.equal(state["level"], state["variant"] // turns)
+            assert torch.equal(TorchGame(played).boards, state["boards"])
+            assert torch.equal(TorchGame(played).agent_locs, state["agent_locs"])
+            draws.append((state["variant"].tolist(), state["shift"].tolist()))
+        assert draws[0] == draws[1] != draws[2]  # the seed decides
+        assert len(set(draws[0][0])) > 2  # envs draw apart
+        if source is bank:
+            assert len({v % 8 for v in draws[0][0]}) > 2 and len(set(map(tuple, draws[0][1]))) > 2

@@ -204,6 +204,10 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
             final = torch.as_tensor(info["final_obs"], device=self.device)
             mask = torch.as_tensor(info["_final_info"], device=self.device)
             ended = ended_infos(info["final_info"], mask)
+            names = getattr(self.venv, "level_names", None)
+            for values in ended.values():
+                if names is not None and "level" in values:  # an index into the names
+                    values["level"] = names[values["level"]]
         return TensorStep(torch.as_tensor(observations, device=self.device),
                           torch.as_tensor(rewards, device=self.device), terminated, truncated,
                           final, ended)

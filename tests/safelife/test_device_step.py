@@ -1,0 +1,96 @@
+"""The device vector env's step without stopping: no sync and no host<->device copy per step
+(with and without restarts), one compiled graph that is the eager step bit for bit, invalid
+actions caught at the boundary; and the op counter that measures it."""
+
+import numpy as np
+import pytest
+import torch
+
+from safelife_rl import SafeLifeEnv, load_levels
+from safelife_rl.common.torch_counts import count_ops, counting
+from safelife_rl.envs.registration import suite_file
+from safelife_rl.envs.vector_env import SafeLifeVectorEnv
+
+from .test_vector_env import WRAPPERS
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+
+def test_the_counter_counts_kernels_syncs_and_copies():
+    x = torch.arange(6)
+    with counting() as counts:
+        y = torch.tensor([1, 2])  # host data to a tensor: a copy
+        x.view(2, 3)  # a view launches nothing
+        z = x + 1  # one kernel
+        bool(z.any())  # a kernel, then the host reads its value: a sync
+        x.nonzero()  # the output's shape depends on the data: a sync
+        y.numpy()  # to host memory: a copy
+    assert (counts.kernels, counts.syncs, counts.copies) == (2, 2, 2), counts.named
+    assert counts.named == {"lift_fresh": 1, "_local_scalar_dense": 1, "nonzero": 1,
+                            "numpy": 1}
+
+
+def vector_env(n: int, **kwargs) -> SafeLifeVectorEnv:
+    """Levels with spawners, drawn at random, under every training wrapper, 3-step episodes."""
+    levels = load_levels(suite_file("append-spawn"))
+    env = SafeLifeEnv(levels, time_limit=3, shuffle=True, view_shape=(9, 9))
+    return SafeLifeVectorEnv(env, n, training_wrappers=WRAPPERS, **kwargs)
+
+
+def test_a_step_makes_no_sync_and_no_copy_with_or_without_restarts():
+    vec = vector_env(8)
+    vec.reset(seed=0)
+    actions = torch.tensor([1, 2, 3, 4, 5, 6, 7, 0])
+    ended = []
+    for _ in range(3):  # the third step ends every episode
+        counts = count_ops(vec.step, actions)
+        assert (counts.syncs, counts.copies) == (0, 0), counts.named
+        ended.append(vec.state["episodes"].tolist())
+    assert ended == [[1] * 8, [1] * 8, [2] * 8]
+
+
+@pytest.fixture(scope="module")
+def compiled_and_eager():
+    """The same 14 steps (restarts every 3) eager and compiled, with their states."""
+    runs = []
+    for compile in (False, True):
+        vec = vector_env(16, compile=compile)
+        obs, _ = vec.reset(seed=3)
+        actions = torch.randint(0, 9, (14, 16), generator=torch.Generator().manual_seed(0))
+        outputs = [obs]
+        for a in actions:
+            obs, rewards, terminated, truncated, info = vec.step(a)
+            outputs += [obs, rewards, terminated, truncated, info["final_obs"],
+                        *(v for v in info["final_info"].values() if isinstance(v, torch.Tensor))]
+        runs.append((outputs, vec.state))
+    return runs
+
+
+def test_the_step_compiles_to_one_graph_that_is_the_eager_step_bit_for_bit(compiled_and_eager):
+    (eager, eager_state), (compiled, compiled_state) = compiled_and_eager
+    assert len(eager) == len(compiled)
+    for k, (a, b) in enumerate(zip(eager, compiled)):
+        assert a.dtype == b.dtype and torch.equal(a, b), k
+    assert eager_state.keys() == compiled_state.keys()
+    for name, value in eager_state.items():
+        assert torch.equal(value, compiled_state[name]), name
+    assert eager_state["episodes"].min() == 5  # 14 steps of 3-step episodes: 4 restarts
+    assert (eager_state["boards"] & (1 << 15)).any()  # spawners in play (cells.SPAWNING)
+
+
+def test_invalid_actions_are_caught_at_the_boundary():
+    vec = vector_env(2)
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match="invalid action 9"):
+        vec.step([0, 9])  # host data: checked on the host, before anything runs
+    with pytest.raises(ValueError, match="actions must be integers"):
+        vec.step(np.array([0.0, 1.0]))
+    vec.step(torch.tensor([0, 9]))  # a device tensor: remembered, not read back
+    with pytest.raises(ValueError, match="an invalid action was given since the last reset"):
+        vec.check_actions()
+    vec.reset(seed=0)
+    vec.check_actions()  # a reset forgets it
+    checked = vector_env(2, check_actions=True)
+    checked.reset(seed=0)
+    with pytest.raises(ValueError, match="invalid action -1"):
+        checked.step(torch.tensor([-1, 0]))
