@@ -14,7 +14,7 @@ The registered ids make it with ``gymnasium.make_vec``::
                               vectorization_mode="vector_entry_point", device="cuda",
                               bank={"size": 1000}, training_wrappers=WRAPPERS)
 
-``training_wrappers`` is a wrapper config as in ``conf/wrappers/safelife.yaml`` (name ->
+``training_wrappers`` is a wrapper config as in ``safelife_rl/conf/wrappers/safelife.yaml`` (name ->
 ``{"_target_": ..., settings}``, innermost first, ``None`` skips one).
 
 **Without stopping.** A step is one pure function of tensors whose shapes never change
