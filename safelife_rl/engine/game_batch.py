@@ -1,7 +1,8 @@
 """What a batch of SafeLife games offers, whichever backend steps it.
 
-:class:`GameBatch` is the interface the Numba game (:class:`~safelife_rl.engine.game.
-SafeLifeGame`) and the torch game (:class:`~safelife_rl.engine.torch_game.TorchGame`) share:
+:class:`GameBatch` is the interface the Numba game
+(:class:`~safelife_rl.engine.game.SafeLifeGame`) and the torch game
+(:class:`~safelife_rl.engine.torch_game.TorchGame`) share:
 ``N`` games of ``A`` agents each on boards of one shape, stepped together. Arrays are NumPy
 arrays for the one and tensors for the other, with the same shapes and the same values bit for
 bit (``tests/safelife/test_game_batch.py``); per-agent arrays always have the agent axis, ``A``

@@ -13,9 +13,9 @@ They are written as SafeLife 1.2 writes them: ``agent_locs``, ``points_table`` `
 and, for a :class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel`, ``agent_names``.
 
 Every field is checked (type, shape, range, finiteness, cell kinds, the agents); a file that
-fails any check, or cannot be read at all, raises :class:`~safelife_rl.engine.levels.
-LevelFormatError` naming the file and, in an archive, the record. Files are read without
-unpickling anything.
+fails any check, or cannot be read at all, raises
+:class:`~safelife_rl.engine.levels.LevelFormatError` naming the file and, in an archive, the
+record. Files are read without unpickling anything.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The SafeLife level model: the initial state of a level and the rules every level obeys.
 
-:class:`Level` is a level of one agent; :class:`~safelife_rl.engine.multi_agent_levels.
-MultiAgentLevel` one of several. Both check every field when made, raising
-:class:`LevelFormatError`; :mod:`.level_files` reads and writes them.
+:class:`Level` is a level of one agent;
+:class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel` one of several. Both check
+every field when made, raising :class:`LevelFormatError`; :mod:`.level_files` reads and writes
+them.
 """
 
 from __future__ import annotations
