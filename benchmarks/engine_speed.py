@@ -46,7 +46,7 @@ def timed(step, sync, seconds: float) -> float:
 def numba_rate(levels, n: int, seconds: float) -> float:
     rng = np.random.default_rng(0)
     game = SafeLifeGame([levels[i % len(levels)] for i in range(n)], rng=rng)
-    return n / timed(lambda: game.step(rng.integers(0, 9, n)), lambda: None, seconds)
+    return n / timed(lambda: game.step(rng.integers(0, 9, (n, 1))), lambda: None, seconds)
 
 
 def torch_rate(levels, n: int, device: torch.device, seconds: float) -> float:

@@ -38,7 +38,7 @@ def engine_rate(levels, steps: int, batch: int) -> float:
     """Board steps per second of the bare engine (no observations), ``batch`` boards a call."""
     rng = np.random.default_rng(0)
     game = SafeLifeGame(levels[:batch], rng=rng)
-    actions = rng.integers(0, 9, (steps // batch, batch))
+    actions = rng.integers(0, 9, (steps // batch, batch, 1))
     start = time.perf_counter()
     for row in actions:
         game.step(row)

@@ -21,9 +21,9 @@ _PUBLIC = {
     "LevelFormatError": "safelife_rl.engine.levels",
     "SafeLifeEnv": "safelife_rl.envs.env",
     "SafeLifeGame": "safelife_rl.engine.game",
-    "load_levels": "safelife_rl.engine.levels",
-    "save_level": "safelife_rl.engine.levels",
-    "save_levels": "safelife_rl.engine.levels",
+    "load_levels": "safelife_rl.engine.level_files",
+    "save_level": "safelife_rl.engine.level_files",
+    "save_levels": "safelife_rl.engine.level_files",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -35,7 +35,8 @@ from tqdm import tqdm
 from safelife_rl.apps.errors import REPORTED
 from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.common.files import atomic_path
-from safelife_rl.engine.levels import Level, load_levels
+from safelife_rl.engine.level_files import load_levels
+from safelife_rl.engine.levels import Level
 from safelife_rl.engine.observation import DEFAULT_CHANNELS
 from safelife_rl.envs import registration
 from safelife_rl.envs.env import SafeLifeEnv

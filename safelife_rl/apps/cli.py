@@ -92,10 +92,9 @@ def _run(args: argparse.Namespace) -> int:
             result = play_main(args.source, args.gif, args.time_limit)
             print(f"levels completed: {result['levels_completed']}")
         elif args.command == "play-multi":
-            from safelife_rl.apps.multi_agent_play import main as play_multi_main
+            from safelife_rl.apps.play import main_multi
 
-            result = play_multi_main(args.source, args.agent, args.others, args.gif,
-                                     args.time_limit)
+            result = main_multi(args.source, args.agent, args.others, args.gif, args.time_limit)
             print(f"levels completed: {result['levels_completed']}")
         else:
             from safelife_rl.apps.random_run import random_run

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from safelife_rl.common.errors import ArgumentParser
-from safelife_rl.engine import multi_agent_levels
-from safelife_rl.engine.levels import Level, load_levels, save_levels
+from safelife_rl.engine.level_files import load_levels, save_levels
+from safelife_rl.engine.levels import Level
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.envs.registration import MULTI_AGENT_SUITES_DIR, SUITES_DIR, TASKS
 from safelife_rl.procgen.params import MULTI_AGENT_TYPES
@@ -79,8 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     known = MULTI_AGENT_TYPES if args.multi_agent else tuple(TASKS)
     tasks = args.tasks or list(known)
     out = args.out or (MULTI_AGENT_SUITES_DIR if args.multi_agent else SUITES_DIR)
-    load, save = ((multi_agent_levels.load_levels, multi_agent_levels.save_levels)
-                  if args.multi_agent else (load_levels, save_levels))
     unknown = [t for t in tasks if t not in known]
     if unknown:
         parser.error(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(known)}")
@@ -92,12 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         levels = make_suite(task, args.size, args.workers, multi_agent=args.multi_agent)
         path = out / f"{task}.npz"
         if args.check:
-            ok = path.exists() and same_levels(levels, load(path))
+            ok = path.exists() and same_levels(levels, load_levels(path, args.multi_agent))
             failures += not ok
             print(f"{path}: {'identical' if ok else 'DIFFERS'}")
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            save(levels, path)
+            save_levels(levels, path)
             print(f"{path}: {len(levels)} levels, {path.stat().st_size / 1024:.0f} KiB")
     return 1 if failures else 0
 

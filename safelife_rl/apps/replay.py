@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from safelife_rl.engine.levels import read_npz, write_npz
-from safelife_rl.engine.multi_agent_replay import is_multi_agent_trace, replay_arrays
-from safelife_rl.engine.replay import load_trace, replay
+from safelife_rl.engine.level_files import write_npz
+from safelife_rl.engine.replay import replay_trace
 from safelife_rl.envs.video import board_frames, write_gif
 
 
@@ -20,13 +19,7 @@ def replay_file(
 ) -> None:
     """Replay a trace file, single- or multi-agent, and write the result (with the trace's
     level and actions), and optionally an animation of the replayed boards."""
-    arrays = read_npz(Path(trace), "trace file")
-    if is_multi_agent_trace(arrays):
-        result = replay_arrays(arrays, str(trace), seed, engine)
-    else:
-        level, actions, arrays = load_trace(trace)
-        result = {"level": arrays["level"], "actions": actions,
-                  **replay(level, actions, seed, engine)}
+    result = replay_trace(trace, seed, engine)
     write_npz(Path(out), result)
     if gif is not None:
         write_gif(board_frames(result["boards"], result["goals"]), gif)

@@ -1,58 +1,68 @@
-"""A batch of SafeLife games stepped together.
+"""A batch of SafeLife games stepped together on the CPU (the Numba backend).
 
-One step executes each agent's action, advances boards and goals one generation, then opens or
-closes the exits and scores the boards. The reward is the change in a board's point value while
-its agent is active (an agent that has exited earns :data:`~safelife_rl.engine.scoring.EXIT_POINTS`
-once and then nothing more).
+One step executes every agent's action, one after another in agent order (each agent sees what
+the ones before it did: it cannot enter a cell another occupies, life it creates takes its
+colour, it may destroy a destructible agent), then advances boards and goals one generation and
+opens or closes the exits. Each agent scores the board with its own points table; its reward is
+the change in its points while it is active, and it may exit once the points it has earned
+reach its share ``ceil(min_performance * its available points)``. An agent that exits (or is
+destroyed) leaves the board, earns :data:`~safelife_rl.engine.scoring.EXIT_POINTS` once and is
+done. A single-agent level is a game of one agent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.levels import Level
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safelife_rl.engine.observation import (
+    DEFAULT_CHANNELS,
+    DEFAULT_VIEW,
+    batch_observations,
+    combined_cells,
+)
 from safelife_rl.engine.physics import advance_board, execute_actions
 from safelife_rl.engine.scoring import EXIT_POINTS, alive_counts, available_points, update_exits
 
 
-class GameBatch:
-    """What every batch of games shares, one agent a game or several: boards, goals, spawners,
-    scores and the step. Per-agent arrays lead with N for one agent a game (this module's
-    :class:`SafeLifeGame`) and with (N, A) for several (:class:`~safelife_rl.engine.multi_agent_game.
-    MultiAgentGame`); the kernels take either.
+class SafeLifeGame:
+    """N games of A agents each on boards of one shape (a
+    :class:`~safelife_rl.engine.game_batch.GameBatch`): per-game arrays lead with N, per-agent
+    arrays with (N, A); A is 1 for :class:`Level` levels.
 
-    :param levels: the starting levels, all of one board shape.
+    :param levels: the starting levels (single-agent or multi-agent), all of one board shape
+        and agent count.
     :param rng: random source for spawners (required only if a level has spawners).
-    :param locs_of: a level's agent location ``(2,)`` (row, column), or locations ``(A, 2)``.
-    :param table_of: a level's points table ``(8, 9)``, or one per agent ``(A, 8, 9)``.
     """
 
-    def __init__(self, levels: Sequence, rng: np.random.Generator | None,
-                 locs_of: Callable[[Any], Any], table_of: Callable[[Any], Any]):
+    def __init__(self, levels: Sequence[Level | MultiAgentLevel],
+                 rng: np.random.Generator | None = None):
         if not levels:
             raise ValueError("a game needs at least one level")
         if len({level.shape for level in levels}) != 1:
             raise ValueError("levels played together must share a board shape")
+        if len({len(level.agent_locs) for level in levels}) != 1:
+            raise ValueError("levels played together must have as many agents each")
         self.levels = list(levels)
         self.rng = rng
         # row-major copies: the kernels need them, and a level's arrays may be views
         self.boards = np.stack([level.board for level in levels]).astype(np.uint16, order="C")
         self.goals = np.stack([level.goals for level in levels]).astype(np.uint16, order="C")
-        self.agent_locs = np.array([locs_of(level) for level in levels], np.int64)
+        self.agent_locs = np.array([level.agent_locs for level in levels], np.int64)
         self.spawn_prob = np.array([level.spawn_prob for level in levels], np.float64)
-        self.points_table = np.stack([table_of(level) for level in levels]).astype(np.float64)
+        self.points_table = np.stack([level.points_tables for level in levels]).astype(np.float64)
         self.initial_counts = alive_counts(self.boards, self.goals)
-        # agents' tables moved first, so that one call scores them all: (N,) or (A, N) -> (N, A)
-        per_agent = available_points(
-            self.boards, self.initial_counts, np.moveaxis(self.points_table, -3, 0)
-        )
-        self.available_points = np.moveaxis(per_agent, 0, -1)
-        min_perf = np.array([level.min_performance for level in levels], np.float64)
-        min_perf = min_perf.reshape((-1,) + (1,) * (self.available_points.ndim - 1))
+        # the agents' tables first, so that one call scores them all: (A, N) -> (N, A)
+        per_agent = available_points(self.boards, self.initial_counts,
+                                     np.moveaxis(self.points_table, 1, 0))
+        self.available_points = per_agent.T.copy()
+        min_perf = np.array([[level.min_performance] for level in levels], np.float64)
         self.required_points = np.maximum(0, np.ceil(min_perf * self.available_points))
         self.num_steps = 0
         self.points, self.can_exit = self._score()
@@ -65,19 +75,17 @@ class GameBatch:
     def __len__(self) -> int:
         return len(self.boards)
 
+    @property
+    def n_agents(self) -> int:
+        return self.agent_locs.shape[1]
+
     def _score(self) -> tuple[np.ndarray, np.ndarray]:
-        return update_exits(
-            self.boards,
-            self.goals,
-            self.agent_locs,
-            self.points_table,
-            self.initial_counts,
-            self.required_points,
-        )
+        return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
+                            self.initial_counts, self.required_points)
 
     def agent_cells(self) -> np.ndarray:
-        """The cell under each agent's location, shape (N,) or (N, A)."""
-        games = np.arange(len(self)).reshape((-1,) + (1,) * (self.agent_locs.ndim - 2))
+        """The cell under each agent's location, ``(N, A)``."""
+        games = np.arange(len(self))[:, None]
         return self.boards[games, self.agent_locs[..., 0], self.agent_locs[..., 1]]
 
     def agent_present(self) -> np.ndarray:
@@ -102,11 +110,25 @@ class GameBatch:
         earned = self.points_earned() - self.has_exited() * EXIT_POINTS
         return earned / np.maximum(self.available_points, 1)
 
-    def _play(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Execute ``actions`` (shaped as ``agent_locs`` less its last axis), advance every
-        board one generation and score it; returns rewards (float32, zero for inactive agents)
-        and whether each agent is now inactive."""
-        execute_actions(self.boards, self.agent_locs, actions)
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Play one action per agent, ``(N, A)`` integers 0-8 (``(A,)`` for a single game,
+        one integer for every agent), and advance every board one generation.
+
+        :returns: rewards (float32, zero for inactive agents) and whether each agent is now
+            inactive, both ``(N, A)``.
+        """
+        actions = np.asarray(actions)
+        shape = self.active.shape
+        if actions.ndim and actions.shape != shape and not (
+            len(self) == 1 and actions.shape == shape[1:]
+        ):
+            raise UserError(
+                f"{shape[0]} game(s) of {shape[1]} agents need one action per agent, shape "
+                f"{shape}, got shape {actions.shape}"
+            )
+        if actions.dtype.kind not in "ui":
+            raise UserError(f"actions must be integers 0-8, got dtype {actions.dtype}")
+        execute_actions(self.boards, self.agent_locs, np.broadcast_to(actions, shape))
         self.boards = advance_board(self.boards, self.spawn_prob, self.rng)
         if not self._static_goals:
             self.goals = advance_board(self.goals, self.spawn_prob, self.rng)
@@ -117,22 +139,16 @@ class GameBatch:
         self.active &= self.agent_present()
         return rewards, ~self.active
 
-
-class SafeLifeGame(GameBatch):
-    """N games of one agent each on boards of one shape; arrays carry a leading dimension N.
-
-    :param levels: the starting levels, all of one board shape.
-    :param rng: random source for spawners (required only if a level has spawners).
-    """
-
-    def __init__(self, levels: Sequence[Level], rng: np.random.Generator | None = None):
-        super().__init__(levels, rng, lambda level: level.agent_loc,
-                         lambda level: level.points_table)
-
-    def step(self, actions: np.ndarray | Sequence[int] | int) -> tuple[np.ndarray, np.ndarray]:
-        """Play one action per game and advance every board one generation.
-
-        :returns: rewards (float32, zero for inactive agents) and whether each agent is now
-            inactive.
-        """
-        return self._play(np.broadcast_to(actions, (len(self),)))
+    def observe(
+        self,
+        view_shape: tuple[int, int] = DEFAULT_VIEW,
+        channels: Sequence[int] = DEFAULT_CHANNELS,
+        remove_white_goals: bool = True,
+    ) -> np.ndarray:
+        """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)`` (see
+        :mod:`safelife_rl.engine.observation`)."""
+        combined = np.repeat(combined_cells(self.boards, self.goals, remove_white_goals),
+                             self.n_agents, axis=0)
+        views = batch_observations(combined, self.agent_locs.reshape(-1, 2), view_shape,
+                                   channels)
+        return views.reshape(self.agent_locs.shape[:2] + views.shape[1:])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numba
 import numpy as np
 
 from safelife_rl.engine import cells
@@ -54,3 +55,41 @@ def to_channels(view: np.ndarray, channels: Sequence[int] = DEFAULT_CHANNELS) ->
     """Split the chosen bits of each cell into binary uint8 channels (last axis)."""
     shifts = np.asarray(channels, np.uint32)
     return ((view[..., None] >> shifts) & 1).astype(np.uint8)
+
+
+@numba.njit(cache=True)
+def _observe_kernel(combined, centers, shifts, out):
+    n, bh, bw = combined.shape
+    h, w = out.shape[1], out.shape[2]
+    view = np.empty((h, w), np.uint32)
+    for k in range(n):
+        y0, x0 = centers[k, 0], centers[k, 1]
+        for i in range(h):
+            row = (i + y0 - h // 2) % bh
+            for j in range(w):
+                view[i, j] = combined[k, row, (j + x0 - w // 2) % bw]
+        for y in range(bh):  # exits, in row-major order as agent_view draws them
+            for x in range(bw):
+                cell = combined[k, y, x]
+                if (cell & (cells.EXIT | cells.AGENT)) == cells.EXIT:
+                    dy = (y - y0 + bh // 2) % bh - bh // 2
+                    dx = (x - x0 + bw // 2) % bw - bw // 2
+                    view[min(max(dy + h // 2, 0), h - 1), min(max(dx + w // 2, 0), w - 1)] = cell
+        for i in range(h):
+            for j in range(w):
+                for c in range(len(shifts)):
+                    out[k, i, j, c] = (view[i, j] >> shifts[c]) & 1
+
+
+def batch_observations(
+    combined: np.ndarray,
+    centers: np.ndarray,
+    view_shape: tuple[int, int],
+    channels: Sequence[int],
+) -> np.ndarray:
+    """``to_channels(agent_view(combined[k], centers[k], view_shape), channels)`` of every
+    board ``k`` of ``combined`` (N, H, W), in one call."""
+    out = np.empty((len(combined), *view_shape, len(channels)), np.uint8)
+    _observe_kernel(np.ascontiguousarray(combined, np.uint32), np.ascontiguousarray(centers,
+                    np.int64), np.asarray(channels, np.uint32), out)
+    return out

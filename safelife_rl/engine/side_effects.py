@@ -20,16 +20,11 @@ transport problem, which pyemd's FastEMD (the solver the original used) then sol
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from safelife_rl.engine import cells
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.physics import advance_steps
-
-if TYPE_CHECKING:
-    from safelife_rl.engine.multi_agent_game import MultiAgentGame
 
 _LIFE = cells.ALIVE | cells.DESTRUCTIBLE
 
@@ -70,14 +65,14 @@ def earth_mover_distance(
 
 
 def side_effect_score(
-    game: SafeLifeGame | MultiAgentGame,
+    game: SafeLifeGame,
     index: int = 0,
     samples: int = 1000,
     runs: int = 1,
     rng: np.random.Generator | None = None,
 ) -> dict[str, list[float]]:
     """Side effects so far in game ``index``: ``{cell name: [side effect, inaction total]}``
-    (of a multi-agent game too: agents never count, as in the original).
+    (of a game of several agents too: agents never count, as in the original).
 
     :param runs: independent simulations to average on levels with spawners (deterministic
         levels always use one).

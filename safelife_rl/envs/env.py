@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -15,7 +14,7 @@ from gymnasium import spaces
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine.game import SafeLifeGame
-from safelife_rl.engine.levels import Level, load_levels
+from safelife_rl.engine.game_batch import episode_info
 from safelife_rl.engine.observation import (
     DEFAULT_CHANNELS,
     DEFAULT_VIEW,
@@ -25,16 +24,8 @@ from safelife_rl.engine.observation import (
 )
 from safelife_rl.engine.physics import N_ACTIONS
 from safelife_rl.engine.side_effects import side_effect_score
+from safelife_rl.envs.level_stream import LevelSampler, LevelSource, LevelStream
 from safelife_rl.envs.render import render_ansi, render_rgb
-
-
-class LevelSampler(Protocol):
-    """A source of new levels, such as :class:`safelife_rl.procgen.ProceduralLevels`."""
-
-    def sample(self, rng: np.random.Generator) -> Level: ...
-
-
-LevelSource = str | os.PathLike | Sequence[Level] | LevelSampler
 
 
 def check_options(
@@ -65,17 +56,21 @@ class BoardRenderModes:
     metadata: dict[str, Any]
     render_mode: str | None
     game: Any
+    stream: LevelStream
 
-    def _set_levels(self, levels: Any, load: Callable[[str | os.PathLike], list],
-                    owner: str) -> None:
-        """Keep ``levels``: a sampler as ``self.sampler``, or else as ``self.levels`` the
-        levels of a sequence or of a file or folder read with ``load`` (at least one)."""
-        if isinstance(levels, (str, os.PathLike)):
-            levels = load(levels)
-        self.sampler = levels if hasattr(levels, "sample") else None
-        self.levels = [] if self.sampler is not None else list(levels)
-        if self.sampler is None and not self.levels:
-            raise UserError(f"{owner} needs at least one level")
+    @property
+    def levels(self) -> list[Any]:
+        """The env's level list (empty with a level sampler)."""
+        return self.stream.levels
+
+    @property
+    def sampler(self) -> LevelSampler | None:
+        """The env's level sampler, if it draws its levels from one."""
+        return self.stream.sampler
+
+    @property
+    def shuffle(self) -> bool:
+        return self.stream.shuffle
 
     def _set_options(
         self,
@@ -83,7 +78,6 @@ class BoardRenderModes:
         channels: Sequence[int],
         time_limit: int,
         remove_white_goals: bool,
-        shuffle: bool,
         side_effects: bool,
         render_mode: str | None,
     ) -> None:
@@ -94,10 +88,8 @@ class BoardRenderModes:
         self.channels = tuple(int(c) for c in channels)
         self.time_limit = time_limit
         self.remove_white_goals = remove_white_goals
-        self.shuffle = shuffle
         self.side_effects = side_effects
         self.render_mode = render_mode
-        self._next_level = 0
         self._frames: list[str | np.ndarray] = []
     _frames: list[str | np.ndarray]
 
@@ -193,9 +185,9 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         side_effects: bool = False,
         render_mode: str | None = None,
     ):
-        self._set_levels(levels, load_levels, "SafeLifeEnv")
-        self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
-                          side_effects, render_mode)
+        self.stream = LevelStream(levels, shuffle, owner="SafeLifeEnv")
+        self._set_options(view_shape, channels, time_limit, remove_white_goals, side_effects,
+                          render_mode)
         self.action_space = spaces.Discrete(N_ACTIONS)
         self.observation_space = spaces.Box(
             0, 1, self.view_shape + (len(self.channels),), dtype=np.uint8
@@ -216,20 +208,11 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
     def _observe(self) -> np.ndarray:
         game = self.game
         combined = combined_cells(game.boards[0], game.goals[0], self.remove_white_goals)
-        return to_channels(agent_view(combined, game.agent_locs[0], self.view_shape), self.channels)
+        return to_channels(agent_view(combined, game.agent_locs[0, 0], self.view_shape),
+                           self.channels)
 
     def _info(self) -> dict[str, Any]:
-        game = self.game
-        return {
-            "length": self._length,
-            "reward": self._reward,
-            "success": bool(game.has_exited()[0]),
-            "points": float(game.points_earned()[0]),
-            "available_points": float(game.available_points[0]),
-            "required_points": float(game.required_points[0]),
-            "performance": float(game.performance()[0]),
-            "level": self.level.name,
-        }
+        return {"length": self._length, "reward": self._reward, **episode_info(self.game)}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -240,20 +223,8 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         """
         super().reset(seed=seed)
         if seed is not None:
-            self._next_level = 0
-        if self.sampler is not None:
-            if options and "level" in options:
-                raise ValueError("options['level'] needs a list of levels, not a level sampler")
-            self.level = self.sampler.sample(self.np_random)
-        else:
-            if options and "level" in options:
-                index = int(options["level"]) % len(self.levels)
-            elif self.shuffle:
-                index = int(self.np_random.integers(len(self.levels)))
-            else:
-                index = self._next_level % len(self.levels)
-            self._next_level = index + 1
-            self.level = self.levels[index]
+            self.stream.restart()
+        self.level = self.stream.next(self.np_random, options)
         game_seed = int(self.np_random.integers(2**63))
         self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
         self._length = 0
@@ -265,12 +236,12 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self.game is None:
             raise RuntimeError("call reset() before step()")
-        if not self.game.active[0] or self.game.num_steps >= self.time_limit:
+        if not self.game.active[0, 0] or self.game.num_steps >= self.time_limit:
             raise RuntimeError("the episode has ended; call reset()")
         if not self.action_space.contains(action):
             raise ValueError(f"invalid action {action!r}: actions are integers 0-8")
         rewards, dones = self.game.step(int(action))
-        return self._observe(), *self.record_step(float(rewards[0]), bool(dones[0]))
+        return self._observe(), *self.record_step(float(rewards[0, 0]), bool(dones[0, 0]))
 
     def record_step(self, reward: float, done: bool) -> tuple[float, bool, bool, dict[str, Any]]:
         """The episode's bookkeeping once its game has stepped (here, or in a batch of games
@@ -287,6 +258,5 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         return reward, done, truncated, info
 
     def close(self) -> None:
-        if hasattr(self.sampler, "close"):
-            self.sampler.close()
+        self.stream.close()
         super().close()

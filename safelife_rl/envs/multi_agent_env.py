@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -13,8 +12,8 @@ from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
 from safelife_rl.common.errors import UserError
-from safelife_rl.engine.multi_agent_game import MultiAgentGame
-from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, load_levels
+from safelife_rl.engine.game import SafeLifeGame
+from safelife_rl.engine.game_batch import episode_info
 from safelife_rl.engine.observation import (
     DEFAULT_CHANNELS,
     DEFAULT_VIEW,
@@ -25,6 +24,7 @@ from safelife_rl.engine.observation import (
 from safelife_rl.engine.physics import N_ACTIONS
 from safelife_rl.engine.side_effects import side_effect_score
 from safelife_rl.envs.env import BoardRenderModes
+from safelife_rl.envs.level_stream import LevelSource, LevelStream
 
 #: Multi-agent level type (its parameter file in ``procgen/params/multi-agent``) -> env name.
 MULTI_AGENT_TASKS = {
@@ -36,13 +36,6 @@ MULTI_AGENT_TASKS = {
     "asym1-pretrain-cyanonly": "safelife_rl/Asym1PretrainCyanOnly-v0",
     "asym1-pretrain-redonly": "safelife_rl/Asym1PretrainRedOnly-v0",
 }
-
-
-class MultiAgentLevelSampler(Protocol):
-    """A source of new levels, such as multi-agent
-    :class:`~safelife_rl.procgen.ProceduralLevels`."""
-
-    def sample(self, rng: np.random.Generator) -> MultiAgentLevel: ...
 
 
 class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
@@ -86,7 +79,7 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
 
     def __init__(
         self,
-        levels: str | os.PathLike | Sequence[MultiAgentLevel] | MultiAgentLevelSampler,
+        levels: LevelSource,
         n_agents: int | None = None,
         view_shape: tuple[int, int] = DEFAULT_VIEW,
         channels: Sequence[int] = DEFAULT_CHANNELS,
@@ -96,7 +89,7 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         side_effects: bool = False,
         render_mode: str | None = None,
     ):
-        self._set_levels(levels, load_levels, "SafeLifeParallelEnv")
+        self.stream = LevelStream(levels, shuffle, multi_agent=True, owner="SafeLifeParallelEnv")
         if self.sampler is None:
             counts = sorted({level.n_agents for level in self.levels})
             if len(counts) != 1:
@@ -107,12 +100,12 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
             n_agents = counts[0]
         elif n_agents is None or n_agents < 1:
             raise UserError(f"a level sampler needs n_agents >= 1, got {n_agents!r}")
-        self._set_options(view_shape, channels, time_limit, remove_white_goals, shuffle,
-                          side_effects, render_mode)
+        self._set_options(view_shape, channels, time_limit, remove_white_goals, side_effects,
+                          render_mode)
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agents: list[str] = []
         self.np_random, _ = seeding.np_random()
-        self.game: MultiAgentGame | None = None
+        self.game: SafeLifeGame | None = None
 
     @functools.lru_cache(maxsize=None)
     def observation_space(self, agent: str) -> spaces.Box:
@@ -122,25 +115,6 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
     def action_space(self, agent: str) -> spaces.Discrete:
         return spaces.Discrete(N_ACTIONS)
 
-    def _next(self, options: dict[str, Any] | None) -> MultiAgentLevel:
-        if self.sampler is not None:
-            if options and "level" in options:
-                raise ValueError("options['level'] needs a list of levels, not a level sampler")
-            level = self.sampler.sample(self.np_random)
-        else:
-            if options and "level" in options:
-                index = int(options["level"]) % len(self.levels)
-            elif self.shuffle:
-                index = int(self.np_random.integers(len(self.levels)))
-            else:
-                index = self._next_level % len(self.levels)
-            self._next_level = index + 1
-            level = self.levels[index]
-        if level.n_agents != len(self.possible_agents):
-            raise UserError(f"level {level.name!r} has {level.n_agents} agents, the env "
-                            f"{len(self.possible_agents)}")
-        return level
-
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
@@ -148,10 +122,13 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         seeded reset restarts the level order and the random stream."""
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)
-            self._next_level = 0
-        self.level = self._next(options)
+            self.stream.restart()
+        self.level = self.stream.next(self.np_random, options)
+        if self.level.n_agents != len(self.possible_agents):
+            raise UserError(f"level {self.level.name!r} has {self.level.n_agents} agents, the "
+                            f"env {len(self.possible_agents)}")
         game_seed = int(self.np_random.integers(2**63))
-        self.game = MultiAgentGame([self.level], rng=np.random.default_rng(game_seed))
+        self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
         self.agents = list(self.possible_agents)
         self._length = np.zeros(len(self.agents), np.int64)
         self._reward = np.zeros(len(self.agents), np.float64)
@@ -168,18 +145,8 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
                 for i, agent in enumerate(self.possible_agents) if agent in self.agents}
 
     def _info(self, i: int) -> dict[str, Any]:
-        game = self.game
-        return {
-            "type": self.level.agent_names[i],
-            "length": int(self._length[i]),
-            "reward": float(self._reward[i]),
-            "success": bool(game.has_exited()[0, i]),
-            "points": float(game.points_earned()[0, i]),
-            "available_points": float(game.available_points[0, i]),
-            "required_points": float(game.required_points[0, i]),
-            "performance": float(game.performance()[0, i]),
-            "level": self.level.name,
-        }
+        return {"type": self.level.agent_names[i], "length": int(self._length[i]),
+                "reward": float(self._reward[i]), **episode_info(self.game, agent=i)}
 
     def step(self, actions: dict[str, int]) -> tuple[
         dict[str, np.ndarray], dict[str, float], dict[str, bool], dict[str, bool],
@@ -221,8 +188,7 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
                 terminations, truncations, infos)
 
     def close(self) -> None:
-        if hasattr(self.sampler, "close"):
-            self.sampler.close()
+        self.stream.close()
 
 
 def make_parallel_env(

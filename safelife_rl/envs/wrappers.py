@@ -165,9 +165,9 @@ class ExitCurriculum(ScheduledWrapper):
         obs, info = self.env.reset(**kwargs)
         game = _game(self)
         fraction = self.ramp(self.training_steps)
-        min_performance = np.array([level.min_performance for level in game.levels]) * fraction
+        min_performance = np.array([[level.min_performance] for level in game.levels]) * fraction
         game.required_points = np.maximum(0, np.ceil(min_performance * game.available_points))
-        info["required_points"] = float(game.required_points[0])
+        info["required_points"] = float(game.required_points[0, 0])
         return obs, info
 
 
@@ -209,7 +209,7 @@ class SideEffectPenalty(ScheduledWrapper):
         start = self._start & _KEPT_BITS
         changed = board != start
         changed[(game.boards[0] | self._start) & cells.EXIT > 0] = False
-        changed[tuple(game.agent_locs[0])] = False
+        changed[tuple(game.agent_locs[0, 0])] = False
         changed[tuple(self._start_loc)] = False
         if self.ignore_reward_cells:
             red_removed = (start & _RED_LIFE == _RED_LIFE) & (board & _RED_LIFE != _RED_LIFE)
@@ -221,7 +221,7 @@ class SideEffectPenalty(ScheduledWrapper):
         obs, info = self.env.reset(**kwargs)
         game = _game(self)
         self._start = game.boards[0].copy()
-        self._start_loc = game.agent_locs[0].copy()
+        self._start_loc = game.agent_locs[0, 0].copy()
         self._last_count = 0
         return obs, info
 

@@ -4,7 +4,7 @@ symmetric variants.
 Generating a level takes a fraction of a second or more (see the README), far too long for a
 trainer that resets thousands of boards a second. A :class:`LevelBank` generates ``size``
 levels of a type once, in worker processes, and caches them as a level archive (the format of
-:func:`~safelife_rl.engine.levels.save_levels`, loadable as a fixed suite too) whose name and content
+:func:`~safelife_rl.engine.level_files.save_levels`, loadable as a fixed suite too) whose name and content
 carry a key: a hash of the generator's parameters, the levels' seeds, and the generator's code
 and NumPy version. Later runs with the same key load the file; a file whose stored key differs,
 or that cannot be read, is regenerated with a logged warning. Files are written whole or not at
@@ -33,13 +33,8 @@ import numpy as np
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import atomic_path
-from safelife_rl.engine.levels import (
-    Level,
-    LevelFormatError,
-    level_from_record,
-    read_npz,
-    save_levels,
-)
+from safelife_rl.engine.level_files import level_from_record, read_npz, save_levels
+from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, transform_level
 from safelife_rl.procgen.params import load_params
 from safelife_rl.procgen.source import SEED_BOUND, _label, generate_levels

@@ -113,12 +113,13 @@ class BatchedSafeLifeVecEnv(DummyVecEnv):
                 self.batch.adopt(i, slot.env.game)
                 slot.needs_adoption = False
             game = slot.env.game
-            if not game.active[0] or game.num_steps >= slot.env.time_limit:
+            if not game.active[0, 0] or game.num_steps >= slot.env.time_limit:
                 raise RuntimeError("the episode has ended; call reset()")
         rewards, dones = self.batch.step(actions)
         observations = self.batch.observe(*self._view)
         for i, slot in enumerate(self.slots):
-            slot.deliver(int(actions[i]), observations[i], float(rewards[i]), bool(dones[i]))
+            slot.deliver(int(actions[i]), observations[i], float(rewards[i, 0]),
+                         bool(dones[i, 0]))
 
         obs_out = np.empty((self.num_envs, *self.observation_space.shape),
                            self.observation_space.dtype)

@@ -115,9 +115,10 @@ def check_play(level, symmetry, shift, actions):
         assert np.array_equal(reward, moved_reward) and np.array_equal(done, moved_done)
         assert np.array_equal(original.points, moved.points)
         assert np.array_equal(original.can_exit, moved.can_exit)
-        if original.agent_present()[0]:
-            loc = tuple(original.agent_locs[0])
-            assert transform_point(loc, level.shape, symmetry, shift) == tuple(moved.agent_locs[0])
+        if original.agent_present()[0, 0]:
+            loc = tuple(original.agent_locs[0, 0])
+            assert transform_point(loc, level.shape, symmetry, shift) == tuple(
+                moved.agent_locs[0, 0])
         if done[0]:
             break
 

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from safelife_rl import SafeLifeGame
-from safelife_rl.engine.levels import Level, LevelFormatError, load_levels
+from safelife_rl.engine.level_files import load_levels
+from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.replay import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +40,8 @@ def valid_level(level: Level) -> bool:
     """A loaded level plays with finite points and rewards."""
     game = SafeLifeGame([level], rng=np.random.default_rng(0))
     rewards, _ = game.step(1)
-    finite = np.isfinite([game.available_points[0], game.required_points[0], rewards[0]])
-    return bool(finite.all()) and game.required_points[0] <= max(game.available_points[0], 0)
+    finite = np.isfinite([game.available_points[0, 0], game.required_points[0, 0], rewards[0, 0]])
+    return bool(finite.all()) and game.required_points[0, 0] <= max(game.available_points[0, 0], 0)
 
 
 def check_loads_or_names(load, path: Path) -> None:

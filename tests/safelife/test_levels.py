@@ -5,7 +5,8 @@ import pytest
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
-from safelife_rl.engine.levels import Level, LevelFormatError, load_levels, save_level, save_levels
+from safelife_rl.engine.level_files import load_levels, save_level, save_levels
+from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 
 

@@ -8,8 +8,8 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
-from safelife_rl.engine.multi_agent_game import MultiAgentGame
-from safelife_rl.engine.multi_agent_levels import save_levels
+from safelife_rl.engine.game import SafeLifeGame
+from safelife_rl.engine.level_files import save_levels
 from safelife_rl.envs.multi_agent_env import (
     MULTI_AGENT_TASKS,
     SafeLifeParallelEnv,
@@ -60,7 +60,7 @@ def test_each_agent_sees_its_own_view_and_earns_the_games_rewards(tmp_path):
     env = SafeLifeParallelEnv(tmp_path / "asym1.npz", time_limit=60)
     observations, infos = env.reset(seed=0)
     assert [info["type"] for info in infos.values()] == ["cyan", "magenta"]
-    game = MultiAgentGame([env.level])  # the same level played beside the env
+    game = SafeLifeGame([env.level])  # the same level played beside the env
     rng = np.random.default_rng(0)
     for _ in range(60):
         for i, agent in enumerate(env.agents):

@@ -1,5 +1,5 @@
-"""Multi-agent games: the interactions the traces do not reach (exits, destroyed agents), the
-two engines against each other, and the single-agent game as the one-agent case."""
+"""Games of several agents: the interactions the traces do not reach (exits, destroyed agents),
+the two engines against each other, and single-agent levels as the one-agent case."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -14,10 +14,9 @@ from hypothesis.extra.numpy import arrays
 from safelife_rl import SafeLifeGame, load_levels
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
-from safelife_rl.engine.multi_agent_game import MultiAgentGame
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, from_level
-from safelife_rl.engine.multi_agent_replay import level_from_trace
 from safelife_rl.engine.physics import execute_actions
+from safelife_rl.engine.replay import load_trace
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE, EXIT_POINTS
 from safelife_rl.engine.torch_game import TorchGame
 
@@ -43,7 +42,7 @@ def corridor(colors=(cells.BLUE, cells.RED), min_performance=-1.0) -> MultiAgent
 
 
 def test_an_agent_cannot_enter_a_cell_another_occupies():
-    game = MultiAgentGame([corridor()])
+    game = SafeLifeGame([corridor()])
     game.step([[RIGHT, 0]])
     assert game.agent_locs[0].tolist() == [[2, 2], [2, 3]]
     game.step([[RIGHT, 0]])  # blocked by agent 1
@@ -55,7 +54,7 @@ def test_an_agent_cannot_enter_a_cell_another_occupies():
 
 
 def test_agents_exit_one_by_one_and_the_game_goes_on():
-    game = MultiAgentGame([corridor()])
+    game = SafeLifeGame([corridor()])
     assert game.can_exit.tolist() == [[True, True]]
     rewards, dones = game.step([[0, RIGHT]])
     assert dones.tolist() == [[False, False]]
@@ -71,7 +70,7 @@ def test_agents_exit_one_by_one_and_the_game_goes_on():
 
 
 def test_life_takes_its_makers_colour_and_agents_destroy_agents():
-    game = MultiAgentGame([corridor()])
+    game = SafeLifeGame([corridor()])
     game.step([[0, TOGGLE_LEFT]])  # agent 1 (red) makes life between the agents
     assert game.boards[0, 2, 2] == cells.KINDS["life"] | cells.RED  # the agents preserve it
     game.step([[TOGGLE_RIGHT, 0]])  # agent 0 removes it
@@ -93,7 +92,7 @@ def test_each_agent_scores_with_its_own_table():
     tables = np.zeros((2, 8, 9))
     tables[0, 4, 4] = 3  # agent 0: blue on blue
     tables[1, 4, 1] = 2  # agent 1: red on blue
-    game = MultiAgentGame([replace(level, goals=goals, points_tables=tables)])
+    game = SafeLifeGame([replace(level, goals=goals, points_tables=tables)])
     assert game.available_points.tolist() == [[21.0, 14.0]]
     assert game.required_points.tolist() == [[11.0, 7.0]]
     assert game.can_exit.tolist() == [[False, False]]
@@ -108,9 +107,9 @@ def random_play(game, steps: int, seed: int) -> list[np.ndarray]:
 def test_numba_and_torch_engines_agree_with_open_exits():
     """Random play on every trace level with the exits always open (so that agents exit,
     which the traces never reach), all as one batch in each engine."""
-    levels = [replace(level_from_trace(dict(np.load(t)), t.stem), min_performance=-1.0)
+    levels = [replace(load_trace(t)[0], min_performance=-1.0)
               for t in TRACES] * 4
-    numba_game, torch_game = MultiAgentGame(levels), TorchGame(levels)
+    numba_game, torch_game = SafeLifeGame(levels), TorchGame(levels)
     exited = np.zeros((len(levels), 2), bool)
     for actions in random_play(numba_game, 400, seed=1):
         numba_rewards, numba_dones = numba_game.step(actions)
@@ -126,19 +125,20 @@ def test_numba_and_torch_engines_agree_with_open_exits():
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), index=st.integers(0, 99))
-def test_one_agent_games_are_single_agent_games(benchmarks, seed, index):
+def test_a_single_agent_level_plays_as_a_level_of_one_agent(benchmarks, seed, index):
     level = load_levels(benchmarks / "append-still.npz")[index]
     level = replace(level, min_performance=-1.0) if seed % 2 else level
-    single, multi = SafeLifeGame([level]), MultiAgentGame([from_level(level)])
+    single, multi = SafeLifeGame([level]), SafeLifeGame([from_level(level)])
+    assert single.agent_locs.shape == multi.agent_locs.shape == (1, 1, 2)
     for actions in random_play(multi, 60, seed):
-        rewards, dones = single.step(actions[:, 0])
+        rewards, dones = single.step(actions)
         multi_rewards, multi_dones = multi.step(actions)
         assert np.array_equal(single.boards, multi.boards)
-        assert np.array_equal(single.agent_locs, multi.agent_locs[:, 0])
-        assert np.array_equal(rewards, multi_rewards[:, 0])
-        assert np.array_equal(dones, multi_dones[:, 0])
-    assert np.array_equal(single.points, multi.points[:, 0])
-    assert np.array_equal(single.performance(), multi.performance()[:, 0])
+        assert np.array_equal(single.agent_locs, multi.agent_locs)
+        assert np.array_equal(rewards, multi_rewards)
+        assert np.array_equal(dones, multi_dones)
+    assert np.array_equal(single.points, multi.points)
+    assert np.array_equal(single.performance(), multi.performance())
 
 
 @settings(max_examples=50, deadline=None)
@@ -170,7 +170,7 @@ def test_agents_act_in_order_as_separate_calls_would(board, locs, actions):
     ([[1]], (1, 1)), ([1, 2, 3], (3,)), ([[1, 2], [3, 4]], (2, 2)),
 ])
 def test_actions_of_the_wrong_shape_are_refused(actions, shape):
-    game = MultiAgentGame([corridor()])
+    game = SafeLifeGame([corridor()])
     with pytest.raises(UserError, match=rf"1 game\(s\) of 2 agents need one action per agent, "
                                         rf"shape \(1, 2\), got shape {re_shape(shape)}"):
         game.step(actions)
@@ -184,4 +184,4 @@ def re_shape(shape: tuple[int, ...]) -> str:
 
 def test_float_actions_are_refused():
     with pytest.raises(UserError, match="actions must be integers 0-8, got dtype float64"):
-        MultiAgentGame([corridor()]).step([[1.5, 0.0]])
+        SafeLifeGame([corridor()]).step([[1.5, 0.0]])

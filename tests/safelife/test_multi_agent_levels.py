@@ -7,15 +7,10 @@ import numpy as np
 import pytest
 
 from safelife_rl.engine import cells
+from safelife_rl.engine.level_files import load_levels, save_level, save_levels
 from safelife_rl.engine.levels import LevelFormatError
-from safelife_rl.engine.levels import load_levels as load_single_agent_levels
-from safelife_rl.engine.multi_agent_levels import (
-    MultiAgentLevel,
-    load_levels,
-    save_level,
-    save_levels,
-)
-from safelife_rl.engine.multi_agent_replay import level_from_trace
+from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safelife_rl.engine.replay import load_trace
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 
 TRACES = sorted(
@@ -25,7 +20,7 @@ TRACES = sorted(
 
 def trace_level(index: int = 0) -> MultiAgentLevel:
     trace = TRACES[index]
-    return level_from_trace(dict(np.load(trace)), trace.stem)
+    return load_trace(trace)[0]
 
 
 def same_level(a: MultiAgentLevel, b: MultiAgentLevel) -> bool:
@@ -53,7 +48,7 @@ def test_trace_levels_load_with_their_agents():
 def test_single_level_round_trip(tmp_path):
     level = replace(trace_level(7), name="one")
     save_level(level, tmp_path / "one.npz")
-    (loaded,) = load_levels(tmp_path / "one.npz")
+    (loaded,) = load_levels(tmp_path / "one.npz", multi_agent=True)
     assert same_level(level, loaded) and loaded.name == "one"
     # The file is the original's: every field it writes for a multi-agent game.
     with np.load(tmp_path / "one.npz") as data:
@@ -64,13 +59,13 @@ def test_single_level_round_trip(tmp_path):
 def test_archive_round_trip(tmp_path):
     levels = [trace_level(i) for i in range(0, 25, 5)]
     save_levels(levels, tmp_path / "suite.npz")
-    loaded = load_levels(tmp_path / "suite.npz")
+    loaded = load_levels(tmp_path / "suite.npz", multi_agent=True)
     assert len(loaded) == 5 and all(same_level(a, b) for a, b in zip(levels, loaded))
 
 
 def test_single_agent_files_load_as_one_agent_levels(benchmarks):
-    single = load_single_agent_levels(benchmarks / "navigation.npz")[:3]
-    multi = load_levels(benchmarks / "navigation.npz")[:3]
+    single = load_levels(benchmarks / "navigation.npz")[:3]
+    multi = load_levels(benchmarks / "navigation.npz", multi_agent=True)[:3]
     for a, b in zip(single, multi):
         assert b.agent_locs == (a.agent_loc,) and b.agent_names == ("agent0",)
         assert np.array_equal(a.board, b.board)  # orientation written into the agent's cell
@@ -81,8 +76,8 @@ def test_single_agent_loader_points_to_the_multi_agent_one(tmp_path):
     save_level(trace_level(3), tmp_path / "two.npz")
     with pytest.raises(LevelFormatError, match=r"exactly one agent is supported, found 2 "
                                                r"\(levels of several agents load with "
-                                               r"safelife_rl.engine.multi_agent_levels.load_levels\)"):
-        load_single_agent_levels(tmp_path / "two.npz")
+                                               r"load_levels\(path, multi_agent=True\)\)"):
+        load_levels(tmp_path / "two.npz")
 
 
 def fields(**changes) -> dict[str, np.ndarray]:
@@ -123,7 +118,7 @@ def test_bad_levels_are_refused_naming_the_problem(tmp_path, changes, message):
     path = tmp_path / "bad.npz"
     np.savez(path, **fields(**changes))
     with pytest.raises(LevelFormatError, match=rf"^{path}: {message}"):
-        load_levels(path)
+        load_levels(path, multi_agent=True)
 
 
 def test_bad_levels_are_refused_when_built_in_code():

@@ -9,8 +9,8 @@ import yaml
 
 from safelife_rl.apps.make_suites import make_suite, same_levels
 from safelife_rl.engine import cells
-from safelife_rl.engine.multi_agent_levels import load_levels
-from safelife_rl.engine.multi_agent_replay import level_from_trace
+from safelife_rl.engine.level_files import load_levels
+from safelife_rl.engine.replay import load_trace
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.procgen.generator import generate_multi_agent_level
@@ -51,7 +51,7 @@ def test_levels_follow_their_parameters_and_seed(task):
 def test_levels_look_like_the_originals(task):
     """Agent cells and points tables as the original made them, and the same goal and life
     colours over many levels as in its five recorded levels."""
-    originals = [level_from_trace(dict(np.load(t)), t.stem)
+    originals = [load_trace(t)[0]
                  for t in sorted((SHARED / "traces-multiagent").glob(f"multi-{task}-*.npz"))]
     ours = [generate_multi_agent_level(task, seed) for seed in range(8)]
 
@@ -85,7 +85,7 @@ def test_the_default_agent_type_is_known_only_to_multi_agent_files(tmp_path):
 
 @pytest.mark.parametrize("task", MULTI_AGENT_TYPES)
 def test_shipped_suites_regenerate_bit_identically(task):
-    shipped = load_levels(suite_file(task))
+    shipped = load_levels(suite_file(task), multi_agent=True)
     assert len(shipped) == 100 and len({level.name for level in shipped}) == 100
     assert {level.n_agents for level in shipped} == {len(load_params(task, True)["agents"])}
     assert same_levels(make_suite(task, size=3, progress=False, multi_agent=True), shipped[:3])

@@ -117,7 +117,7 @@ def test_exit_curriculum_scales_the_required_points(benchmarks):
     for steps, expected in [(0, np.ceil(0.001 * full)), (15, None), (20, full)]:
         env.set_training_steps(steps)
         _, info = env.reset(seed=0)
-        required = env.unwrapped.game.required_points[0]
+        required = env.unwrapped.game.required_points[0, 0]
         assert info["required_points"] == required
         if expected is not None:
             # ceil(fraction * min_performance * available) as the original computes it

@@ -27,7 +27,7 @@ from safelife_rl.apps.benchmark import load_policy, run_suite
 from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.common.errors import UserError, hydra_app_errors
-from safelife_rl.engine.levels import load_levels
+from safelife_rl.engine.level_files import load_levels
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
