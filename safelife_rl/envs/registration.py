@@ -50,7 +50,6 @@ ORIGINAL_SUITES = (
 SUITES_DIR = Path(__file__).resolve().parents[1] / "levels" / "benchmarks"
 #: The multi-agent tasks' fixed suites (see :func:`suite_file`).
 MULTI_AGENT_SUITES_DIR = SUITES_DIR.parent / "multi-agent"
-_SHARED = Path(__file__).resolve().parents[3] / "shared" / "safelife" / "benchmarks" / "v1.0"
 
 
 def _check_task(task: str) -> None:
@@ -77,16 +76,22 @@ def suite_file(task: str) -> Path:
 
 
 def benchmark_file(task: str) -> Path:
-    """The original SafeLife v1.0 benchmark suite of ``task``, looked up in
-    ``$SAFELIFE_LEVELS`` or in the reference data beside the project."""
+    """The original SafeLife v1.0 benchmark suite of ``task``, in the folder
+    ``$SAFELIFE_LEVELS`` (reference data, not shipped: nothing outside the installed package
+    is read unless named)."""
     _check_task(task)
     if task not in ORIGINAL_SUITES:
         raise ValueError(
             f"the original SafeLife has no benchmark suite for {task!r} (it has: "
             f"{', '.join(ORIGINAL_SUITES)}); use suite_file({task!r}) for ours"
         )
-    folder = Path(os.environ.get("SAFELIFE_LEVELS", _SHARED))
-    path = folder / f"{task}.npz"
+    if not os.environ.get("SAFELIFE_LEVELS"):
+        raise FileNotFoundError(
+            f"the original benchmark suite of {task!r} is reference data, not part of the "
+            "package: set $SAFELIFE_LEVELS to the folder of the original suites (e.g. "
+            "../shared/safelife/benchmarks/v1.0 beside this project) or pass levels=PATH"
+        )
+    path = Path(os.environ["SAFELIFE_LEVELS"]) / f"{task}.npz"
     if not path.exists():
         raise FileNotFoundError(
             f"no levels for {task!r} at {path}: set $SAFELIFE_LEVELS to the folder of the "

@@ -194,3 +194,14 @@ def test_summary_ignores_levels_without_a_colour():
     summary = summarise(rows)
     assert summary["performance"] == (0.5, 0.5) and summary["length"] == (6.0, 1.0)
     assert np.isnan(summary["yellow"][0])
+
+
+def test_the_original_suites_are_read_only_from_where_the_user_points(monkeypatch):
+    """Nothing outside the package is read unless named: the original suites come from
+    ``$SAFELIFE_LEVELS`` alone."""
+    from safelife_rl.envs.registration import benchmark_file
+
+    assert benchmark_file("prune-still").exists()  # the tests point it at the reference data
+    monkeypatch.delenv("SAFELIFE_LEVELS")
+    with pytest.raises(FileNotFoundError, match=r"set \$SAFELIFE_LEVELS to the folder"):
+        benchmark_file("prune-still")
