@@ -19,7 +19,7 @@ import numpy as np
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
-from safelife_rl.engine.levels import Level
+from safelife_rl.engine.levels import Level, check_playable_together
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.engine.observation import (
     DEFAULT_CHANNELS,
@@ -43,12 +43,7 @@ class SafeLifeGame:
 
     def __init__(self, levels: Sequence[Level | MultiAgentLevel],
                  rng: np.random.Generator | None = None):
-        if not levels:
-            raise ValueError("a game needs at least one level")
-        if len({level.shape for level in levels}) != 1:
-            raise ValueError("levels played together must share a board shape")
-        if len({len(level.agent_locs) for level in levels}) != 1:
-            raise ValueError("levels played together must have as many agents each")
+        check_playable_together(levels)
         self.levels = list(levels)
         self.rng = rng
         # row-major copies: the kernels need them, and a level's arrays may be views

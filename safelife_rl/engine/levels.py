@@ -8,6 +8,7 @@ them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,6 +93,17 @@ class Level(BoardLevel):
     def points_tables(self) -> np.ndarray:
         """Every agent's points table, ``(1, 8, 9)``."""
         return np.asarray(self.points_table)[None]
+
+
+def check_playable_together(levels: Sequence[BoardLevel]) -> None:
+    """Raise ``ValueError`` unless ``levels`` can be played as one batch: at least one, one
+    board shape, as many agents each."""
+    if not levels:
+        raise ValueError("a game needs at least one level")
+    if len({level.shape for level in levels}) != 1:
+        raise ValueError("levels played together must share a board shape")
+    if len({len(level.agent_locs) for level in levels}) != 1:
+        raise ValueError("levels played together must have as many agents each")
 
 
 def check_level(

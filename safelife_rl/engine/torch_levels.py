@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from safelife_rl.engine import cells
-from safelife_rl.engine.levels import Level
+from safelife_rl.engine.levels import Level, check_playable_together
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.engine.scoring import available_points
 from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, Symmetry, transform_level
@@ -59,12 +59,7 @@ class LevelTensors:
     def of(cls, levels: Sequence[Level | MultiAgentLevel], device: torch.device | str = "cpu",
            symmetries: bool = False) -> LevelTensors:
         """The levels (each in every shape-keeping symmetry, if ``symmetries``) on ``device``."""
-        if not levels:
-            raise ValueError("a game needs at least one level")
-        if len({level.shape for level in levels}) != 1:
-            raise ValueError("levels played together must share a board shape")
-        if len({len(level.agent_locs) for level in levels}) != 1:
-            raise ValueError("levels played together must have as many agents each")
+        check_playable_together(levels)
         shape = levels[0].shape
         turns = [s for s in SYMMETRIES if s.keeps_shape(shape)] if symmetries else [IDENTITY]
         variants = [level if s == IDENTITY else transform_level(level, s)
