@@ -81,12 +81,14 @@ class TorchGame:
     def __init__(self, levels: Sequence[Level | MultiAgentLevel], seed: int = 0,
                  device: torch.device | str = "cpu"):
         self.device = torch.device(device)
-        self.tensors = LevelTensors.of(levels, self.device)
+        tensors = LevelTensors.of(levels, self.device)
         self.levels = list(levels)
         self.seed = int(seed)
         self.num_steps = 0
-        self._spawning = self.tensors.spawning
-        self.game = start_games(self.tensors, torch.arange(len(levels), device=self.device))
+        # Facts of the batch (spawners are destroyed, never made): a copy of some games keeps
+        # them, which stays correct (each game's own goals advance only if they move).
+        self._spawning, self._moving_goals = tensors.spawning, tensors.moving_goals
+        self.game = start_games(tensors, torch.arange(len(levels), device=self.device))
         del self.game["exits"]  # observe() finds the exits on the boards
 
     def __getattr__(self, name: str) -> torch.Tensor:
@@ -120,7 +122,7 @@ class TorchGame:
         for k, level in zip(index.tolist(), levels):
             self.levels[k] = level
         self._spawning |= fresh._spawning
-        self.tensors = LevelTensors.of(self.levels, self.device)
+        self._moving_goals |= fresh._moving_goals
 
     def select(self, indices: Sequence[int] | torch.Tensor) -> TorchGame:
         """A copy of games ``indices`` (their state as it is now), e.g. to score them apart."""
@@ -129,7 +131,6 @@ class TorchGame:
         part.__dict__.update(self.__dict__)
         part.game = {name: value[index] for name, value in self.game.items()}
         part.levels = [self.levels[k] for k in index.tolist()]
-        part.tensors = LevelTensors.of(part.levels, self.device)
         return part
 
     def agent_cells(self) -> torch.Tensor:
@@ -167,7 +168,7 @@ class TorchGame:
         envs = torch.arange(len(self), device=self.device)
         counter = torch.full_like(envs, self.num_steps)
         self.game, rewards = play(self.game, actions, self.seed, envs, counter,
-                                  self._spawning, self.tensors.moving_goals)
+                                  self._spawning, self._moving_goals)
         self.num_steps += 1
         return rewards, ~self.active
 
