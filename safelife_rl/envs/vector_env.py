@@ -142,7 +142,8 @@ def _level_tensors(env: SafeLifeEnv, device: torch.device) -> tuple[LevelTensors
         raise UserError(
             "the device vector env keeps its levels on the device: give it a level list "
             "(levels=...) or a level bank (bank={'size': N}), not procedurally generated "
-            f"levels drawn one by one ({type(env.sampler).__name__})")
+            f"levels drawn one by one ({type(env.sampler).__name__}); in a training run: "
+            "'env.kwargs.bank={size:1000}'")
     bank = env.sampler
     return LevelTensors.of(bank.levels, device, symmetries=bank.symmetries), bank.translations
 

@@ -122,7 +122,6 @@ def train(
                 plot_runs([run_dir], run_dir / CURVE_FILE)
             return summary
     run_config = OmegaConf.to_yaml(cfg, resolve=True)
-    write_text(run_dir / CONFIG_FILE, run_config)  # first: from now on the run can be resumed
     torch.set_num_threads(cfg.torch_threads)
     with StopOnSignal() as stop:
         learnt = _learn(cfg, run_dir, run_config, resume, saved, trusted, stop)
@@ -162,6 +161,9 @@ def _learn(
         cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env,
         device=cfg.device,
     )
+    # Once the envs are built (a refused level source leaves nothing behind), the run can be
+    # resumed from here on.
+    write_text(run_dir / CONFIG_FILE, run_config)
     try:
         if saved is None:
             model = build_model(cfg, env)

@@ -97,6 +97,16 @@ def on_the_device(tmp_path) -> list[str]:
             f"env.kwargs.bank={{size:2,progress:false,cache_dir:{tmp_path / 'banks'}}}"]
 
 
+def test_a_device_run_without_a_level_bank_is_refused_before_it_writes(tmp_path,
+                                                                      train_config):
+    from safelife_rl.common.errors import UserError
+    from safelife_rl.training.run import train
+
+    with pytest.raises(UserError, match=r"in a training run: 'env.kwargs.bank=\{size:1000\}'"):
+        train(train_config("total_timesteps=64", "vec_env=device"), tmp_path)
+    assert list(tmp_path.iterdir()) == []  # no config: nothing to resume, nothing to clean
+
+
 def test_device_ppo_trains_from_the_safelife_vector_env(torch_device):
     """The SafeLife vector env plugs in; callbacks see each finished episode's statistics."""
     from safelife_rl import load_levels
