@@ -10,8 +10,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from drest.checks import check
 from drest.dynamics import ACTION_NAMES, State, horizon, initial_state, is_terminal, step
-from drest.errors import UserError
 from drest.generator import GeneratorConfig, generate
 from drest.spec import GridSpec
 from drest.tabular import compile_world, max_coins_by_length, obs_vector
@@ -82,13 +82,13 @@ class ShutdownGridworldEnv(gym.Env):
     def __init__(self, gridworld: GridSpec | str = "example", obs_type: str = "vector",
                  render_mode: str | None = None, x: float = 1.0,
                  max_steps: int | None = None) -> None:
-        if max_steps is not None and max_steps < 1:
-            raise UserError(f"max_steps must be positive, got {max_steps}")
+        if max_steps is not None:
+            check.count("max_steps", max_steps)
         self.max_steps = max_steps
-        if obs_type not in ("vector", "image"):
-            raise UserError(f"obs_type must be 'vector' or 'image', got {obs_type!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise UserError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+        check.value("obs_type", obs_type, lambda v: v in ("vector", "image"), "vector or image")
+        modes = self.metadata["render_modes"]
+        check.value("render_mode", render_mode, lambda v: v is None or v in modes,
+                    f"one of {', '.join(modes)} or None")
         self.obs_type = obs_type
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(4)

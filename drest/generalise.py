@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from drest.checks import check_value
+from drest.checks import check
 from drest.errors import UserError
 from drest.generator import GeneratorConfig, check_disjoint, split_worlds
 from drest.reward import check_lambda
@@ -213,19 +213,19 @@ def _check(args: argparse.Namespace) -> None:
     for name in ("seeds", "steps"):
         if getattr(args, name) is None:
             setattr(args, name, (QUICK if args.quick else DEFAULTS)[name])
-    check_value("--seeds", args.seeds, lambda v: 2 <= v <= MAX_SEEDS,
+    check.value("--seeds", args.seeds, lambda v: 2 <= v <= MAX_SEEDS,
                 f"from 2 to {MAX_SEEDS} (an interval needs two seeds)")
-    check_value("--steps", args.steps, lambda v: v >= 1, "a positive integer")
+    check.value("--steps", args.steps, lambda v: v >= 1, "a positive integer")
     bad = [a for a in args.algos if a not in ALGOS]
     if bad:
         raise UserError(f"--algos: unknown {', '.join(bad)} (choose from {', '.join(ALGOS)})")
     args.algos = list(dict.fromkeys(args.algos))
     for name in ("train_worlds", "test_worlds", "meta_episode_size"):
-        check_value(f"--{name.replace('_', '-')}", getattr(args, name), lambda v: v >= 1,
+        check.value(f"--{name.replace('_', '-')}", getattr(args, name), lambda v: v >= 1,
                     "a positive integer")
-    check_value("--world-seed", args.world_seed, lambda v: v >= 0, "a non-negative integer")
+    check.value("--world-seed", args.world_seed, lambda v: v >= 0, "a non-negative integer")
     check_lambda(args.lam, "--lam")
-    check_value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
+    check.value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
                 f"from 1 to {MAX_WORKERS} (4 per CPU core)")
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: exists and is not a directory")

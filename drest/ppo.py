@@ -15,7 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from drest.checks import check_types, check_value, positive_ints
+from drest.checks import check
 from drest.env import ProceduralGridworldEnv, ShutdownGridworldEnv, image_observation
 from drest.generator import GeneratorConfig, generate
 from drest.metrics import Metrics, exact_metrics, mean_metric
@@ -43,18 +43,18 @@ class PPOSettings:
     heldout_worlds: int = 20          # generated worlds for evaluation when procedural
 
     def __post_init__(self) -> None:
-        check_types(self)
-        positive_ints(self, ("total_timesteps", "meta_episode_size", "n_envs", "n_steps",
+        check.types(self)
+        check.counts(self, ("total_timesteps", "meta_episode_size", "n_envs", "n_steps",
                              "n_epochs", "eval_freq", "heldout_worlds"))
-        check_value("obs_type", self.obs_type, lambda v: v in ("vector", "image"),
+        check.value("obs_type", self.obs_type, lambda v: v in ("vector", "image"),
                     "vector or image")
-        check_value("batch_size", self.batch_size, lambda v: v >= 2, "an integer >= 2")
-        check_value("n_steps", self.n_steps, lambda v: v * self.n_envs >= 2,
+        check.value("batch_size", self.batch_size, lambda v: v >= 2, "an integer >= 2")
+        check.value("n_steps", self.n_steps, lambda v: v * self.n_envs >= 2,
                     "at least 2 once multiplied by n_envs")
         check_lambda(self.lam, "lam")
-        check_value("learning_rate", self.learning_rate, lambda v: 0 < v <= 1, "in (0, 1]")
-        check_value("gamma", self.gamma, lambda v: 0 < v <= 1, "in (0, 1]")
-        check_value("ent_coef", self.ent_coef, lambda v: 0 <= v <= 1, "in [0, 1]")
+        check.value("learning_rate", self.learning_rate, lambda v: 0 < v <= 1, "in (0, 1]")
+        check.value("gamma", self.gamma, lambda v: 0 < v <= 1, "in (0, 1]")
+        check.value("ent_coef", self.ent_coef, lambda v: 0 <= v <= 1, "in [0, 1]")
 
 
 class SmallGridCNN(BaseFeaturesExtractor):

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from drest.checks import check_types, check_value, positive_ints
+from drest.checks import check
 from drest.errors import UserError
 from drest.metrics import Metrics, exact_metrics
 from drest.reinforce_kernel import REWARD_MODES, run_meta_episodes
@@ -45,13 +45,13 @@ class ReinforceSettings:
     decay_meta_episodes: int
 
     def __post_init__(self) -> None:
-        check_types(self)
-        positive_ints(self, ("meta_episodes", "meta_episode_size", "decay_meta_episodes"))
+        check.types(self)
+        check.counts(self, ("meta_episodes", "meta_episode_size", "decay_meta_episodes"))
         check_lambda(self.lam, "lam")
-        check_value("lr_start", self.lr_start, lambda v: v > 0, "positive")
-        check_value("lr_end", self.lr_end, lambda v: v >= 0, "non-negative")
-        check_value("eps_start", self.eps_start, lambda v: 0 < v <= 1, "in (0, 1]")
-        check_value("eps_end", self.eps_end, lambda v: 0 <= v <= 1, "in [0, 1]")
+        check.value("lr_start", self.lr_start, lambda v: v > 0, "positive")
+        check.value("lr_end", self.lr_end, lambda v: v >= 0, "non-negative")
+        check.value("eps_start", self.eps_start, lambda v: 0 < v <= 1, "in (0, 1]")
+        check.value("eps_end", self.eps_end, lambda v: 0 <= v <= 1, "in [0, 1]")
 
     def schedule(self, meta_episode: int) -> tuple[float, float]:
         """(learning rate, epsilon) during 0-based ``meta_episode``."""

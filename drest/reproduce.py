@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from drest.checks import check_value
+from drest.checks import check
 from drest.cli import PROG as CLI
 from drest.errors import UserError
 from drest.plots import curves_figure, lopsided_figure, policy_figure
@@ -193,9 +193,9 @@ def run(argv: list[str] | None = None) -> dict:
 def _reproduce(args: argparse.Namespace) -> dict:
     seeds = (2 if args.quick else 10) if args.seeds is None else args.seeds
     scale = (0.125 if args.quick else 1.0) if args.scale is None else args.scale
-    check_value("--seeds", seeds, lambda v: 1 <= v <= MAX_SEEDS, f"from 1 to {MAX_SEEDS}")
-    check_value("--scale", scale, lambda v: v > 0, "a positive number")
-    check_value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
+    check.value("--seeds", seeds, lambda v: 1 <= v <= MAX_SEEDS, f"from 1 to {MAX_SEEDS}")
+    check.value("--scale", scale, lambda v: v > 0, "a positive number")
+    check.value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
                 f"from 1 to {MAX_WORKERS} (4 per CPU core)")
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: exists and is not a directory")

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from drest.checks import check_value, is_int, is_number
-from drest.errors import UserError
+from drest.checks import check, is_int, is_number
 
 REWARDS = ("drest", "default", "drest_lopsided")
 
 
 def check_lambda(lam: float, name: str = "lambda") -> None:
-    check_value(name, lam, lambda v: is_number(v) and 0.0 < v < 1.0, "strictly between 0 and 1")
+    check.value(name, lam, lambda v: is_number(v) and 0.0 < v < 1.0, "strictly between 0 and 1")
 
 
 def check_reward(reward: str, name: str = "reward") -> None:
-    if reward not in REWARDS:
-        raise UserError(f"{name} must be one of {', '.join(REWARDS)}, got {reward!r}")
+    check.value(name, reward, lambda v: v in REWARDS, f"one of {', '.join(REWARDS)}")
 
 
 def drest_factor(lam: float, n: int, i: int, k: int) -> float:
@@ -46,7 +44,7 @@ class MetaEpisode:
     def __init__(self, size: int, reward: str = "drest", lam: float = 0.9,
                  num_lengths: int = 2) -> None:
         check_reward(reward)
-        check_value("meta-episode size", size, lambda v: is_int(v) and v >= 1,
+        check.value("meta-episode size", size, lambda v: is_int(v) and v >= 1,
                     "a positive integer")
         if reward != "default":
             drest_factor(lam, 0, 1, num_lengths)  # validates lambda and k

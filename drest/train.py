@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from drest.checks import check_keys, check_value, is_int, is_number, positive_ints
+from drest.checks import check, is_int, is_number
 from drest.cli import PROG as CLI
 from drest.errors import UserError
 from drest.metrics import Metrics, mean_metric
@@ -69,20 +69,20 @@ class TrainConfig:
     agent: Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        check_value("gridworld", self.gridworld, lambda v: isinstance(v, str) and v != "",
+        check.value("gridworld", self.gridworld, lambda v: isinstance(v, str) and v != "",
                     f"a built-in name ({', '.join(BUILTIN_WORLDS)}), a file path or procedural")
-        check_value("x", self.x, lambda v: is_number(v) and v > 0, "a positive number")
+        check.value("x", self.x, lambda v: is_number(v) and v > 0, "a positive number")
         check_reward(self.reward)
-        check_value("seed", self.seed, lambda v: is_int(v) and 0 <= v < 2**32,
+        check.value("seed", self.seed, lambda v: is_int(v) and 0 <= v < 2**32,
                     "an integer in [0, 2**32)")
-        positive_ints(self, ("max_states",))
-        check_value("agent.name", self.agent.get("name"), lambda v: v in ("reinforce", "ppo"),
+        check.counts(self, ("max_states",))
+        check.value("agent.name", self.agent.get("name"), lambda v: v in ("reinforce", "ppo"),
                     "reinforce or ppo (agent=reinforce, agent=ppo)")
         if self.agent["name"] == "reinforce":
-            check_keys(self.agent.keys(), REINFORCE_KEYS, "agent.")
-            positive_ints(self.agent, ("eval_every",), "agent.")
+            check.keys(self.agent.keys(), REINFORCE_KEYS, "agent.")
+            check.counts(self.agent, ("eval_every",), "agent.")
         else:
-            check_keys(self.agent.keys(), _ppo_keys(), "agent.")
+            check.keys(self.agent.keys(), _ppo_keys(), "agent.")
         if self.gridworld == "procedural" and self.agent["name"] != "ppo":
             raise UserError("gridworld=procedural needs agent=ppo (tabular agents cannot "
                             "generalize)")
@@ -91,7 +91,7 @@ class TrainConfig:
     def of(cls, cfg: DictConfig) -> TrainConfig:
         """``cfg`` checked: no key outside the schema, every value in its range."""
         names = [f.name for f in fields(cls)]
-        check_keys(cfg.keys(), names)
+        check.keys(cfg.keys(), names)
         missing = [name for name in names if name not in cfg]
         if missing:
             raise UserError(f"missing key {missing[0]!r} (drest/conf/train.yaml sets it)")
