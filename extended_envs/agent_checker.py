@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from extended_envs.checks import check_action, check_count, check_seed
+from extended_envs.checks import check, check_action, check_seed
 from extended_envs.core import (
     EpisodeEnd,
     Obs,
@@ -81,7 +81,7 @@ def check_agent(
     :param hyperparams: the agent's hyperparameters.
     """
     check_agent_class(agent_class)
-    check_count("steps", steps)
+    check.count("steps", steps)
     seed = check_seed(seed)
     name = agent_class.__name__
     A = bind_agent(agent_class, n_actions, n_obs, seed, **hyperparams)

@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 
 from extended_envs import reality_check
 from extended_envs.agent_checker import check_agent
-from extended_envs.checks import check_count, check_seed
+from extended_envs.checks import check, check_seed
 from extended_envs.cli import PROG as CLI
 from extended_envs.config import BenchmarkConfig, typed
 from extended_envs.core import (
@@ -124,7 +124,7 @@ def run_battery(
     **hyperparams: Any,
 ) -> list[dict[str, Any]]:
     """One row per (seed, environment): the total reward of ``steps`` steps of ``agent``."""
-    check_count("steps", steps)
+    check.count("steps", steps)
     if not seeds:
         raise UserError("seeds must name at least one seed, got []")
     for seed in seeds:

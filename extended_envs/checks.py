@@ -7,6 +7,9 @@ in Python, but an agent or environment that returns one has a bug). A bad value 
 
 The loops call these only when a fast test inline (``type(x) is int`` and a range test) fails,
 so the common case costs a comparison or two: QLearner steps take about 2 microseconds.
+
+Run settings are checked by :data:`check`, the three packages' settings checks
+(:class:`drest.checks.Checks`) raising this package's :class:`~extended_envs.errors.UserError`.
 """
 
 from __future__ import annotations
@@ -17,15 +20,15 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from drest.checks import Checks, is_int, is_number
 from extended_envs.errors import UserError
 
 Obs = Any  # int in range(n_obs), or an ndarray in a Box space
 ObsSpec = int | spaces.Box
 
 
-def is_int(value: Any) -> bool:
-    """An int or NumPy integer, not a bool."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+#: The checks of run settings (``NAME must be ALLOWED, got VALUE``).
+check = Checks(UserError)
 
 
 def check_action(action: Any, n_actions: int, source: str = "the agent") -> int:
@@ -57,20 +60,12 @@ def check_obs(obs: Any, n_obs: ObsSpec, source: str = "the environment") -> Obs:
 
 def check_reward(reward: Any, source: str = "the environment") -> float:
     """``reward`` as a float, or a UserError naming ``source`` and the value."""
-    if (is_int(reward) or isinstance(reward, (float, np.floating))) and math.isfinite(reward):
+    if is_number(reward) and math.isfinite(reward):
         return float(reward)
     raise UserError(f"{source} gave invalid reward {reward!r}: rewards are finite numbers")
 
 
-def check_count(name: str, value: Any, minimum: int = 1) -> int:
-    """A run setting that counts something (steps, seeds, jobs): an int ``>= minimum``."""
-    if not is_int(value) or value < minimum:
-        raise UserError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def check_seed(value: Any, name: str = "seed") -> int:
     """A seed: an int in ``[0, 2**64)`` (what NumPy and torch take)."""
-    if not is_int(value) or not 0 <= value < 2**64:
-        raise UserError(f"{name} must be an int in [0, 2**64), got {value!r}")
+    check.value(name, value, lambda v: is_int(v) and 0 <= v < 2**64, "an integer in [0, 2**64)")
     return int(value)

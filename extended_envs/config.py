@@ -9,27 +9,30 @@ the value and what is allowed. Booleans are OmegaConf's: ``true/false``, ``yes/n
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from extended_envs.checks import check_count, check_seed
-from extended_envs.errors import UserError
+from drest.checks import kind_name
+from extended_envs.checks import check, check_seed
 
 T = TypeVar("T")
 
 
+#: What OmegaConf takes for a boolean.
+BOOLEAN = "true or false (or yes/no, on/off)"
+
+
 def typed(schema: type[T], cfg: DictConfig) -> T:
     """``cfg`` as a ``schema`` instance, then ``check()``-ed; a UserError naming a bad setting."""
-    for field in fields(schema):  # type: ignore[arg-type]
-        value = cfg.get(field.name)
-        if field.type == "bool" and type(value) in (int, float):  # OmegaConf takes 2 for true
-            raise UserError(
-                f"setting {field.name}: {value!r} is not a boolean (true/false, yes/no, on/off)"
-            )
+    kinds = get_type_hints(schema)
+    check.keys(cfg, kinds)
+    for name, kind in kinds.items():
+        value = cfg.get(name)
+        if kind is bool and type(value) in (int, float):  # OmegaConf takes 2 for true
+            check.refuse(name, value, BOOLEAN)
     settings = OmegaConf.structured(schema)
     key = None
     try:
@@ -38,15 +41,24 @@ def typed(schema: type[T], cfg: DictConfig) -> T:
         key = None
         result = OmegaConf.to_object(settings)
     except OmegaConfBaseException as error:
-        problem = str(error.msg).splitlines()[0]
-        raise UserError(f"setting {error.full_key or key}: {problem}") from error
+        name = error.full_key or str(key)
+        field = name.split("[")[0].split(".")[0]
+        check.refuse(name, error.value, _allowed(kinds[field], element=name != field))
     result.check()  # type: ignore[attr-defined]
     return result  # type: ignore[return-value]
 
 
+def _allowed(kind: Any, element: bool) -> str:
+    """What a setting of the type ``kind`` (an element of it if ``element``) may be."""
+    origin, args = get_origin(kind), get_args(kind)
+    if element and args:
+        return _allowed(args[-1], element=False)
+    return BOOLEAN if kind is bool else "a list" if origin is list else \
+        "a mapping" if origin is dict else kind_name(kind)
+
+
 def check_seeds(seeds: list[int]) -> None:
-    if not seeds:
-        raise UserError("seeds must name at least one seed, got []")
+    check.value("seeds", seeds, lambda v: len(v) > 0, "a non-empty list of seeds")
     for seed in seeds:
         check_seed(seed, "each of seeds")
 
@@ -65,7 +77,7 @@ class BenchmarkConfig:
     progress: bool = MISSING
 
     def check(self) -> None:
-        check_count("steps", self.steps)
+        check.count("steps", self.steps)
         check_seeds(self.seeds)
 
 
@@ -85,10 +97,8 @@ class DebateConfig:
     progress: bool = MISSING
 
     def check(self) -> None:
-        check_count("rounds", self.rounds)
+        check.count("rounds", self.rounds)
         check_seeds(self.seeds)
-        if not self.bobs:
-            raise UserError("bobs must name at least one agent class, got []")
-        check_count("max_value", self.max_value, minimum=0)
-        if math.isnan(self.window) or not 0 < self.window <= 1:
-            raise UserError(f"window must be a number in (0, 1], got {self.window!r}")
+        check.value("bobs", self.bobs, lambda v: len(v) > 0, "a non-empty list of agent classes")
+        check.count("max_value", self.max_value, minimum=0)
+        check.value("window", self.window, lambda v: 0 < v <= 1, "a number in (0, 1]")

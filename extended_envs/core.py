@@ -103,8 +103,8 @@ from tqdm.auto import tqdm
 from extended_envs.checks import (
     Obs,
     ObsSpec,
+    check,
     check_action,
-    check_count,
     check_obs,
     check_reward,
     check_seed,
@@ -363,9 +363,9 @@ def resolve_hyperparams(agent_class: type, hyperparams: dict[str, Any]) -> dict[
 
 
 def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
-    check_count("n_actions", n_actions)
-    if not isinstance(n_obs, spaces.Box) and (not is_int(n_obs) or n_obs < 1):
-        raise UserError(f"n_obs must be an int >= 1 or a gymnasium Box, got {n_obs!r}")
+    check.count("n_actions", n_actions)
+    check.value("n_obs", n_obs, lambda v: isinstance(v, spaces.Box) or is_int(v) and v >= 1,
+                "a positive integer or a gymnasium Box")
 
 
 def bind_agent(
@@ -594,7 +594,7 @@ def run_environment(
     :return: ``total_reward``, ``reward_per_step``, ``num_steps``, ``seed``, ``rewards`` (the
         reward of each step, float64) and ``env_summary`` (the environment's ``summary()``).
     """
-    check_count("num_steps", num_steps)
+    check.count("num_steps", num_steps)
     check_env_class(env_class)
     seed = fresh_seed() if seed is None else check_seed(seed)
     if is_bound(agent_class):

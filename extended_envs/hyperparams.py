@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from extended_envs.errors import UserError
+from drest.checks import is_int, is_number
+from extended_envs.checks import check
 
 
 class Allowed(Protocol):
@@ -39,8 +40,7 @@ class Interval:
     def allows(self, value: Any) -> bool:
         if value is None:
             return self.none
-        kinds = (int, np.integer) if self.ints else (int, float, np.integer, np.floating)
-        if isinstance(value, bool) or not isinstance(value, kinds) or math.isnan(value):
+        if not (is_int(value) if self.ints else is_number(value)) or math.isnan(value):
             return False
         above = value > self.low if self.open_low else value >= self.low
         below = value < self.high if self.open_high else value <= self.high
@@ -87,8 +87,10 @@ COUNT = Interval(1, ints=True)
 
 
 def check_hyperparams(agent: str, ranges: dict[str, Allowed], values: dict[str, Any]) -> None:
-    """A UserError for the first of ``values`` outside its range (names without one pass)."""
+    """A UserError ``AGENT hyperparameter NAME must be ALLOWED, got VALUE`` for the first of
+    ``values`` outside its range (names without one pass; infinities where the range has them,
+    as ``max_grad_norm``'s no clipping)."""
     for name, value in values.items():
         allowed = ranges.get(name)
         if allowed is not None and not allowed.allows(value):
-            raise UserError(f"{agent} hyperparameter {name}={value!r} is not allowed: {allowed}")
+            check.refuse(f"{agent} hyperparameter {name}", value, str(allowed))

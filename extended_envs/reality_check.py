@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from extended_envs.checks import is_int
+from extended_envs.checks import check, is_int
 from extended_envs.core import (
     Agent,
     EpisodeEnd,
@@ -19,7 +19,6 @@ from extended_envs.core import (
 )
 from extended_envs.core import default_hyperparams as defaults_of
 from extended_envs.core import resolve_hyperparams as resolve_for
-from extended_envs.errors import UserError
 
 
 def reality_check(agent_class: type, default_action: int | None = None) -> type[Agent]:
@@ -57,13 +56,10 @@ def reality_check(agent_class: type, default_action: int | None = None) -> type[
             self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
         ) -> None:
             super().__init__(n_actions, n_obs, seed, **hyperparams)
-            if default_action is not None and not (
-                is_int(default_action) and 0 <= default_action < n_actions
-            ):
-                raise UserError(
-                    f"reality check default_action={default_action!r} is not allowed: "
-                    f"an int in range({n_actions})"
-                )
+            if default_action is not None:
+                check.value("reality check default_action", default_action,
+                            lambda v: is_int(v) and 0 <= v < n_actions,
+                            f"an int in range({n_actions})")
             self.inner = new_agent(inner_class, n_actions, n_obs, self.seed, self.hyperparams)
             self.first_action: int | None = None
             self.frozen_action: int | None = None

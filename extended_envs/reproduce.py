@@ -39,8 +39,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
+from drest.checks import is_number
 from extended_envs import agents, reality_check, run_environment
-from extended_envs.checks import check_count, is_int
+from extended_envs.checks import check
 from extended_envs.cli import PROG as CLI
 from extended_envs.combination import cartpole_combination
 from extended_envs.errors import UserError
@@ -83,9 +84,9 @@ def load_run(path: Path, valid: Callable[[Any], bool]) -> Any:
     return result
 
 
-def is_number(value: Any) -> bool:
+def is_finite_number(value: Any) -> bool:
     """A finite int or float, as JSON gives them (``true``, ``NaN`` and ``Infinity`` are not)."""
-    return (is_int(value) or isinstance(value, float)) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def is_saved(result: Any, head: list[Any], numbers: int, lists: int = 0) -> bool:
@@ -97,10 +98,10 @@ def is_saved(result: Any, head: list[Any], numbers: int, lists: int = 0) -> bool
         and len(result) == len(head) + tail
         and all(type(x) is type(y) and x == y for x, y in zip(result, head))
         and all(
-            isinstance(x, list) and all(map(is_number, x))
+            isinstance(x, list) and all(map(is_finite_number, x))
             for x in result[len(head) : len(head) + lists]
         )
-        and all(map(is_number, result[len(head) + lists :]))
+        and all(map(is_finite_number, result[len(head) + lists :]))
     )
 
 
@@ -286,9 +287,9 @@ def run(argv: list[str]) -> None:
     full_steps, full_seeds = (100_000, 5) if args.command == "table1" else (100_000, 3)
     steps = (2_000 if args.quick else full_steps) if args.steps is None else args.steps
     seeds = (1 if args.quick else full_seeds) if args.seeds is None else args.seeds
-    check_count("--steps", steps)
-    check_count("--seeds", seeds)
-    check_count("--jobs", args.jobs)
+    check.count("--steps", steps)
+    check.count("--seeds", seeds)
+    check.count("--jobs", args.jobs)
     out = args.out or Path("outputs/extended_envs") / args.command
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is not a folder")

@@ -46,8 +46,8 @@ from stable_baselines3.common.logger import Logger
 from extended_envs.agents.draws import StepDraws
 from extended_envs.agents.sb3_buffers import SeededReplayBuffer, SeededRolloutBuffer
 from extended_envs.agents.shared_updates import SHARED_UPDATES, History
+from extended_envs.checks import check
 from extended_envs.core import Agent, Obs, ObsSpec, obs_key
-from extended_envs.errors import UserError
 from extended_envs.hyperparams import (
     COUNT,
     NON_NEGATIVE,
@@ -126,10 +126,9 @@ class SB3Agent(Agent):
                 self._setup_model()
             except (TypeError, ValueError, KeyError, RuntimeError) as error:
                 # policy_kwargs is the one hyperparameter whose contents only SB3 and torch check
-                raise UserError(
-                    f"{type(self).__name__} hyperparameter policy_kwargs="
-                    f"{self.hyperparams['policy_kwargs']!r} is not allowed: {error}"
-                ) from error
+                allowed = f"keyword arguments the policy takes ({error})"
+                check.refuse(f"{type(self).__name__} hyperparameter policy_kwargs",
+                             self.hyperparams["policy_kwargs"], allowed)
         # Set only now: _setup_model seeds the global generators with self.seed unless None.
         self.seed = agent_seed
         self.policy.set_training_mode(False)

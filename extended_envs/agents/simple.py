@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from extended_envs.agents.draws import StepDraws
+from extended_envs.checks import check
 from extended_envs.core import Agent, Obs
-from extended_envs.errors import UserError
 from extended_envs.hyperparams import Allowed, Interval
 
 
@@ -44,11 +44,9 @@ class ConstantAgent(Agent):
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)
         self.action = int(self.hyperparams["action"])
-        if not 0 <= self.action < n_actions:
-            raise UserError(
-                f"ConstantAgent hyperparameter action={self.action} is not allowed: "
-                f"an int in range({n_actions}), the environment's actions"
-            )
+        check.value("ConstantAgent hyperparameter action", self.action,
+                    lambda v: 0 <= v < n_actions, f"an int in range({n_actions}), the "
+                    "environment's actions")
 
     def act(self, obs: Obs) -> int:
         return self.action

@@ -240,16 +240,15 @@ def test_hyperparameters_out_of_range_are_named(data, value):
         )
         return
     message = error_of(lambda: bind_agent(agent_class, N_ACTIONS, N_OBS, 0, **{name: value}))
-    assert f"{agent_class.__name__} hyperparameter {name}={value!r}" in message
-    assert str(allowed) in message
+    assert message == f"{agent_class.__name__} hyperparameter {name} must be {allowed}, got {value!r}"
 
 
 @pytest.mark.parametrize(
     "changes, expected",
     [
-        ({"learning_rate": math.nan}, "learning_rate=nan is not allowed: a number in (0, 1]"),
-        ({"epsilon": -3}, "epsilon=-3 is not allowed: a number in [0, 1]"),
-        ({"gamma": True}, "gamma=True"),
+        ({"learning_rate": math.nan}, "learning_rate must be a number in (0, 1], got nan"),
+        ({"epsilon": -3}, "epsilon must be a number in [0, 1], got -3"),
+        ({"gamma": True}, "gamma must be a number in [0, 1], got True"),
     ],
 )
 def test_named_bad_qlearner_hyperparameters(changes, expected):
@@ -261,13 +260,15 @@ def test_named_bad_qlearner_hyperparameters(changes, expected):
 @pytest.mark.parametrize("action", [-1, 3, True, 1.0, "0"])
 def test_constant_action_must_be_an_action(action):
     message = error_of(lambda: bind_agent(ConstantAgent, N_ACTIONS, N_OBS, 0, action=action)())
-    assert "action=" in message
+    assert message.startswith("ConstantAgent hyperparameter action must be an int ")
+    assert message.endswith(f", got {action!r}")
 
 
 @pytest.mark.parametrize("default_action", [-1, 2, True, 0.0])
 def test_reality_check_default_action_must_be_an_action(default_action):
     checked = reality_check(QLearner, default_action=default_action)
-    assert "default_action" in error_of(lambda: bind_agent(checked, 2, 2, 0)())
+    assert error_of(lambda: bind_agent(checked, 2, 2, 0)()) == (
+        f"reality check default_action must be an int in range(2), got {default_action!r}")
 
 
 @pytest.mark.parametrize(
@@ -277,7 +278,9 @@ def test_sb3_policy_kwargs_are_checked_by_sb3_and_named(policy_kwargs):
     from extended_envs.agents import DQNAgent
 
     message = error_of(lambda: bind_agent(DQNAgent, 2, 2, 0, policy_kwargs=policy_kwargs)())
-    assert f"DQNAgent hyperparameter policy_kwargs={policy_kwargs!r}" in message
+    assert message.startswith("DQNAgent hyperparameter policy_kwargs must be keyword arguments "
+                              "the policy takes (")
+    assert message.endswith(f"), got {policy_kwargs!r}")
 
 
 @pytest.mark.parametrize(
@@ -297,7 +300,7 @@ def test_gymnasium_view_checks_the_environment_too(env):
         ),
         ({"env_name": "battery"}, "no adaptable extended environment named 'battery'"),
         ({"env_name": "IgnoreRewards", "agent": "np"}, "unknown agent 'np'"),
-        ({"env_name": "IgnoreRewards", "agent": "DQNAgent", "gamma": 2}, "gamma=2"),
+        ({"env_name": "IgnoreRewards", "agent": "DQNAgent", "gamma": 2}, "gamma must be a number in [0, 1], got 2"),
     ],
 )
 def test_registered_gymnasium_ids_name_bad_arguments(kwargs, named):

@@ -79,7 +79,7 @@ def test_booleans_are_booleans(text, expected):
 @pytest.mark.parametrize("value", [2, 0, 1, -1, 0.5, "maybe", "", [], {}])
 def test_non_booleans_are_refused(value):
     raw = {**defaults("debate"), "progress": value}
-    with pytest.raises(UserError, match="setting progress: "):
+    with pytest.raises(UserError, match="^progress must be true or false"):
         typed(DebateConfig, OmegaConf.create(raw))
 
 
@@ -101,9 +101,9 @@ def test_reality_check_no_runs_the_agent_itself(tmp_path):
 @pytest.mark.parametrize(
     "app, override, named",
     [
-        ("benchmark", "reality_check=maybe", "setting reality_check: Value 'maybe'"),
-        ("benchmark", "steps=0", "steps must be an int >= 1, got 0"),
-        ("benchmark", "+hyperparams.learning_rate=nan", "learning_rate=nan is not allowed"),
+        ("benchmark", "reality_check=maybe", "reality_check must be true or false (or yes/no, on/off), got 'maybe'"),
+        ("benchmark", "steps=0", "steps must be a positive integer (at most 2**53), got 0"),
+        ("benchmark", "+hyperparams.learning_rate=nan", "QLearner hyperparameter learning_rate must be a number in (0, 1], got nan"),
         ("debate", "window=1.5", "window must be a number in (0, 1], got 1.5"),
         ("debate", "alice=nobody", "unknown agent 'nobody'"),
     ],
@@ -119,4 +119,14 @@ def test_hydra_full_error_shows_the_traceback(tmp_path, monkeypatch):
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     done = run_app("debate", "rounds=0", f"hydra.run.dir={tmp_path}")
     assert done.returncode != 0
-    assert "Traceback" in done.stderr and "UserError: rounds must be an int >= 1" in done.stderr
+    assert "Traceback" in done.stderr and "UserError: rounds must be a positive integer" in done.stderr
+
+
+def test_unknown_settings_and_wrong_types_are_named_in_the_one_style():
+    raw = defaults("benchmark")
+    with pytest.raises(UserError, match=r"^unknown key 'stepz' \(known: agent, steps, "):
+        typed(BenchmarkConfig, OmegaConf.create({**raw, "stepz": 3}))
+    with pytest.raises(UserError, match=r"^seeds\[1\] must be an integer, got 'x'$"):
+        typed(BenchmarkConfig, OmegaConf.create({**raw, "seeds": [0, "x"]}))
+    with pytest.raises(UserError, match="^hyperparams must be a mapping, got 3$"):
+        typed(BenchmarkConfig, OmegaConf.create({**raw, "hyperparams": 3}))

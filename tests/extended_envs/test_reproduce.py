@@ -63,11 +63,11 @@ def error_line(err: str) -> str:
 @pytest.mark.parametrize(
     "flags, named",
     [
-        (["--steps", "0", "--seeds", "1"], "--steps must be an int >= 1, got 0"),
-        (["--steps", "-5"], "--steps must be an int >= 1, got -5"),
-        (["--seeds", "0"], "--seeds must be an int >= 1, got 0"),
-        (["--jobs", "0"], "--jobs must be an int >= 1, got 0"),
-        (["--jobs", "-2"], "--jobs must be an int >= 1, got -2"),
+        (["--steps", "0", "--seeds", "1"], "--steps must be a positive integer (at most 2**53), got 0"),
+        (["--steps", "-5"], "--steps must be a positive integer (at most 2**53), got -5"),
+        (["--seeds", "0"], "--seeds must be a positive integer (at most 2**53), got 0"),
+        (["--jobs", "0"], "--jobs must be a positive integer (at most 2**53), got 0"),
+        (["--jobs", "-2"], "--jobs must be a positive integer (at most 2**53), got -2"),
         (["--steps", "1e3"], "argument --steps: invalid int value: '1e3'"),
         (["--seeds", "many"], "argument --seeds: invalid int value: 'many'"),
         (["--stepz", "3"], "unrecognized arguments: --stepz 3"),
