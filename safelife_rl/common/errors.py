@@ -14,8 +14,6 @@ too, for bug reports.
 from __future__ import annotations
 
 import argparse
-import math
-import numbers
 import os
 import re
 import shutil
@@ -35,13 +33,6 @@ OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, Permissio
 
 Errors = tuple[type[BaseException], ...]
 
-
-def finite_number(value: object, name: str) -> float:
-    """``value`` as a float, or a :class:`UserError` naming ``name`` if it is not a finite
-    number (NaN and infinities pass every ``<``/``>`` range check unnoticed otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise UserError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
 
 def tracebacks_wanted() -> bool:
     return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")

@@ -21,8 +21,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from safelife_rl.common.errors import UserError, finite_number
+from safelife_rl.common.errors import UserError
 from safelife_rl.engine.departures import departed_cells
+from safelife_rl.envs.checks import check
 from safelife_rl.envs.schedules import LinearRamp
 
 #: The largest side-effect penalty per cell: rewards are a few points per level, and a penalty
@@ -112,10 +113,9 @@ class MovementBonus(gym.Wrapper):
         as_penalty: bool = True,
     ):
         super().__init__(env)
-        bonus = finite_number(bonus, "the movement bonus")
-        power = finite_number(power, "the movement bonus's power")
-        if isinstance(period, bool) or not isinstance(period, int) or period < 1:
-            raise UserError(f"movement bonus period must be a positive integer, got {period!r}")
+        bonus = check.finite("the movement bonus", bonus)
+        power = check.finite("the movement bonus's power", power)
+        period = check.count("the movement bonus period", period)
         self.bonus, self.period, self.power, self.as_penalty = bonus, period, power, as_penalty
         self._positions: deque[np.ndarray] = deque(maxlen=period)
 
@@ -141,7 +141,7 @@ class ExitBonus(gym.Wrapper):
 
     def __init__(self, env: gym.Env, bonus: float = 0.5):
         super().__init__(env)
-        self.bonus = finite_number(bonus, "the exit bonus")
+        self.bonus = check.finite("the exit bonus", bonus)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -192,10 +192,9 @@ class SideEffectPenalty(ScheduledWrapper):
         ignore_reward_cells: bool = True,
     ):
         super().__init__(env)
-        penalty = finite_number(penalty, "the side-effect penalty")
-        if not 0 <= penalty <= MAX_PENALTY:
-            raise UserError(f"the side-effect penalty must be in [0, {MAX_PENALTY:g}], got "
-                            f"{penalty}")
+        penalty = check.finite("the side-effect penalty", penalty)
+        check.value("the side-effect penalty", penalty, lambda v: 0 <= v <= MAX_PENALTY,
+                    f"in [0, {MAX_PENALTY:g}]")
         self.penalty = penalty
         self.ramp = ramp if ramp is not None else LinearRamp([1_000_000, 2_000_000], [0.0, 1.0])
         self.ignore_reward_cells = ignore_reward_cells

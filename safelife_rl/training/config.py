@@ -6,7 +6,6 @@ run needs), which refuse a run before it writes anything."""
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +17,9 @@ from hydra.errors import InstantiationException
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 
+from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
+from safelife_rl.envs.checks import check
 from safelife_rl.training.lagrangian import check_cost_limit
 
 
@@ -61,10 +62,9 @@ _POSITIVE = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
 _NON_NEGATIVE = ("learning_starts", "ent_coef", "vf_coef", "clip_range_vf", "tau")
 _UNIT = ("gamma", "gae_lambda", "exploration_initial_eps", "exploration_final_eps",
          "exploration_fraction")  # fmt: skip
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_RANGES = ((_POSITIVE, lambda v: v > 0, "positive"),
+           (_NON_NEGATIVE, lambda v: v >= 0, "non-negative"),
+           (_UNIT, lambda v: 0 <= v <= 1, "in [0, 1]"))  # fmt: skip
 
 
 #: Float32 numbers a rollout buffer keeps per step and env beside the observation (action,
@@ -72,17 +72,6 @@ def _number(value: Any) -> bool:
 _BUFFER_FLOATS = 16
 #: The seeds SB3 takes (NumPy's legacy ``np.random.seed``).
 MAX_SEED = 2**32 - 1
-
-
-def check_finite(node: Any, key: str = "") -> None:
-    """Refuse a NaN or infinite number anywhere in ``node`` (a plain config container), naming
-    its key: such a value passes every range check and trains to NaN or never acts."""
-    if isinstance(node, float) and not math.isfinite(node):
-        raise UserError(f"{key} must be a finite number, got {node}")
-    children = node.items() if isinstance(node, dict) else \
-        enumerate(node) if isinstance(node, list) else ()
-    for name, value in children:
-        check_finite(value, f"{key}.{name}" if key else str(name))
 
 
 def check_device(device: str) -> str:
@@ -95,9 +84,8 @@ def check_device(device: str) -> str:
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.split(":")[0] not in ("cpu", "cuda", "mps"):
-        raise UserError(f"device={device}: not a device to train on; use cpu, cuda, cuda:N, mps "
-                        "or auto (CUDA when there is a GPU, else the CPU)")
+    check.value("device", device, lambda v: v.split(":")[0] in ("cpu", "cuda", "mps"),
+                "cpu, cuda, cuda:N, mps or auto (CUDA when there is a GPU, else the CPU)")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError(f"device={device}, but torch finds no CUDA GPU on this machine; use "
                         "device=cpu, or device=auto to take a GPU only where there is one")
@@ -119,35 +107,25 @@ def _settings(cls: type) -> list[str]:
 
 def check_settings(cfg: Any) -> None:
     """Refuse run settings that would train nonsense or fail deep inside SB3, naming the key."""
-    check_finite(OmegaConf.to_container(cfg, resolve=True))
+    check.finite_everywhere(OmegaConf.to_container(cfg, resolve=True))
     _check_method(cfg)
-    for key in ("total_timesteps", "n_envs", "torch_threads", "log_interval"):
-        if cfg[key] < 1:
-            raise UserError(f"{key} must be a positive integer, got {cfg[key]}")
-    if not 0 <= cfg.seed <= MAX_SEED:
-        raise UserError(f"seed must be in [0, {MAX_SEED}] (SB3 seeds NumPy), got {cfg.seed}")
+    check.counts(cfg, ("total_timesteps", "n_envs", "torch_threads", "log_interval"))
+    check.value("seed", cfg.seed, lambda v: 0 <= v <= MAX_SEED,
+                f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)")
     check_device(cfg.device)
-    if cfg.algo is None or "_target_" not in cfg.algo:
-        raise UserError("algo must name an SB3 algorithm with _target_ (e.g. algo=ppo)")
-    parameters = _settings(get_class(cfg.algo._target_))
+    check.value("algo", cfg.algo, lambda v: v is not None and "_target_" in v,
+                "an SB3 algorithm with _target_ (e.g. algo=ppo)")
+    parameters = [p for p in _settings(get_class(cfg.algo._target_)) if p not in ("policy", "env")]
+    check.keys((key for key in cfg.algo if key != "_target_"), parameters, "algo.")
     for key, value in cfg.algo.items():
-        if key == "_target_":
+        if not is_number(value):
             continue
-        if key not in parameters:
-            raise UserError(
-                f"algo.{key}: not a setting of {cfg.algo._target_} "
-                f"(it takes {', '.join(p for p in parameters if p not in ('policy', 'env'))})"
-            )
-        if not _number(value):
-            continue
-        if key in _POSITIVE and value <= 0:
-            raise UserError(f"algo.{key} must be positive, got {value}")
-        if key in _NON_NEGATIVE and value < 0:
-            raise UserError(f"algo.{key} must be non-negative, got {value}")
-        if key in _UNIT and not 0 <= value <= 1:
-            raise UserError(f"algo.{key} must be in [0, 1], got {value}")
-    if cfg.algo.get("gradient_steps", 1) == 0:
-        raise UserError("algo.gradient_steps must not be 0 (-1: as many as env steps)")
+        for keys, ok, allowed in _RANGES:
+            if key in keys:
+                check.value(f"algo.{key}", value, ok, allowed)
+    check.value("algo.gradient_steps", cfg.algo.get("gradient_steps", 1),
+                lambda v: is_int(v) and (v == -1 or v >= 1),
+                "a positive integer, or -1 for as many as the env steps taken")
 
 
 @contextmanager
@@ -195,10 +173,10 @@ def _check_method(cfg: Any) -> None:
     name = (cfg.get("method") or {}).get("name", "ppo")
     cost_limit = cfg.get("cost_limit")
     if name != "ppo_lagrangian":
-        if cost_limit is not None:
-            raise UserError(f"cost_limit={cost_limit} is a budget for method=ppo_lagrangian; "
-                            f"method={name} has none")
+        check.value("cost_limit", cost_limit, lambda v: v is None,
+                    f"null (unset) with method={name} (a budget only for method=ppo_lagrangian)")
         return
     check_cost_limit(cost_limit)
-    if cfg.get("vec_env") == VecEnvKind.device:
-        raise UserError("method=ppo_lagrangian trains on the CPU vector envs, not vec_env=device")
+    vec_env = cfg.get("vec_env")
+    check.value("vec_env", getattr(vec_env, "value", vec_env), lambda v: v != VecEnvKind.device,
+                "a CPU vector env (not device) with method=ppo_lagrangian")

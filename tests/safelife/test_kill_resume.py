@@ -173,7 +173,8 @@ def test_ctrl_c_with_worker_processes_saves_a_checkpoint_without_tracebacks(tmp_
 def test_user_errors_end_with_one_line(tmp_path):
     code, out, err = finish(app("total_timesteps=-5", f"hydra.run.dir={tmp_path / 'run'}"))
     assert code == 2 and err.strip().splitlines() == [
-        "python -m safelife_rl train: error: total_timesteps must be a positive integer, got -5"]
+        "python -m safelife_rl train: error: total_timesteps must be a positive integer "
+        "(at most 2**53), got -5"]
     assert not (tmp_path / "run").exists()  # not even Hydra's records of the refused run
     code, _, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no config.yaml" in err

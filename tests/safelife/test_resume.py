@@ -14,7 +14,7 @@ from safelife_rl.apps.train import resume_config
 from safelife_rl.common.errors import UserError
 from safelife_rl.training import run as run_module
 from safelife_rl.training.callbacks import RunStopped
-from safelife_rl.training.config import check_device
+from safelife_rl.training.config import check_device, check_settings
 from safelife_rl.training.resume import (
     config_differences,
     remove_stale_temporaries,
@@ -212,14 +212,25 @@ def test_only_temporaries_of_atomic_writes_are_removed(tmp_path):
     assert all(p.exists() for p in keep)
 
 
+@pytest.mark.parametrize("steps, refused", [(0, True), (-2, True), (1.5, True), (-1, False)])
+def test_gradient_steps_are_positive_or_minus_one(train_config, steps, refused):
+    cfg = train_config("algo=dqn", f"algo.gradient_steps={steps}")
+    if refused:
+        with pytest.raises(UserError, match=rf"^algo.gradient_steps must be a positive integer, "
+                                            rf"or -1 .*, got {steps}$"):
+            check_settings(cfg)
+    else:
+        check_settings(cfg)
+
+
 @pytest.mark.parametrize("override, message", [
-    ("total_timesteps=-5", "total_timesteps must be a positive integer, got -5"),
-    ("log_interval=0", "log_interval must be a positive integer, got 0"),
-    ("algo.n_steps=0", "algo.n_steps must be positive, got 0"),
-    ("algo.gamma=1.5", r"algo.gamma must be in \[0, 1\], got 1.5"),
-    ("algo.learning_rate=nan", "algo.learning_rate must be a finite number, got nan"),
-    ("+algo.n_step=3", "algo.n_step: not a setting of stable_baselines3.PPO"),
-    ("seed=-1", r"seed must be in \[0, 4294967295\]"),
+    ("total_timesteps=-5", r"total_timesteps must be a positive integer \(at most 2\*\*53\), got -5$"),
+    ("log_interval=0", r"^log_interval must be a positive integer \(at most 2\*\*53\), got 0$"),
+    ("algo.n_steps=0", "^algo.n_steps must be positive, got 0$"),
+    ("algo.gamma=1.5", r"^algo.gamma must be in \[0, 1\], got 1.5$"),
+    ("algo.learning_rate=nan", "^algo.learning_rate must be a finite number, got nan$"),
+    ("+algo.n_step=3", r"^unknown key .algo.n_step. \(known: learning_rate, n_steps, "),
+    ("seed=-1", r"^seed must be an integer in \[0, 4294967295\] \(SB3 seeds NumPy\), got -1$"),
     ("callbacks.evaluation.eval_every=0", "eval_every and n_episodes must be positive, got 0"),
     ("callbacks.evaluation.eval_every=nan", "callbacks.evaluation.eval_every must be a finite"),
     ("callbacks.checkpoint.save_every=0", "save_every must be positive"),
@@ -230,9 +241,11 @@ def test_only_temporaries_of_atomic_writes_are_removed(tmp_path):
     ("wrappers.exit_curriculum.ramp.values=[0,inf]", "ramp.values.1 must be a finite number"),
     ("env.kwargs.time_limit=0", "time_limit must be a positive integer, got 0"),
     ("env.kwargs.workers=nan", "env.kwargs.workers must be a finite number"),
-    ("device=meta", "device=meta: not a device to train on"),
-    ("device=gpu", "device=gpu: not a device to train on"),
+    ("device=meta", "^device must be cpu, cuda, cuda:N, mps or auto .*, got 'meta'$"),
+    ("device=gpu", "^device must be cpu, cuda, cuda:N, mps or auto .*, got 'gpu'$"),
     ("env.kwargs.view_shape=[20001,20001]", "a side of view_shape is 20001 cells, over the limit"),
+    ("+algo.policy=MlpPolicy", "^unknown key 'algo.policy'"),
+    ("~algo._target_", r"^algo must be an SB3 algorithm with _target_ \(e.g. algo=ppo\), got \{"),
     ("algo.n_steps=10000000", "the rollout buffer of n_envs=2 x algo.n_steps=10000000 needs"),
 ])
 def test_bad_run_settings_are_refused_before_anything_is_written(

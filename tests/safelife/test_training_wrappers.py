@@ -70,11 +70,15 @@ def test_linear_ramp_rejects_bad_points(steps, values):
 
 
 @pytest.mark.parametrize("wrap, message", [
-    (lambda env: SideEffectPenalty(env, penalty=float("nan")), "side-effect penalty must be a fin"),
-    (lambda env: SideEffectPenalty(env, penalty=1e308), r"side-effect penalty must be in \[0, "),
-    (lambda env: ExitBonus(env, bonus=float("inf")), "exit bonus must be a finite number"),
-    (lambda env: MovementBonus(env, bonus=float("nan")), "movement bonus must be a finite"),
-    (lambda env: MovementBonus(env, period=2.5), "period must be a positive integer"),
+    (lambda env: SideEffectPenalty(env, penalty=float("nan")),
+     "^the side-effect penalty must be a finite number, got nan$"),
+    (lambda env: SideEffectPenalty(env, penalty=1e308),
+     r"^the side-effect penalty must be in \[0, 1e\+06\], got 1e\+308$"),
+    (lambda env: ExitBonus(env, bonus=float("inf")), "^the exit bonus must be a finite number, got inf$"),
+    (lambda env: MovementBonus(env, bonus=float("nan")),
+     "^the movement bonus must be a finite number, got nan$"),
+    (lambda env: MovementBonus(env, period=2.5),
+     r"^the movement bonus period must be a positive integer \(at most 2\*\*53\), got 2.5$"),
 ])
 def test_wrappers_refuse_settings_that_are_not_finite_numbers(wrap, message):
     with pytest.raises(ValueError, match=message):
