@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import write_json
+from safelife_rl.envs.checks import check
 from safelife_rl.envs.env import SafeLifeEnv
 from safelife_rl.envs.registration import suite_file
 
@@ -30,10 +31,8 @@ def random_run(
     :returns: mean episode reward, length, performance and success rate (also written to
         ``summary.json`` in ``logdir``).
     """
-    if episodes < 1:
-        raise UserError(f"episodes must be at least 1, got {episodes}")
-    if seed < 0:
-        raise UserError(f"seed must be a non-negative integer, got {seed}")
+    check.value("episodes", episodes, lambda v: v >= 1, "at least 1")
+    check.value("seed", seed, lambda v: v >= 0, "a non-negative integer")
     logdir = Path(logdir or Path("outputs") / "random-run" / time.strftime("%Y-%m-%d_%H-%M-%S"))
     if logdir.exists() and not logdir.is_dir():
         raise UserError(f"{logdir}: logdir is a file, not a directory")

@@ -57,6 +57,7 @@ from safelife_rl.apps.reproduce.sweep import (
 from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.common.files import write_text
 from safelife_rl.common.limits import EPISODE_LIMIT
+from safelife_rl.envs.checks import check
 from safelife_rl.envs.wrappers import MAX_PENALTY
 
 COMMANDS = {"table1": TABLE1_TASKS, "table2": TABLE2_TASKS, "all": TABLE1_TASKS + TABLE2_TASKS}
@@ -73,9 +74,9 @@ SEEDS = (3, 1)
 
 
 def positive(name: str, value: int | None, maximum: int | None = None) -> None:
-    if value is not None and (value < 1 or (maximum is not None and value > maximum)):
-        allowed = f"from 1 to {maximum}" if maximum else "at least 1"
-        raise UserError(f"{name} must be {allowed}, got {value}")
+    if value is not None:
+        check.value(name, value, lambda v: 1 <= v and (maximum is None or v <= maximum),
+                    f"from 1 to {maximum}" if maximum else "at least 1")
 
 
 def choose(name: str, text: str | None, default: tuple, parse: Callable[[str], Any],
