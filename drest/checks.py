@@ -94,7 +94,7 @@ class Checks:
         return int(value)
 
     def counts(self, settings: Any, names: Iterable[str], prefix: str = "") -> None:
-        """The named fields (or keys of a mapping) are positive :meth:`count`\\ s."""
+        """The named fields (or keys of a mapping) are positive integers (:meth:`count`)."""
         for name in names:
             value = settings[name] if isinstance(settings, Mapping) else getattr(settings, name)
             self.count(prefix + name, value)
