@@ -44,6 +44,7 @@ class TrainSchema:
     seed: int = 0
     device: str = "cpu"
     vec_env: VecEnvKind = VecEnvKind.auto
+    compile: Any = False  # vec_env=device: False, True or "cudagraphs" (COMPILE_MODES)
     torch_threads: int = 1
     log_interval: int = 1
     progress_bar: bool = True
@@ -127,6 +128,7 @@ def check_settings(cfg: Any) -> None:
     if not 0 <= cfg.seed <= MAX_SEED:
         raise UserError(f"seed must be in [0, {MAX_SEED}] (SB3 seeds NumPy), got {cfg.seed}")
     check_device(cfg.device)
+    _check_compile(cfg)
     if cfg.algo is None or "_target_" not in cfg.algo:
         raise UserError("algo must name an SB3 algorithm with _target_ (e.g. algo=ppo)")
     parameters = _settings(get_class(cfg.algo._target_))
@@ -188,6 +190,20 @@ def check_rollout_memory(cfg: Any, env: Any) -> None:
             f"the envs; use fewer algo.n_steps"
             + (f" or at most about {free // per_env} envs" if free >= per_env else "")
         )
+
+
+def _check_compile(cfg: Any) -> None:
+    """``compile`` is a setting of the device vector env: one of its modes, with
+    ``vec_env=device`` (its device is checked where the env is built)."""
+    from safelife_rl.envs.vector_env import COMPILE_MODES
+
+    mode = cfg.get("compile", False)
+    if mode not in COMPILE_MODES:
+        raise UserError(f"compile must be one of false, true, cudagraphs; got {mode!r}")
+    if mode and cfg.get("vec_env") != VecEnvKind.device:
+        raise UserError(f"compile={str(mode).lower()} compiles the device vector env's step; "
+                        f"add vec_env=device (vec_env={getattr(cfg.vec_env, 'value', cfg.vec_env)} "
+                        "steps on the host)")
 
 
 def _check_method(cfg: Any) -> None:
