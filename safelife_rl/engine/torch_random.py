@@ -15,8 +15,9 @@ import torch
 _MASK = 0xFFFFFFFF
 _GOLDEN = 0x9E3779B1  # spreads consecutive cells apart before mixing
 
-#: Streams: independent sequences of one env (spawners on boards, on goals, level draws).
-BOARD_SPAWNS, GOAL_SPAWNS, LEVEL_DRAWS = 1, 2, 3
+#: Streams: independent sequences of one env (spawners on boards, on goals, level draws, on
+#: the inaction baseline's board that the device vector env advances beside the game's).
+BOARD_SPAWNS, GOAL_SPAWNS, LEVEL_DRAWS, INACTION_SPAWNS = 1, 2, 3, 4
 
 
 def mix(x: torch.Tensor) -> torch.Tensor:

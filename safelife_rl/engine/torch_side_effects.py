@@ -4,6 +4,9 @@ The score is :mod:`safelife_rl.engine.side_effects`' (its docstring defines it):
 (the level's first board advanced to the current step without the agent) and the current
 board are each sampled over further steps on the game's device, every board and run of a
 batch at once; only the earth mover's distances are computed on the CPU, by the same solver.
+:func:`side_effect_scores` simulates the baseline from the level's start;
+:func:`scores_of_boards` takes it already advanced (the device vector env steps it beside each
+game).
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ def _life(boards: torch.Tensor) -> torch.Tensor:
     """Live cells the agent could affect, by colour: int64 ``(N, H, W, 8)``."""
     counted = ((boards & cells.ALIVE) != 0) & ((boards & _UNAFFECTED) == 0)
     colors = (boards & cells.COLORS) >> cells.COLOR_BIT
-    return torch.nn.functional.one_hot(colors.long(), 8) * counted[..., None]
+    # one_hot by comparison: torch's one_hot reads the values' range back to the host
+    palette = torch.arange(8, device=boards.device)
+    return ((colors[..., None] == palette) & counted[..., None]).long()
 
 
 def simulate(
     boards: torch.Tensor,
     steps: int,
     spawn_prob: torch.Tensor,
-    seed: int | None = None,
+    seed: int | torch.Tensor | None = None,
     count_life: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Advance boards ``(N, H, W)`` ``steps`` generations without agents acting.
@@ -48,6 +53,8 @@ def simulate(
     counts = torch.zeros(boards.shape + (8,), dtype=torch.int64, device=boards.device)
     current, older = boards, boards
     envs = torch.arange(len(boards), device=boards.device)
+    if seed is not None:  # a tensor once, not a host value copied at every step
+        seed = torch.tensor(seed, device=boards.device)
     for t in range(steps):
         uniforms = None if seed is None else cell_uniforms(
             keys(seed, BOARD_SPAWNS, envs, torch.full_like(envs, t)), tuple(boards.shape[1:]))
@@ -72,21 +79,40 @@ def side_effect_scores(
         batches always use one).
     :param seed: seed of the spawners' random numbers in the simulations.
     """
-    start = torch.as_tensor(np.stack([level.board for level in game.levels]),
-                            dtype=torch.int32, device=game.device)
+    starts = np.stack([level.board for level in game.levels])
+    start = torch.as_tensor(starts, dtype=torch.int32, device=game.device)
     stochastic = bool(((start & cells.SPAWNING) != 0).any())
     runs = runs if stochastic else 1
     seed = seed if stochastic else None
-    n = len(game)
-    prob = game.spawn_prob.repeat(runs)
-    inaction, _ = simulate(start.repeat(runs, 1, 1), game.num_steps, prob, seed)
-    both = torch.cat([inaction, game.boards.repeat(runs, 1, 1)])
-    _, counts = simulate(both, samples, prob.repeat(2), seed, count_life=True)
+    inaction, _ = simulate(start.repeat(runs, 1, 1), game.num_steps,
+                           game.spawn_prob.repeat(runs), seed)
+    return scores_of_boards(starts, inaction, game.boards, game.spawn_prob, samples, seed)
+
+
+def scores_of_boards(
+    starts: np.ndarray,
+    inaction: torch.Tensor,
+    now: torch.Tensor,
+    spawn_prob: torch.Tensor,
+    samples: int = 1000,
+    seed: int | None = None,
+) -> list[dict[str, list[float]]]:
+    """The side-effect report of each of ``n`` episodes from its boards: the level's start
+    ``starts`` ``(n, H, W)`` (host), the inaction baseline now ``inaction`` (``(runs * n, H,
+    W)``, run-major: one or more independent baselines) and the board now ``now`` ``(n, H,
+    W)``. Both are sampled for ``samples`` further steps on their device, every board at
+    once; the earth mover's distances are computed on the CPU.
+
+    :param spawn_prob: float32 ``(n,)``, each episode's spawn probability.
+    :param seed: seed of the spawners' random numbers; ``None`` if no board has spawners.
+    """
+    n = len(now)
+    runs = len(inaction) // n
+    prob = spawn_prob.repeat(2 * runs)
+    both = torch.cat([inaction, now.repeat(runs, 1, 1)])
+    _, counts = simulate(both, samples, prob, seed, count_life=True)
     # (2, runs, N, H, W, 8) -> (N, 2, H, W, 8): inaction, then action
     occupancy = counts.view((2, runs, n) + counts.shape[1:]).sum(1).transpose(0, 1)
     occupancy = occupancy.cpu().numpy().astype(np.float64) / (runs * samples)
-    return [
-        score_from_occupancy(level.board, now, occupancy[k])
-        for k, (level, now) in enumerate(zip(game.levels, game.boards.cpu().numpy()))
-    ]
-
+    return [score_from_occupancy(start, board, occupancy[k])
+            for k, (start, board) in enumerate(zip(starts, now.cpu().numpy()))]

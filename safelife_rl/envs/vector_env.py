@@ -26,10 +26,13 @@ in all its symmetric variants); an env that ends draws its next level, symmetry 
 translation from :mod:`~safelife_rl.engine.torch_random` and replaces its game by a masked
 ``torch.where``. Nothing reads a value back to the host, so the step compiles with
 ``torch.compile(fullgraph=True)`` (``compile=True``) and runs without a sync (counted by
-:mod:`safelife_rl.common.torch_counts` in the tests). Two things leave the device, and only
-when asked: side-effect scores (``side_effects=True``: earth mover's distances on the CPU, at
-the steps where envs end) and action checks of device tensors (``check_actions=True``; else
-invalid actions are remembered on the device and reported by :meth:`check_actions`).
+:mod:`safelife_rl.common.torch_counts` in the tests), side effects on or off. With
+``side_effects=True`` each env also advances its inaction baseline (the level's first board
+without the agent) in the step and keeps its last measured episode's boards; the scores (two
+1000-step samples on the device, earth mover's distances on the CPU) are computed when read,
+once per rollout (:meth:`SafeLifeVectorEnv.side_effect_reports`). Action checks of device
+tensors leave the device only when asked (``check_actions=True``; else invalid actions are
+remembered on the device and reported by :meth:`SafeLifeVectorEnv.check_actions`).
 """
 
 from __future__ import annotations
@@ -50,17 +53,24 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.scoring import EXIT_POINTS
 from safelife_rl.engine.symmetry import transform_level
-from safelife_rl.engine.torch_game import TorchGame, play
+from safelife_rl.engine.torch_game import play
 from safelife_rl.engine.torch_levels import LevelTensors, start_games
 from safelife_rl.engine.torch_observation import agent_views
-from safelife_rl.engine.torch_random import LEVEL_DRAWS, integers, keys
+from safelife_rl.engine.torch_random import (
+    INACTION_SPAWNS,
+    LEVEL_DRAWS,
+    cell_uniforms,
+    integers,
+    keys,
+)
 from safelife_rl.engine.torch_rules import (
     N_ACTIONS,
+    advance,
     agent_cells,
     check_action_dtype,
     invalid_actions,
 )
-from safelife_rl.engine.torch_side_effects import side_effect_scores
+from safelife_rl.engine.torch_side_effects import scores_of_boards
 from safelife_rl.envs.env import JsonSafeSpec, SafeLifeEnv
 from safelife_rl.envs.torch_wrappers import RULES, State, start_cost, step_cost
 from safelife_rl.envs.wrappers import (
@@ -144,6 +154,24 @@ def _level_tensors(env: SafeLifeEnv, device: torch.device) -> tuple[LevelTensors
     return LevelTensors.of(bank.levels, device, symmetries=bank.symmetries), bank.translations
 
 
+#: what the device vector env keeps of each env's last measured episode to score it
+_SCORED = ("boards", "inaction", "variant", "shift")
+
+
+class PendingSideEffects:
+    """``info["final_info"]["side_effects"]`` of a :class:`SafeLifeVectorEnv` with side
+    effects: the episodes measured (``info["final_info"]["_side_effects"]``) are scored when
+    read, not in the step that ends them."""
+
+    def __init__(self, env: SafeLifeVectorEnv):
+        self.env = env
+
+    def read(self) -> dict[int, dict[str, list[float]]]:
+        """:meth:`SafeLifeVectorEnv.side_effect_reports`: each env's last measured episode's
+        report since the last read, by env index."""
+        return self.env.side_effect_reports()
+
+
 def _keep(ended: torch.Tensor, fresh: torch.Tensor, going: torch.Tensor) -> torch.Tensor:
     """``fresh`` where ``ended`` (an env mask ``(N,)``), else ``going``."""
     return torch.where(ended.view(-1, *[1] * (fresh.dim() - 1)), fresh, going)
@@ -189,10 +217,14 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     ``info["_final_info"]``, the envs that ended): tensors ``length``, ``reward`` (unshaped
     total), ``success``, ``points``, ``available_points``, ``required_points``,
     ``performance``, ``level`` (an index into :attr:`level_names`), ``episode`` (``{"r":
-    shaped total, "l": length}``) and, with ``side_effects``, ``side_effects`` (an array of
-    ``{cell name: [side effect, inaction total]}`` where the single env reports them: when it
-    terminates or reaches its ``time_limit``, not at a shorter outer ``TimeLimit``), all as the
-    single env and its wrappers report them.
+    shaped total, "l": length}``), all as the single env and its wrappers report them.
+
+    **Side effects** (``side_effects=True``): ``info["final_info"]["_side_effects"]`` marks the
+    envs whose episodes the single env would score (when it terminates or reaches its
+    ``time_limit``, not at a shorter outer ``TimeLimit``), and ``["side_effects"]`` is a
+    :class:`PendingSideEffects`: its ``read()`` (:meth:`side_effect_reports`) scores them, the
+    last such episode of each env since the previous read. Read once per rollout: an env whose
+    several episodes end between two reads has only its last one scored.
 
     **Cost**, ``info["cost"]`` at every step: float64 ``(num_envs,)``, each env's step cost as
     :class:`~safelife_rl.envs.env.SafeLifeEnv` reports it (:func:`.torch_wrappers.step_cost`).
@@ -243,6 +275,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.state: State | None = None
         self.params: State = {}
         self.cuda_graphs = compile == "cudagraphs"
+        self.pending_side_effects = PendingSideEffects(self)
         self._step = self.step_state
         if compile:
             self._step = torch.compile(self.step_state, fullgraph=True, dynamic=False,
@@ -302,6 +335,8 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         fresh.update(start_cost(fresh))
         for rule in self.rules:
             fresh.update(rule.start(fresh))
+        if self.env.side_effects:
+            fresh["inaction"] = fresh["boards"]
         zeros = torch.zeros(n, dtype=torch.float64, device=envs.device)
         return {**fresh, "level": pick, "variant": variant, "shift": shift,
                 "length": torch.zeros_like(envs), "reward": zeros, "return": zeros}
@@ -320,8 +355,13 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                     "next_level": torch.zeros((), dtype=torch.int64, device=self.device)}
         everyone = torch.ones(n, dtype=torch.bool, device=self.device)
         fresh = self._restarts(counters, everyone, {**self.params, "seed": seed})
-        return {**counters, **fresh, "episodes": zero + 1, "next_level": counters["next_level"] + n,
-                "invalid": torch.zeros((), dtype=torch.bool, device=self.device)}
+        state = {**counters, **fresh, "episodes": zero + 1,
+                 "next_level": counters["next_level"] + n,
+                 "invalid": torch.zeros((), dtype=torch.bool, device=self.device)}
+        if self.env.side_effects:  # no env has ended yet: nothing to score
+            state.update({"scored": torch.zeros_like(everyone), **{
+                f"scored_{name}": torch.zeros_like(state[name]) for name in _SCORED}})
+        return state
 
     def step_state(self, state: State, actions: torch.Tensor, params: State
                    ) -> tuple[State, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
@@ -356,7 +396,10 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         stepped["return"] = state["return"] + reward
         final_obs = self._observe(stepped)
         ended = terminated | truncated
-        final_info = {**self._statistics(stepped, terminated | at_limit), "cost": cost}
+        measured = terminated | at_limit  # where the single env reports side effects
+        if self.env.side_effects:
+            stepped.update(self._inaction_step(state, stepped, measured, params))
+        final_info = {**self._statistics(stepped, measured), "cost": cost}
         fresh = self._restarts(stepped, ended, params)
         after = {name: _keep(ended, fresh[name], value) if name in fresh else value
                  for name, value in stepped.items()}
@@ -365,6 +408,21 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         observations = _keep(ended, self._observe(after), final_obs)
         return (after, observations, reward.to(torch.float32), terminated, truncated,
                 final_obs, final_info)
+
+    def _inaction_step(self, state: State, stepped: State, measured: torch.Tensor,
+                       params: State) -> State:
+        """The inaction baseline's boards advanced one step beside the games (the level's
+        first board without the agent), and each env's last measured episode kept for
+        :meth:`side_effect_reports`: its board, baseline, level variant and translation."""
+        uniforms = None
+        if self.levels.spawning:
+            uniforms = cell_uniforms(keys(params["seed"], INACTION_SPAWNS, state["envs"],
+                                          state["steps"]), self.levels.shape)
+        stepped = {**stepped, "inaction": advance(state["inaction"], state["spawn_prob"],
+                                                  uniforms)}
+        kept = {f"scored_{name}": _keep(measured, stepped[name], state[f"scored_{name}"])
+                for name in _SCORED}
+        return {"inaction": stepped["inaction"], "scored": state["scored"] | measured, **kept}
 
     def _statistics(self, state: State, measured: torch.Tensor) -> State:
         """Each env's episode statistics as its single env's last ``info`` would give them."""
@@ -379,9 +437,6 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             "performance": (earned - exited * EXIT_POINTS) / available.clamp(min=1),
             "level": state["level"], "return": state["return"], "measured": measured,
         }
-        if self.env.side_effects:  # what the host needs to score the episodes that end
-            statistics.update(
-                {name: state[name] for name in ("boards", "goals", "variant", "shift")})
         return statistics
 
     # -- the Gymnasium API --------------------------------------------------------------------
@@ -450,45 +505,39 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         for key in list(final_info):
             final_info[f"_{key}"] = ended
         if self.env.side_effects:
-            scored = ended & stats["measured"]
-            final_info["side_effects"] = self._side_effects(stats, scored, stats["length"])
-            final_info["_side_effects"] = scored
+            final_info["side_effects"] = self.pending_side_effects
+            final_info["_side_effects"] = stats["measured"]
         infos = {"final_obs": final_obs, "_final_obs": ended, "cost": stats["cost"],
                  "final_info": final_info, "_final_info": ended}
         return observations, rewards, terminated, truncated, infos
 
-    def _side_effects(self, stats: State, which: torch.Tensor, length: torch.Tensor
-                      ) -> np.ndarray:
-        """Side-effect reports of envs ``which`` (``None`` elsewhere), simulated on the device
-        for the envs of each episode length together: host work, at the steps where envs end
-        (``side_effects=True`` only)."""
-        reports = np.full(self.num_envs, None, dtype=object)
-        index = which.nonzero()[:, 0]
+    def side_effect_reports(self, samples: int = 1000) -> dict[int, dict[str, list[float]]]:
+        """The side-effect reports of the episodes measured since the last call (the last one of
+        each env, if several ended), by env index, and forget them: the single env's
+        ``info["side_effects"]`` (``{cell name: [side effect, inaction total]}``), bit for bit on
+        levels without spawners. Host work, for all envs at once: read it once per rollout (the
+        device algorithms do, through :class:`PendingSideEffects`), not at every step.
+        """
+        if not self.env.side_effects:
+            raise UserError("side-effect reports need side_effects=True in the env")
+        if self.state is None:
+            return {}
+        state = self.state
+        index = state["scored"].nonzero()[:, 0]
+        self.state = {**state, "scored": torch.zeros_like(state["scored"])}
         if not len(index):
-            return reports
-        game = self._ended_games(stats, index)
-        lengths = length[index]
-        for episode_length in lengths.unique().tolist():
-            group = (lengths == episode_length).nonzero()[:, 0]
-            games = game.select(group)
-            games.num_steps = int(episode_length)
-            scores = side_effect_scores(games, seed=int(self.np_random.integers(2**63)))
-            for k, score in zip(index[group].tolist(), scores):
-                reports[k] = score
-        return reports
-
-    def _ended_games(self, stats: State, index: torch.Tensor) -> TorchGame:
-        """The games of envs ``index`` as they ended, with the levels they started from (turned
-        and translated as they were played)."""
+            return {}
+        variant = state["scored_variant"][index]
         source = self.env.levels if self.env.sampler is None else self.env.sampler.levels
         turns = self.levels.symmetries
-        played = [transform_level(source[v // len(turns)], turns[v % len(turns)], tuple(shift))
-                  for v, shift in zip(stats["variant"][index].tolist(),
-                                      stats["shift"][index].tolist())]
-        game = TorchGame(played, device=self.device)
-        game.game["boards"] = stats["boards"][index]
-        game.game["goals"] = stats["goals"][index]
-        return game
+        starts = np.stack([
+            transform_level(source[v // len(turns)], turns[v % len(turns)], tuple(shift)).board
+            for v, shift in zip(variant.tolist(), state["scored_shift"][index].tolist())])
+        seed = int(self.np_random.integers(2**63)) if self.levels.spawning else None
+        reports = scores_of_boards(starts, state["scored_inaction"][index],
+                                   state["scored_boards"][index],
+                                   self.levels.spawn_prob[variant], samples, seed)
+        return dict(zip(index.tolist(), reports))
 
     # -- the training schedule ----------------------------------------------------------------
 

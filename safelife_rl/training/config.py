@@ -45,6 +45,7 @@ class TrainSchema:
     seed: int = 0
     device: str = "cpu"
     vec_env: VecEnvKind = VecEnvKind.auto
+    compile: Any = False  # vec_env=device: False, True or "cudagraphs" (COMPILE_MODES)
     torch_threads: int = 1
     log_interval: int = 1
     progress_bar: bool = True
@@ -113,6 +114,7 @@ def check_settings(cfg: Any) -> None:
     check.value("seed", cfg.seed, lambda v: 0 <= v <= MAX_SEED,
                 f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)")
     check_device(cfg.device)
+    _check_compile(cfg)
     check.value("algo", cfg.algo, lambda v: v is not None and "_target_" in v,
                 "an SB3 algorithm with _target_ (e.g. algo=ppo)")
     parameters = [p for p in _settings(get_class(cfg.algo._target_)) if p not in ("policy", "env")]
@@ -166,6 +168,19 @@ def check_rollout_memory(cfg: Any, env: Any) -> None:
             f"the envs; use fewer algo.n_steps"
             + (f" or at most about {free // per_env} envs" if free >= per_env else "")
         )
+
+
+def _check_compile(cfg: Any) -> None:
+    """``compile`` is a setting of the device vector env: one of its modes, with
+    ``vec_env=device`` (its device is checked where the env is built)."""
+    from safelife_rl.envs.vector_env import COMPILE_MODES
+
+    mode = cfg.get("compile", False)
+    check.value("compile", mode, lambda v: v in COMPILE_MODES, "one of false, true, cudagraphs")
+    if mode and cfg.get("vec_env") != VecEnvKind.device:
+        raise UserError(f"compile={str(mode).lower()} compiles the device vector env's step; "
+                        f"add vec_env=device (vec_env={getattr(cfg.vec_env, 'value', cfg.vec_env)} "
+                        "steps on the host)")
 
 
 def _check_method(cfg: Any) -> None:

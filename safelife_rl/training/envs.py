@@ -134,6 +134,7 @@ def make_vec_env(
     kind: str = "auto",
     start_method: str | None = "fork",
     device: str = "cpu",
+    compile: bool | str = False,
 ) -> VecEnv:
     """``n_envs`` copies of :func:`make_env`. Seed them through the algorithm.
 
@@ -144,6 +145,8 @@ def make_vec_env(
         ``"device"``: a :class:`~safelife_rl.training.device.TensorVecEnv` on ``device`` for
         the device algorithms (:func:`make_device_vec_env`).
     :param device: torch device of a ``"device"`` vector env.
+    :param compile: how a ``"device"`` vector env of SafeLife envs steps (its ``compile``:
+        eager, ``True`` or ``"cudagraphs"``).
 
     A multi-agent id gives a :class:`~safelife_rl.training.shared_policy_vec_env.SharedPolicyVecEnv`: one
     slot per agent of each of the ``n_envs`` envs, for one policy shared by all agents.
@@ -162,7 +165,7 @@ def make_vec_env(
         return SharedPolicyVecEnv([partial(_make_multi_agent, task, kwargs, wrappers)
                                    for _ in range(n_envs)])
     if kind == "device":
-        return make_device_vec_env(env_id, kwargs, wrappers, n_envs, device)
+        return make_device_vec_env(env_id, kwargs, wrappers, n_envs, device, compile)
     if kind == "auto":
         kind = "batched" if batchable(env_id, kwargs) else "subproc"
     factories = [
@@ -181,21 +184,26 @@ def make_device_vec_env(
     wrappers: Mapping[str, Mapping[str, Any] | None] | None,
     n_envs: int,
     device: str = "cpu",
+    compile: bool | str = False,
 ) -> TensorVecEnv:
     """``n_envs`` envs stepped with tensors on ``device``, for
     :class:`~safelife_rl.training.device.DevicePPO` and ``DeviceA2C``: SafeLife envs as one
     :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` (games, observations and rewards
     stay on the device; the wrappers applied there in batch), other envs as a ``DummyVecEnv``
-    of :func:`make_env` behind :class:`~safelife_rl.training.device.NumpyVecEnvAdapter`.
+    of :func:`make_env` behind :class:`~safelife_rl.training.device.NumpyVecEnvAdapter`;
+    ``compile`` (the vector env's) is only for SafeLife envs.
     """
     from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
 
     if not batchable(env_id, kwargs):
+        if compile:
+            raise UserError(f"compile={compile} compiles the SafeLife vector env's step; "
+                            f"{env_id} steps through a NumPy adapter: leave compile=false")
         factories = [partial(make_env, env_id, kwargs, wrappers) for _ in range(n_envs)]
         return NumpyVecEnvAdapter(DummyVecEnv(factories), device)
     vector = gym.make_vec(
         registered_id(env_id), num_envs=n_envs, vectorization_mode="vector_entry_point",
-        device=device, training_wrappers=wrappers,
+        device=device, training_wrappers=wrappers, compile=compile,
         **instantiate(dict(kwargs or {}), _convert_="all"),
     )
     return GymnasiumTensorVecEnv(vector)

@@ -35,10 +35,10 @@ FINAL_MODEL = "final_model.zip"
 
 #: Settings a resumed run may change: none changes what the run learns (every vec_env plays the
 #: same episodes, level workers make the same levels, and a device only changes where the same
-#: computation runs).
+#: computation runs, and a compiled step is the eager step bit for bit).
 RESUME_OVERRIDES = (
     "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
-    "device", "trust_pickle",
+    "device", "trust_pickle", "compile",
 )  # fmt: skip
 
 #: A temporary file of :func:`safelife_rl.common.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).

@@ -217,7 +217,7 @@ def _learn(
     with user_errors_of_instantiate():
         env = make_vec_env(
             cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env,
-            device=check_device(cfg.device),
+            device=check_device(cfg.device), compile=cfg.get("compile", False),
         )
     record = RolloutRecord()
     try:

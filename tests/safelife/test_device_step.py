@@ -30,15 +30,18 @@ def test_the_counter_counts_kernels_syncs_and_copies():
                             "numpy": 1}
 
 
-def vector_env(n: int, **kwargs) -> SafeLifeVectorEnv:
+def vector_env(n: int, side_effects: bool = False, **kwargs) -> SafeLifeVectorEnv:
     """Levels with spawners, drawn at random, under every training wrapper, 3-step episodes."""
     levels = load_levels(suite_file("append-spawn"))
-    env = SafeLifeEnv(levels, time_limit=3, shuffle=True, view_shape=(9, 9))
+    env = SafeLifeEnv(levels, time_limit=3, shuffle=True, view_shape=(9, 9),
+                      side_effects=side_effects)
     return SafeLifeVectorEnv(env, n, training_wrappers=WRAPPERS, **kwargs)
 
 
-def test_a_step_makes_no_sync_and_no_copy_with_or_without_restarts():
-    vec = vector_env(8)
+@pytest.mark.parametrize("side_effects", [False, True], ids=["plain", "side-effects"])
+def test_a_step_makes_no_sync_and_no_copy_with_or_without_restarts(side_effects):
+    """Side effects scored too: the inaction baseline steps with the game, the scores wait."""
+    vec = vector_env(8, side_effects)
     vec.reset(seed=0)
     actions = torch.tensor([1, 2, 3, 4, 5, 6, 7, 0])
     ended = []
@@ -47,6 +50,32 @@ def test_a_step_makes_no_sync_and_no_copy_with_or_without_restarts():
         assert (counts.syncs, counts.copies) == (0, 0), counts.named
         ended.append(vec.state["episodes"].tolist())
     assert ended == [[1] * 8, [1] * 8, [2] * 8]
+    if side_effects:  # every env's ended episode waits to be scored, once
+        reports = vec.side_effect_reports(samples=10)
+        assert sorted(reports) == list(range(8))
+        assert all("life-yellow" in report or "spawner-yellow" in report
+                   for report in reports.values()), reports
+        assert vec.side_effect_reports() == {}
+
+
+def test_the_inaction_baseline_is_the_start_advanced_without_the_agent():
+    """On spawner levels each env's baseline is its start board advanced one generation per
+    step without the agent, its spawners drawing from their own stream of the seed."""
+    from safelife_rl.engine.torch_random import INACTION_SPAWNS, cell_uniforms, keys
+    from safelife_rl.engine.torch_rules import advance
+
+    vec = vector_env(8, side_effects=True)
+    vec.reset(seed=0)
+    board, prob, envs = vec.state["boards"].clone(), vec.state["spawn_prob"], vec.state["envs"]
+    unspawned = board
+    for t in range(2):
+        vec.step(torch.zeros(8, dtype=torch.int64))
+        uniforms = cell_uniforms(keys(vec.params["seed"], INACTION_SPAWNS, envs,
+                                      torch.full_like(envs, t)), vec.levels.shape)
+        board, unspawned = advance(board, prob, uniforms), advance(unspawned, prob)
+    assert torch.equal(vec.state["inaction"], board)
+    assert not torch.equal(board, unspawned)  # spawners fired
+    assert not torch.equal(board, vec.state["boards"])  # the agent's own board is another
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +83,7 @@ def compiled_and_eager():
     """The same 14 steps (restarts every 3) eager and compiled, with their states."""
     runs = []
     for compile in (False, True):
-        vec = vector_env(16, compile=compile)
+        vec = vector_env(16, side_effects=True, compile=compile)  # the baseline compiled too
         obs, _ = vec.reset(seed=3)
         actions = torch.randint(0, 9, (14, 16), generator=torch.Generator().manual_seed(0))
         outputs = [obs]

@@ -18,10 +18,10 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 N_ENVS = 4
 
 
-def model(algo: type, n_steps: int, callback=None, **settings):
+def model(algo: type, n_steps: int, callback=None, side_effects=False, **settings):
     """A tiny device model on 3-step SafeLife episodes (so every rollout has restarts and
     timeouts to bootstrap), ready to collect rollouts."""
-    env = GymnasiumTensorVecEnv(vector_env(N_ENVS))
+    env = GymnasiumTensorVecEnv(vector_env(N_ENVS, side_effects))
     if algo is DevicePPO:
         settings.setdefault("batch_size", N_ENVS * n_steps)
     agent = algo("MlpPolicy", env, n_steps=n_steps, seed=0, device="cpu",
@@ -103,3 +103,31 @@ def test_episodes_reach_the_callbacks_at_the_rollout_end_with_their_steps():
     assert all(info["length"] == 3 and isinstance(info["level"], str) for _, info in seen)
     assert len(agent.ep_info_buffer) == 2 * N_ENVS
     assert torch.equal(agent.rollout_buffer.timeouts.sum(1), torch.tensor([0, 0, 4, 0, 0, 4]))
+
+
+class Episodes(BaseCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list = []
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.seen.extend(self.locals["episodes"])
+
+
+def test_side_effects_are_scored_once_per_rollout_for_each_envs_last_episode():
+    """Scoring on, a rollout step still makes no sync and no copy (twice the steps, the same
+    counts: the scores are read with the episodes at the rollout's end), and each env's last
+    measured episode of the rollout carries its report."""
+    short, long = (rollout_counts(model(DevicePPO, n, side_effects=True)) for n in (3, 6))
+    assert (long.syncs, long.copies) == (short.syncs, short.copies), (short.named, long.named)
+    episodes = Episodes()
+    agent = model(DevicePPO, 6, callback=episodes, side_effects=True)
+    collect(agent)
+    # every env ends at steps 3 and 6 (its env time limit: measured); the last one is scored
+    scored = [(t, "side_effects" in info) for t, info in episodes.seen]
+    assert scored == [(3 * N_ENVS, False)] * N_ENVS + [(6 * N_ENVS, True)] * N_ENVS
+    for _, info in episodes.seen[N_ENVS:]:
+        assert all(len(pair) == 2 and pair[0] >= 0 for pair in info["side_effects"].values())

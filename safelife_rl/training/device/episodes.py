@@ -1,6 +1,6 @@
 """The finished episodes of a rollout, kept where the env reports them and read once at its
 end: a device env's per-step ``final_info`` tensors stay on the device (no per-step copy or
-sync), a NumPy env's info dicts stay as they are."""
+sync), and its side effects are scored then; a NumPy env's info dicts stay as they are."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from safelife_rl.envs.vector_env import PendingSideEffects
 from safelife_rl.training.device.adapters import TensorStep, ended_infos
 
 
@@ -31,19 +32,40 @@ class EpisodeRecorder:
 
     def read(self) -> list[tuple[int, dict[str, Any]]]:
         """The recorded episodes as ``(timesteps, info)`` in the order they ended (by step, then
-        env index), and forget them."""
+        env index), and forget them. A device env's pending side effects
+        (:class:`~safelife_rl.envs.vector_env.PendingSideEffects`) are scored here, once: each
+        env's last measured episode gets its report."""
         episodes = [(t, k, info) for t, k, info in self._host]
         if self._device:
             num_envs = len(self._device[0][2])
-            flat = ended_infos(_concatenated([info for _, info, _ in self._device]),
+            pending, final_infos = _without_pending([info for _, info, _ in self._device])
+            flat = ended_infos(_concatenated(final_infos),
                                torch.cat([ended for _, _, ended in self._device]))
+            last_measured: dict[int, dict[str, Any]] = {}
             for index, info in flat.items():
                 if self.level_names is not None and "level" in info:
                     info["level"] = self.level_names[info["level"]]
+                if info.pop("side_effects", False):  # measured: the mask in its place
+                    last_measured[index % num_envs] = info
                 episodes.append((self._device[index // num_envs][0], index % num_envs, info))
+            if pending is not None:
+                for k, report in pending.read().items():
+                    if k in last_measured:
+                        last_measured[k]["side_effects"] = report
         self._device, self._host = [], []
         episodes.sort(key=lambda episode: episode[:2])
         return [(t, info) for t, _, info in episodes]
+
+
+def _without_pending(final_infos: list[dict[str, Any]]
+                     ) -> tuple[PendingSideEffects | None, list[dict[str, Any]]]:
+    """The steps' pending side effects, if any, and their ``final_info``s with each step's
+    measured mask (``_side_effects``) where the pending reports were."""
+    pending = next((info["side_effects"] for info in final_infos
+                    if isinstance(info.get("side_effects"), PendingSideEffects)), None)
+    if pending is None:
+        return None, final_infos
+    return pending, [{**info, "side_effects": info["_side_effects"]} for info in final_infos]
 
 
 def _concatenated(final_infos: list[dict[str, Any]]) -> dict[str, Any]:
