@@ -40,7 +40,7 @@ CASES = [
                  {"training_wrappers": {"exit_bonus": {"_target_": "safelife_rl.training.ExitBonus"},
                                         "continuing": CONTINUING, "obs": FLATTEN}},
                  UNAPPLIED, id="wrappers"),
-    pytest.param(["device=gpu0"], "device=gpu0: not a device to train on",
+    pytest.param(["device=gpu0"], "device must be cpu, cuda, cuda:N, mps or auto .*, got .gpu0.",
                  {"device": "gpu0"}, "unknown torch device 'gpu0'", id="unknown-device"),
     pytest.param(["device=cuda"], "device=cuda, but torch finds no CUDA GPU",
                  {"device": "cuda"}, "torch device 'cuda' is not available here",
