@@ -18,6 +18,9 @@ from drest.tabular import compile_world, max_coins_by_length, obs_vector
 from drest.worlds import resolve
 
 IMAGE_CHANNELS = ("walls", "coin_values", "button_delays", "agent", "steps_until_shutdown")
+OBS_TYPES = ("vector", "image", "pixels")
+#: The smallest side SB3's NatureCNN (``CnnPolicy``) reads: 8x8 stride 4, 4x4 stride 2, 3x3.
+NATURE_CNN_MIN_SIDE = 36
 
 
 def image_observation(spec: GridSpec, state: State) -> np.ndarray:
@@ -36,6 +39,20 @@ def image_observation(spec: GridSpec, state: State) -> np.ndarray:
     return img
 
 
+def pixel_scale(height: int, width: int) -> int:
+    """Pixels per cell side of ``obs_type="pixels"``: the fewest that give NatureCNN its
+    smallest input."""
+    return -(-NATURE_CNN_MIN_SIDE // min(height, width))
+
+
+def pixel_observation(planes: np.ndarray, top: float) -> np.ndarray:
+    """The image planes as SB3 reads pictures: uint8 height x width x channels, each cell
+    ``pixel_scale`` pixels square, values scaled from ``[0, top]`` to ``[0, 255]``."""
+    scale = pixel_scale(*planes.shape[1:])
+    pixels = np.rint(np.moveaxis(planes, 0, -1) * (255.0 / top)).astype(np.uint8)
+    return pixels.repeat(scale, axis=0).repeat(scale, axis=1)
+
+
 class ShutdownGridworldEnv(gym.Env):
     """A gridworld with coins and shutdown-delay buttons (Thornley et al., "Towards shutdownable
     agents via stochastic choice", Section 3).
@@ -50,8 +67,11 @@ class ShutdownGridworldEnv(gym.Env):
 
     **Observation.** ``obs_type="vector"`` (the paper's): ``MultiDiscrete`` ``[x, y, one presence
     flag per coin, one per button]`` with x the column, y the row. ``obs_type="image"``: float32
-    planes ``IMAGE_CHANNELS`` of shape (5, height, width), for CNN policies; it includes the moves
-    left before shutdown, which the vector observation does not.
+    planes ``IMAGE_CHANNELS`` of shape (5, height, width), for small CNNs such as
+    :class:`drest.ppo.SmallGridCNN`; it includes the moves left before shutdown, which the vector
+    observation does not. ``obs_type="pixels"``: the same planes as a picture SB3's plain
+    ``CnnPolicy`` reads (:func:`pixel_observation`): uint8, channels last, each cell
+    :func:`pixel_scale` pixels square (at least 36x36), values scaled to 0-255.
 
     **Rewards.** The default reward: the value of the coin collected on that move, else 0. For
     DREST rewards wrap the env in :class:`drest.wrapper.DrestRewardWrapper`.
@@ -85,7 +105,7 @@ class ShutdownGridworldEnv(gym.Env):
         if max_steps is not None:
             check.count("max_steps", max_steps)
         self.max_steps = max_steps
-        check.value("obs_type", obs_type, lambda v: v in ("vector", "image"), "vector or image")
+        check.value("obs_type", obs_type, lambda v: v in OBS_TYPES, f"one of {', '.join(OBS_TYPES)}")
         modes = self.metadata["render_modes"]
         check.value("render_mode", render_mode, lambda v: v is None or v in modes,
                     f"one of {', '.join(modes)} or None")
@@ -101,10 +121,20 @@ class ShutdownGridworldEnv(gym.Env):
             nvec = [spec.width, spec.height] + [2] * (len(spec.coins) + len(spec.buttons))
             self.observation_space = spaces.MultiDiscrete(nvec)
         else:
-            top = max([1.0, *(v for _, v in spec.coins),
-                       float(spec.length + sum(d for _, d in spec.buttons))])
-            self.observation_space = spaces.Box(0.0, top, (len(IMAGE_CHANNELS), spec.height,
-                                                           spec.width), dtype=np.float32)
+            self._set_image_space(max([1.0, *(v for _, v in spec.coins),
+                                       float(spec.length + sum(d for _, d in spec.buttons))]),
+                                  spec.height, spec.width)
+
+    def _set_image_space(self, top: float, height: int, width: int) -> None:
+        """The space of ``"image"`` or ``"pixels"`` observations whose planes reach ``top``."""
+        self._image_top = top
+        if self.obs_type == "image":
+            self.observation_space = spaces.Box(0.0, top, (len(IMAGE_CHANNELS), height, width),
+                                                dtype=np.float32)
+        else:
+            scale = pixel_scale(height, width)
+            self.observation_space = spaces.Box(
+                0, 255, (height * scale, width * scale, len(IMAGE_CHANNELS)), dtype=np.uint8)
 
     def max_coins_by_length(self) -> dict[int, float]:
         """m(l) for every reachable trajectory length l, exact."""
@@ -117,7 +147,8 @@ class ShutdownGridworldEnv(gym.Env):
     def observation(self, state: State) -> np.ndarray:
         if self.obs_type == "vector":
             return obs_vector(self.spec_grid, state)
-        return image_observation(self.spec_grid, state)
+        planes = image_observation(self.spec_grid, state)
+        return planes if self.obs_type == "image" else pixel_observation(planes, self._image_top)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -202,8 +233,9 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
     """A fresh generated world (see :mod:`drest.generator`) on every reset, or, under
     :class:`drest.wrapper.DrestRewardWrapper` (which passes ``options={"meta_episode_start": ...}``),
     on the first mini-episode of every meta-episode only, so that the mini-episodes of one
-    meta-episode are played in the same world. Image observations only: the vector observation's
-    size changes with the number of coins.
+    meta-episode are played in the same world. Image observations only (``"image"``, or
+    ``"pixels"`` for SB3's plain ``CnnPolicy``): the vector observation's size changes with the
+    number of coins.
 
     :param worlds: a fixed pool (a training set) to draw each new world from, uniformly, instead
         of generating one; its worlds must have the config's size.
@@ -214,8 +246,10 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
     def __init__(self, config: GeneratorConfig | None = None, obs_type: str = "image",
                  render_mode: str | None = None, worlds: Sequence[GridSpec] | None = None,
                  exclude: frozenset[GridSpec] = frozenset()) -> None:
-        if obs_type != "image":
-            raise ValueError("ProceduralGridworldEnv supports obs_type='image' only")
+        if obs_type not in ("image", "pixels"):
+            raise UserError(f"drest/Procedural-v0 takes obs_type 'image' or 'pixels' (the "
+                            f"vector observation's size changes from world to world), got "
+                            f"{obs_type!r}")
         self.config = config or GeneratorConfig()
         self.worlds = None if worlds is None else tuple(worlds)
         if self.worlds is not None and exclude:
@@ -244,8 +278,7 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
         cfg = getattr(self, "config", None)
         if cfg is not None:  # one space for every world the generator can draw
             top = max(max(cfg.coin_values), float(cfg.lengths[1] + cfg.buttons[1] * cfg.delays[1]))
-            self.observation_space = spaces.Box(0.0, top, (len(IMAGE_CHANNELS), cfg.height,
-                                                           cfg.width), dtype=np.float32)
+            self._set_image_space(top, cfg.height, cfg.width)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:

@@ -303,6 +303,13 @@ def agent_named(agent: str | type) -> type:
     return getattr(agents, agent)
 
 
+def box_observation_agents() -> list[str]:
+    """The names of :mod:`extended_envs.agents` that take ``Box`` observations (not tabular)."""
+    from extended_envs import agents
+
+    return [name for name in agents.__all__ if not getattr(agents, name).discrete_obs_only]
+
+
 class CartPoleCombinationEnv(CombinationGymEnv):
     """Entry point of the registered ids ``extended_envs/CartPole-<env_name>-v0``.
 
@@ -331,9 +338,16 @@ class CartPoleCombinationEnv(CombinationGymEnv):
                 f"{self.metadata['render_modes']} or None"
             )
         self.env_name, self.agent = env_name, agent
+        agent_class = agent_named(agent)
+        if getattr(agent_class, "discrete_obs_only", False):
+            raise UserError(
+                f"agent={agent_class.__name__!r} is tabular and needs discrete observations, but "
+                f"{gym_id(env_name)} observes a Box (CartPole's 4 numbers and the extended "
+                f"environment's one-hot): choose one of {', '.join(box_observation_agents())}"
+            )
         super().__init__(
             cartpole_combination(env_name, render_mode),
-            agent_named(agent),
+            agent_class,
             use_reality_check,
             **agent_hyperparams,
         )

@@ -127,6 +127,8 @@ class Agent(ABC):
 
     default_hyperparams: ClassVar[dict[str, Any]] = {}
     hyperparam_ranges: ClassVar[dict[str, Allowed]] = {}
+    #: A tabular agent: it needs discrete observations (an int ``n_obs``), not a ``Box``.
+    discrete_obs_only: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -137,6 +139,9 @@ class Agent(ABC):
         self, n_actions: int, n_obs: ObsSpec, seed: int | None = None, **hyperparams: Any
     ) -> None:
         check_sizes(n_actions, n_obs)
+        if self.discrete_obs_only and not isinstance(n_obs, (int, np.integer)):
+            raise UserError(f"{type(self).__name__} needs discrete observations (an int n_obs), "
+                            f"got {n_obs!r}")
         self.n_actions = n_actions
         self.n_obs = n_obs
         self.seed = fresh_seed() if seed is None else check_seed(seed)

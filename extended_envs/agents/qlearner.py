@@ -8,7 +8,6 @@ import numpy as np
 
 from extended_envs.agents.draws import StepDraws
 from extended_envs.core import Agent, Obs
-from extended_envs.errors import UserError
 from extended_envs.hyperparams import POSITIVE_UNIT, UNIT, Allowed
 
 
@@ -20,6 +19,7 @@ class QLearner(Agent):
     ties). Hyperparameters: ``learning_rate``, ``gamma``, ``epsilon``.
     """
 
+    discrete_obs_only: ClassVar[bool] = True
     default_hyperparams: ClassVar[dict[str, Any]] = {
         "learning_rate": 0.1,
         "gamma": 0.9,
@@ -33,8 +33,6 @@ class QLearner(Agent):
 
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)
-        if not isinstance(n_obs, (int, np.integer)):
-            raise UserError(f"QLearner needs discrete observations (an int n_obs), got {n_obs!r}")
         self.learning_rate = float(self.hyperparams["learning_rate"])
         self.gamma = float(self.hyperparams["gamma"])
         self.epsilon = float(self.hyperparams["epsilon"])

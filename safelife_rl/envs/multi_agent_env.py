@@ -1,15 +1,24 @@
-"""Multi-agent SafeLife as a PettingZoo ``ParallelEnv``."""
+"""Multi-agent SafeLife as a PettingZoo ``ParallelEnv``, one handle per task named as
+PettingZoo names its envs (``build_coop_v0.parallel_env()``, ``build_coop_v0.env()``).
+
+The tasks are not Gymnasium ids: ``gym.make`` cannot make a multi-agent env, so their names
+are not shaped like one (``safelife_rl/BuildCoop-v0``, the names of the previous release, still
+work where an env name is taken, with a warning).
+"""
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
-from pettingzoo import ParallelEnv
+from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine.departures import PeakCost
@@ -27,16 +36,41 @@ from safelife_rl.engine.side_effects import side_effect_score
 from safelife_rl.envs.env import BoardRenderModes
 from safelife_rl.envs.level_stream import LevelSource, LevelStream
 
-#: Multi-agent level type (its parameter file in ``procgen/params/multi-agent``) -> env name.
+#: Multi-agent level type (its parameter file in ``procgen/params/multi-agent``) -> env name,
+#: the name of its handle in this module (and in :mod:`safelife_rl`) and its ``env.id`` in a
+#: training config.
 MULTI_AGENT_TASKS = {
-    "build-coop": "safelife_rl/BuildCoop-v0",
-    "build-compete": "safelife_rl/BuildCompete-v0",
-    "build-parallel": "safelife_rl/BuildParallel-v0",
-    "asym1": "safelife_rl/Asym1-v0",
-    "asym2": "safelife_rl/Asym2-v0",
-    "asym1-pretrain-cyanonly": "safelife_rl/Asym1PretrainCyanOnly-v0",
-    "asym1-pretrain-redonly": "safelife_rl/Asym1PretrainRedOnly-v0",
+    "build-coop": "build_coop_v0",
+    "build-compete": "build_compete_v0",
+    "build-parallel": "build_parallel_v0",
+    "asym1": "asym1_v0",
+    "asym2": "asym2_v0",
+    "asym1-pretrain-cyanonly": "asym1_pretrain_cyanonly_v0",
+    "asym1-pretrain-redonly": "asym1_pretrain_redonly_v0",
 }
+#: The previous release's names, shaped like Gymnasium ids though never registered: deprecated.
+DEPRECATED_NAMES = {
+    "safelife_rl/BuildCoop-v0": "build-coop",
+    "safelife_rl/BuildCompete-v0": "build-compete",
+    "safelife_rl/BuildParallel-v0": "build-parallel",
+    "safelife_rl/Asym1-v0": "asym1",
+    "safelife_rl/Asym2-v0": "asym2",
+    "safelife_rl/Asym1PretrainCyanOnly-v0": "asym1-pretrain-cyanonly",
+    "safelife_rl/Asym1PretrainRedOnly-v0": "asym1-pretrain-redonly",
+}
+
+
+def multi_agent_task(name: str) -> str | None:
+    """The task of a multi-agent env name (``build_coop_v0``), or ``None`` for any other name
+    (a Gymnasium id). A deprecated name (``safelife_rl/BuildCoop-v0``) warns and gives its task.
+    """
+    task = next((task for task, known in MULTI_AGENT_TASKS.items() if known == name), None)
+    if task is None and name in DEPRECATED_NAMES:
+        task = DEPRECATED_NAMES[name]
+        # FutureWarning, not DeprecationWarning: shown by default, also from a config file
+        warnings.warn(f"the multi-agent env name {name!r} is deprecated (it is no Gymnasium id):"
+                      f" use {MULTI_AGENT_TASKS[task]!r}", FutureWarning, stacklevel=2)
+    return task
 
 
 class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
@@ -218,3 +252,34 @@ def make_parallel_env(
     if not isinstance(sampler.params["agents"], list):
         raise UserError(f"{task}: the agents of a task's env must be a fixed list")
     return SafeLifeParallelEnv(sampler, n_agents=len(sampler.params["agents"]), **kwargs)
+
+
+@dataclass(frozen=True)
+class MultiAgentTask:
+    """A multi-agent task's constructors, as a PettingZoo env module has them.
+
+    ``parallel_env(**kwargs)``: its :class:`SafeLifeParallelEnv` (kwargs of
+    :func:`make_parallel_env`); ``env(**kwargs)``: the same as a PettingZoo AEC env (agents act
+    in turn), through PettingZoo's ``parallel_to_aec``.
+    """
+
+    task: str
+
+    @property
+    def name(self) -> str:
+        return MULTI_AGENT_TASKS[self.task]
+
+    def parallel_env(self, **kwargs: Any) -> SafeLifeParallelEnv:
+        return make_parallel_env(self.task, **kwargs)
+
+    def env(self, **kwargs: Any) -> AECEnv:
+        return parallel_to_aec(self.parallel_env(**kwargs))
+
+
+build_coop_v0 = MultiAgentTask("build-coop")
+build_compete_v0 = MultiAgentTask("build-compete")
+build_parallel_v0 = MultiAgentTask("build-parallel")
+asym1_v0 = MultiAgentTask("asym1")
+asym2_v0 = MultiAgentTask("asym2")
+asym1_pretrain_cyanonly_v0 = MultiAgentTask("asym1-pretrain-cyanonly")
+asym1_pretrain_redonly_v0 = MultiAgentTask("asym1-pretrain-redonly")

@@ -64,11 +64,11 @@ def _make(env_id: str, kwargs: Mapping[str, Any] | None) -> gym.Env:
 
 
 def multi_agent_task(env_id: str) -> str | None:
-    """The multi-agent SafeLife task of ``env_id`` (e.g. ``safelife_rl/BuildCoop-v0``), or
-    ``None`` for a Gymnasium id."""
-    from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
+    """The multi-agent SafeLife task of ``env_id`` (e.g. ``build_coop_v0``), or ``None`` for a
+    Gymnasium id (see :func:`safelife_rl.envs.multi_agent_env.multi_agent_task`)."""
+    from safelife_rl.envs.multi_agent_env import multi_agent_task as task_of
 
-    return next((task for task, name in MULTI_AGENT_TASKS.items() if name == env_id), None)
+    return task_of(env_id)
 
 
 def _make_multi_agent(

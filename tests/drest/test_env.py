@@ -35,7 +35,8 @@ RENDER_MODES = ShutdownGridworldEnv.metadata["render_modes"] + ["ansi_list", "rg
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_registered_envs_pass_check_env(env_id, capsys):
-    for obs_type in (("image",) if env_id == PROCEDURAL_ID else ("vector", "image")):
+    for obs_type in (("image", "pixels") if env_id == PROCEDURAL_ID
+                     else ("vector", "image", "pixels")):
         env = gym.make(env_id, obs_type=obs_type)
         check_env(env.unwrapped)  # with the spec: every render mode, made again from it
 
@@ -241,3 +242,40 @@ def test_the_wrapper_on_an_env_that_is_not_ours():
     assert lopsided.step(0)[1] == pytest.approx(-1.0)
     with pytest.raises(UserError, match="m\\(l\\) must be positive"):
         DrestRewardWrapper(CoinEnv(), 4, num_lengths=2, m={1: 1.0, 2: 0.0})
+
+
+def test_pixel_observations_are_the_image_planes_as_a_picture():
+    image = gym.make("drest/Example-v0", obs_type="image")
+    pixels = gym.make("drest/Example-v0", obs_type="pixels")
+    planes, _ = image.reset(seed=0)
+    picture, _ = pixels.reset(seed=0)
+    height, width = planes.shape[1:]
+    scale = -(-36 // min(height, width))
+    assert picture.dtype == np.uint8 and picture.shape == (height * scale, width * scale, 5)
+    assert min(picture.shape[:2]) >= 36 > min(picture.shape[:2]) - min(height, width)
+    assert pixels.observation_space.contains(picture)
+    top = image.observation_space.high.max()
+    for r, c in [(0, 0), (height - 1, width - 1), (1, 2)]:
+        cell = picture[r * scale:(r + 1) * scale, c * scale:(c + 1) * scale]
+        assert (cell == np.rint(planes[:, r, c] * 255 / top).astype(np.uint8)).all()
+
+
+def test_plain_cnn_policy_trains_on_procedural_pixels():
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    env = gym.make(PROCEDURAL_ID, obs_type="pixels")
+    assert is_image_space(env.observation_space)  # SB3's check of CnnPolicy input
+    assert not is_image_space(gym.make(PROCEDURAL_ID).observation_space)  # the planes are not
+    model = PPO("CnnPolicy", env, n_steps=32, batch_size=16, n_epochs=1, seed=0)
+    model.learn(64)
+    assert model.num_timesteps == 64
+    action, _ = model.predict(env.reset(seed=1)[0], deterministic=True)
+    assert env.action_space.contains(int(action))
+
+
+def test_procedural_env_refuses_vector_observations_in_one_line():
+    from drest.errors import UserError
+
+    with pytest.raises(UserError, match="takes obs_type 'image' or 'pixels'.*got 'vector'"):
+        gym.make(PROCEDURAL_ID, obs_type="vector")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import extended_envs  # noqa: F401  (registers the ids)
+import extended_envs  # registers the ids
+import extended_envs.agents
 
 IDS = sorted(env_id for env_id in gym.registry if env_id.startswith("extended_envs/"))
 HAS_PYGAME = importlib.util.find_spec("pygame") is not None
@@ -131,3 +132,23 @@ def test_the_previous_releases_ids_are_deprecated_aliases(env_name):
     assert isinstance(env.unwrapped, type(gym.make(new).unwrapped))
     assert env.unwrapped.env_name == env_name
     env.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("agent", extended_envs.agents.__all__)
+def test_every_agent_name_steps_or_is_refused_at_make_naming_those_that_work(env_id, agent):
+    from extended_envs.combination import box_observation_agents
+    from extended_envs.errors import UserError
+
+    working = box_observation_agents()
+    assert "QLearner" not in working and {"DQNAgent", "RandomAgent"} <= set(working)
+    if agent not in working:
+        # refused by gym.make, before anything runs, naming exactly the agents that work
+        with pytest.raises(UserError, match=f"agent='{agent}' is tabular.*choose one of "
+                                            f"{', '.join(working)}$"):
+            gym.make(env_id, agent=agent)
+        return
+    with gym.make(env_id, agent=agent) as env:
+        env.reset(seed=0)
+        obs, reward, *_ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and np.isfinite(reward)

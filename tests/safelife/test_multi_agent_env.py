@@ -1,19 +1,25 @@
 """The PettingZoo env of every multi-agent task: PettingZoo's API and seeding tests, each
 agent's own view, the game's rewards, render modes and refused input."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from pettingzoo import AECEnv
 from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
+import safelife_rl
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.level_files import save_levels
+from safelife_rl.envs import multi_agent_env
 from safelife_rl.envs.multi_agent_env import (
+    DEPRECATED_NAMES,
     MULTI_AGENT_TASKS,
     SafeLifeParallelEnv,
     make_parallel_env,
+    multi_agent_task,
 )
 from safelife_rl.envs.render import _RGB_CELL
 from safelife_rl.procgen.generator import generate_multi_agent_level
@@ -27,6 +33,29 @@ def test_pettingzoo_api_and_seeding(task):
 
 def test_pettingzoo_aec_api_through_the_standard_conversion():
     api_test(parallel_to_aec(make_parallel_env("build-compete", time_limit=30)), num_cycles=40)
+
+
+@pytest.mark.parametrize(("task", "name"), MULTI_AGENT_TASKS.items())
+def test_every_task_has_pettingzoo_style_constructors_under_its_name(task, name):
+    handle = getattr(safelife_rl, name)
+    assert handle is getattr(multi_agent_env, name) and handle.task == task
+    assert handle.name == name and multi_agent_task(name) == task
+    # not shaped like a Gymnasium id, so nobody passes it to gym.make
+    assert "/" not in name and "-" not in name and name.endswith("_v0")
+    assert name not in gym.registry
+    parallel = handle.parallel_env(time_limit=7)
+    assert isinstance(parallel, SafeLifeParallelEnv) and parallel.time_limit == 7
+    aec = handle.env(time_limit=7)
+    assert isinstance(aec, AECEnv)
+    aec.reset(seed=0)
+    assert aec.agent_selection == "agent_0" and aec.possible_agents == parallel.possible_agents
+
+
+def test_the_previous_names_are_deprecated_aliases_that_warn():
+    assert set(DEPRECATED_NAMES.values()) == set(MULTI_AGENT_TASKS)
+    with pytest.warns(FutureWarning, match="'safelife_rl/Asym2-v0' is deprecated.*'asym2_v0'"):
+        assert multi_agent_task("safelife_rl/Asym2-v0") == "asym2"
+    assert multi_agent_task("safelife_rl/PruneStill-v1") is None
 
 
 def rollout(env, seed: int, steps: int = 30) -> list:
