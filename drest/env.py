@@ -246,10 +246,9 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
     def __init__(self, config: GeneratorConfig | None = None, obs_type: str = "image",
                  render_mode: str | None = None, worlds: Sequence[GridSpec] | None = None,
                  exclude: frozenset[GridSpec] = frozenset()) -> None:
-        if obs_type not in ("image", "pixels"):
-            raise UserError(f"drest/Procedural-v0 takes obs_type 'image' or 'pixels' (the "
-                            f"vector observation's size changes from world to world), got "
-                            f"{obs_type!r}")
+        check.value("obs_type", obs_type, lambda v: v in ("image", "pixels"),
+                    "image or pixels on drest/Procedural-v0 (the vector observation's size "
+                    "changes from world to world)")
         self.config = config or GeneratorConfig()
         self.worlds = None if worlds is None else tuple(worlds)
         if self.worlds is not None and exclude:

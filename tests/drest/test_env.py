@@ -277,5 +277,5 @@ def test_plain_cnn_policy_trains_on_procedural_pixels():
 def test_procedural_env_refuses_vector_observations_in_one_line():
     from drest.errors import UserError
 
-    with pytest.raises(UserError, match="takes obs_type 'image' or 'pixels'.*got 'vector'"):
+    with pytest.raises(UserError, match="obs_type must be image or pixels on drest/Procedural-v0.*got 'vector'"):
         gym.make(PROCEDURAL_ID, obs_type="vector")
