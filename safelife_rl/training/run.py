@@ -34,7 +34,6 @@ from safelife_rl.training.config import (
     check_settings,
     user_errors_of_instantiate,
 )
-from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
 from safelife_rl.training.evaluation import random_policy
 from safelife_rl.training.files import save_model_atomic
@@ -276,10 +275,10 @@ def _continue(model: BaseAlgorithm, env: Any, saved: SavedModel, record: Rollout
               run_dir: Path, total_timesteps: int) -> None:
     """Set the loaded ``model`` and fresh ``env`` where the run was when it saved ``saved``:
     exactly, from the checkpoint's rollout record (:mod:`~safelife_rl.training.rollout_record`),
-    when the run will train on; else (an earlier version's checkpoint, or the device vector env,
-    which the record cannot replay yet) the envs start new episodes at the saved step count."""
+    when the run will train on; else (an earlier version's checkpoint) the envs start new
+    episodes at the saved step count."""
     rollouts = None
-    if model.num_timesteps < total_timesteps and not isinstance(env, TensorVecEnv):
+    if model.num_timesteps < total_timesteps:
         rollouts = read_rollouts(saved.path, model)
     iterations = rollouts.state.get("rollouts", 0) if rollouts is not None else 0
     if not isinstance(iterations, int) or iterations < 0:

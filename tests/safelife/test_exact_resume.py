@@ -27,6 +27,9 @@ ALGOS = {
             "algo.train_freq=4", "algo.batch_size=16", "algo.target_update_interval=30",
             "log_interval=2"],
 }
+# vec_env=device: the SafeLife envs stepped as tensors (DevicePPO, DeviceA2C), levels from a bank
+DEVICE = ["vec_env=device", "env.kwargs.bank={size:4,progress:false}"]
+ALGOS.update({f"device-{algo}": [*ALGOS[algo], *DEVICE] for algo in ("ppo", "a2c")})
 
 
 class Killed(BaseException):
@@ -108,6 +111,9 @@ def stop_and_resume(train_config, run, algo, steps, how, monkeypatch):
     ("dqn", 50, "signal"),
     ("dqn", 70, "kill"),
     ("dqn", 150, "signal"),
+    ("device-ppo", 40, "signal"),
+    ("device-ppo", 100, "kill"),
+    ("device-a2c", 74, "signal"),
 ])
 def test_a_stopped_or_killed_run_resumes_bit_for_bit(
     tmp_path, train_config, uninterrupted, monkeypatch, algo, steps, how

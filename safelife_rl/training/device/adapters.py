@@ -40,6 +40,8 @@ class TensorStep(NamedTuple):
         ``final_info``, valid where ``ended``), or ``None``; read them once per rollout
         (:class:`~.episodes.EpisodeRecorder`), not at every step.
     :ivar ended: bool, the envs whose episodes ended, where ``final_info`` is given.
+    :ivar costs: float64 per-env step costs (``info["cost"]``, Safety-Gymnasium's convention),
+        or ``None`` where the env reports none.
     """
 
     observations: torch.Tensor
@@ -50,6 +52,7 @@ class TensorStep(NamedTuple):
     infos: dict[int, dict[str, Any]]
     final_info: dict[str, Any] | None = None
     ended: torch.Tensor | None = None
+    costs: torch.Tensor | None = None
 
 
 class TensorVecEnv(VecEnv):
@@ -116,6 +119,10 @@ class NumpyVecEnvAdapter(TensorVecEnv):
                 if info.get("terminal_observation") is not None:
                     final[k] = info["terminal_observation"]
             final = torch.as_tensor(final, device=self.device)
+        costs = None
+        if all("cost" in info for info in infos):
+            costs = torch.tensor([info["cost"] for info in infos], dtype=torch.float64,
+                                 device=self.device)
         return TensorStep(
             torch.as_tensor(observations, device=self.device),
             torch.as_tensor(rewards, device=self.device),
@@ -123,6 +130,7 @@ class NumpyVecEnvAdapter(TensorVecEnv):
             torch.as_tensor(truncated, device=self.device),
             final,
             ended,
+            costs=costs,
         )
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
@@ -217,12 +225,16 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         truncated = torch.as_tensor(truncated, device=self.device) & ~terminated
         observations = torch.as_tensor(observations, device=self.device)
         rewards = torch.as_tensor(rewards, device=self.device)
+        costs = info.get("cost")
+        if costs is not None:
+            costs = torch.as_tensor(costs, dtype=torch.float64, device=self.device)
         if "final_obs" not in info:
-            return TensorStep(observations, rewards, terminated, truncated, None, {})
+            return TensorStep(observations, rewards, terminated, truncated, None, {},
+                              costs=costs)
         return TensorStep(observations, rewards, terminated, truncated,
                           torch.as_tensor(info["final_obs"], device=self.device), {},
                           info["final_info"],
-                          torch.as_tensor(info["_final_info"], device=self.device))
+                          torch.as_tensor(info["_final_info"], device=self.device), costs)
 
     @property
     def level_names(self) -> list[str] | None:
