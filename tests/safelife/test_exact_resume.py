@@ -29,7 +29,8 @@ ALGOS = {
 }
 # vec_env=device: the SafeLife envs stepped as tensors (DevicePPO, DeviceA2C), levels from a bank
 DEVICE = ["vec_env=device", "env.kwargs.bank={size:4,progress:false}"]
-ALGOS.update({f"device-{algo}": [*ALGOS[algo], *DEVICE] for algo in ("ppo", "a2c")})
+ALGOS["lagrangian"] = ["method=ppo_lagrangian", "cost_limit=2"]
+ALGOS.update({f"device-{algo}": [*ALGOS[algo], *DEVICE] for algo in ("ppo", "a2c", "lagrangian")})
 
 
 class Killed(BaseException):
@@ -114,6 +115,9 @@ def stop_and_resume(train_config, run, algo, steps, how, monkeypatch):
     ("device-ppo", 40, "signal"),
     ("device-ppo", 100, "kill"),
     ("device-a2c", 74, "signal"),
+    # the episode costs in progress at the checkpoint are counted again as the steps replay
+    ("lagrangian", 100, "kill"),
+    ("device-lagrangian", 40, "signal"),
 ])
 def test_a_stopped_or_killed_run_resumes_bit_for_bit(
     tmp_path, train_config, uninterrupted, monkeypatch, algo, steps, how

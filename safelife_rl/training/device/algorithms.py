@@ -178,6 +178,9 @@ DEVICE_ALGORITHMS = {
     "stable_baselines3.ppo.PPO": "safelife_rl.training.device.DevicePPO",
     "stable_baselines3.A2C": "safelife_rl.training.device.DeviceA2C",
     "stable_baselines3.a2c.A2C": "safelife_rl.training.device.DeviceA2C",
+    "safelife_rl.training.PPOLagrangian": "safelife_rl.training.lagrangian.DevicePPOLagrangian",
+    "safelife_rl.training.lagrangian.PPOLagrangian":
+        "safelife_rl.training.lagrangian.DevicePPOLagrangian",
 }
 
 
@@ -187,5 +190,6 @@ def device_algorithm(target: str) -> str:
     if target in DEVICE_ALGORITHMS.values():
         return target
     if target not in DEVICE_ALGORITHMS:
-        raise UserError(f"vec_env=device trains PPO or A2C (algo=ppo or algo=a2c), not {target}")
+        raise UserError(f"vec_env=device trains PPO, A2C or PPO-Lagrangian (algo=ppo, algo=a2c "
+                        f"or method=ppo_lagrangian), not {target}")
     return DEVICE_ALGORITHMS[target]
