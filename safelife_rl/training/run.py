@@ -21,6 +21,7 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import write_json, write_text
 from safelife_rl.common.locks import PidLock
 from safelife_rl.envs.wrappers import sync_training_steps
+from safelife_rl.training.aup import device_wrapper
 from safelife_rl.training.callbacks import (
     PeriodicEvaluation,
     RunStopped,
@@ -34,6 +35,7 @@ from safelife_rl.training.config import (
     check_settings,
     user_errors_of_instantiate,
 )
+from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
 from safelife_rl.training.evaluation import random_policy
 from safelife_rl.training.files import save_model_atomic
@@ -224,6 +226,8 @@ def _learn(
         # built, so a refused setting leaves nothing behind either
         wrapper = _method(cfg).get("vec_env_wrapper")
         if wrapper is not None:
+            if isinstance(env, TensorVecEnv):  # vec_env=device: the wrapper's tensor twin
+                wrapper = OmegaConf.merge(wrapper, {"_target_": device_wrapper(wrapper._target_)})
             env = _build(wrapper, env)
         check_rollout_memory(cfg, env)
         with user_errors_of_instantiate():

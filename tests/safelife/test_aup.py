@@ -16,10 +16,19 @@ from torch import nn
 
 from safelife_rl.apps.train import resume_config
 from safelife_rl.common.errors import UserError
-from safelife_rl.training.aup import AUXILIARY_FILE, AUPPenalty, AuxiliaryPhase
+from safelife_rl.common.torch_counts import counting
+from safelife_rl.training.aup import (
+    AUXILIARY_FILE,
+    AUPPenalty,
+    AuxiliaryPhase,
+    DeviceAUPPenalty,
+)
 from safelife_rl.training.auxiliary_rewards import RandomProjection, fit_auxiliary_reward
 from safelife_rl.training.cb_vae import log_normaliser
+from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
 from safelife_rl.training.run import train
+
+from .test_device_step import vector_env
 
 ROOT = Path(__file__).resolve().parents[2]
 # Phase 1: 64 random steps and 256 DQN steps; phase 2: 320 PPO steps (2 envs x 16 per rollout).
@@ -87,20 +96,65 @@ class TableQ(nn.Module):
         return torch.stack([s, 3 * s, 1 - 2 * s], dim=1)
 
 
+# env 0 at 0, 2, 5 takes 1, 2, 0; env 1 at 0, 3, 4 takes 2, 0, 1; both end at 6 and are
+# reset to 0, where they take 2 and 1: the actions and the rewards less 0.25 x Q difference
+WALK_STEPS = [([1, 2], [1.0, 0.75]), ([2, 0], [-0.25, 1.0]), ([0, 1], [1.0, -1.0]),
+              ([2, 1], [0.75, 1.0])]
+
+
 def test_the_penalty_is_lambda_times_the_q_difference_to_the_noop_of_the_state_acted_in():
     env = AUPPenalty(DummyVecEnv([WalkWithNoop, WalkWithNoop]))
     env.q_network, env.coefficient = TableQ(), 0.25
     env.reset()
-    # env 0 at 0, 2, 5 takes 1, 2, 0; env 1 at 0, 3, 4 takes 2, 0, 1; both end at 6 and are
-    # reset to 0, where they take 2 and 1
-    steps = [([1, 2], [1.0, 0.75]), ([2, 0], [-0.25, 1.0]), ([0, 1], [1.0, -1.0]),
-             ([2, 1], [0.75, 1.0])]
-    for actions, expected in steps:
+    for actions, expected in WALK_STEPS:
         obs, rewards, dones, infos = env.step(np.array(actions))
         assert rewards.tolist() == expected
         assert [i["aup_penalty"] for i in infos] == [1.0 - r for r in expected]
         assert [i["aup_q_difference"] for i in infos] == [4 * (1.0 - r) for r in expected]
     assert dones.tolist() == [False, False] and obs[:, 0].tolist() == [3.0, 2.0]
+
+
+def test_on_the_device_path_the_penalty_is_taken_off_the_reward_tensor():
+    """DeviceAUPPenalty on the same walks (through the NumPy adapter): the same rewards, and
+    the means of the rollout's Q differences and penalties read once."""
+    env = DeviceAUPPenalty(NumpyVecEnvAdapter(DummyVecEnv([WalkWithNoop, WalkWithNoop])))
+    env.q_network, env.coefficient = TableQ(), 0.25
+    env.reset()
+    penalties = []
+    for actions, expected in WALK_STEPS:
+        step = env.step(torch.tensor(actions))
+        assert isinstance(step.rewards, torch.Tensor) and step.rewards.tolist() == expected
+        penalties += [1.0 - r for r in expected]
+    assert env.take_statistics() == pytest.approx((4 * np.mean(penalties), np.mean(penalties)))
+    assert env.take_statistics() is None
+
+
+class ActionQ(nn.Module):
+    """Q(s, a) = a in every state: the penalty of action ``a`` is ``lambda * a``."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Parameter(torch.zeros(()))
+
+    def forward(self, obs):
+        return torch.arange(9.0).expand(len(obs), 9)
+
+
+def test_on_the_safelife_device_env_the_penalty_uses_its_noop_and_makes_no_sync():
+    plain, wrapped = (GymnasiumTensorVecEnv(vector_env(4)) for _ in range(2))
+    wrapped = DeviceAUPPenalty(wrapped)
+    assert wrapped.noop_action == 0  # SafeLife's do-nothing, from the env all envs play
+    wrapped.q_network, wrapped.coefficient = ActionQ(), 0.5
+    for env in (plain, wrapped):
+        env.seed(3)
+        env.reset()
+    actions = torch.tensor([0, 3, 8, 1])
+    for _ in range(4):  # the third step restarts every env
+        expected = plain.step(actions).rewards - 0.5 * actions
+        with counting() as counts:
+            step = wrapped.step(actions)
+        assert (counts.syncs, counts.copies) == (0, 0), counts.named
+        assert torch.equal(step.rewards, expected)
 
 
 def test_the_noop_action_is_the_envs_or_named_and_safelifes_does_nothing():
