@@ -25,7 +25,7 @@ from safelife_rl.training.aup import (
 )
 from safelife_rl.training.auxiliary_rewards import RandomProjection, fit_auxiliary_reward
 from safelife_rl.training.cb_vae import log_normaliser
-from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
+from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, NumpyView
 from safelife_rl.training.run import train
 
 from .test_device_step import vector_env
@@ -224,6 +224,43 @@ def test_aup_trains_both_phases_through_the_app(tmp_path, tb_scalars):
     expected = [0.001 + 0.099 * (s - ROLLOUT - PHASE_STEPS) / PHASE_STEPS for s in steps]
     assert [v for _, v in lambdas] == pytest.approx(expected)
     assert all(e.value > 0 for e in logged["aup/q_difference"])
+
+
+def test_aup_trains_both_phases_on_the_device_path(tmp_path, train_config, tb_scalars):
+    """vec_env=device: phase 1 through a NumPy view of the device env, phase 2 DevicePPO on
+    the penalised reward tensor; the same schedule and logs as the NumPy path."""
+    summary = train(train_config("method=aup", *AUP_TINY, "vec_env=device"), tmp_path)
+    assert summary["timesteps"] == 640
+    saved = torch.load(tmp_path / AUXILIARY_FILE, weights_only=True)
+    assert saved["settings"] == {"reward": "cb_vae", "buffer_steps": 64, "aux_steps": 256}
+    logged = tb_scalars(tmp_path / "tensorboard")
+    steps = list(range(PHASE_STEPS + ROLLOUT, 641, ROLLOUT))
+    assert [e.step for e in logged["aup/lambda"]] == steps
+    expected = [0.001 + 0.099 * (s - ROLLOUT - PHASE_STEPS) / PHASE_STEPS for s in steps]
+    assert [e.value for e in logged["aup/lambda"]] == pytest.approx(expected)
+    assert [e.step for e in logged["aup/q_difference"]] == steps
+    assert all(e.value > 0 for e in logged["aup/q_difference"])
+    for lam, difference, penalty in zip(logged["aup/lambda"], logged["aup/q_difference"],
+                                        logged["aup/penalty"]):  # each rollout's, in one dump
+        assert penalty.value == pytest.approx(lam.value * difference.value, rel=1e-5)
+
+
+def test_the_numpy_view_gives_a_device_env_to_sb3_with_its_infos():
+    tensors = GymnasiumTensorVecEnv(vector_env(2))
+    view = NumpyView(GymnasiumTensorVecEnv(vector_env(2)))
+    for env in (tensors, view):
+        env.seed(5)
+    assert np.array_equal(view.reset(), tensors.reset().numpy())
+    for t in range(3):  # 3-step episodes: the third step restarts both envs
+        step = tensors.step(torch.tensor([t, 4]))
+        obs, rewards, dones, infos = view.step(np.array([t, 4]))
+        assert np.array_equal(obs, step.observations.numpy())
+        assert rewards.tolist() == step.rewards.tolist()
+        assert [info["cost"] for info in infos] == step.costs.tolist()
+    assert dones.tolist() == [True, True]
+    for k, info in enumerate(infos):
+        assert np.array_equal(info["terminal_observation"], step.final_observations[k].numpy())
+        assert info["TimeLimit.truncated"] and info["episode"]["l"] == 3
 
 
 def test_a_resumed_aup_run_reuses_its_auxiliary_model_bit_for_bit(
