@@ -8,6 +8,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from safelife_rl.common.torch_counts import OpCounts, counting
+from safelife_rl.training.aup import DeviceAUPPenalty
 from safelife_rl.training.device import DeviceA2C, DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.device.deferred import DeferredScalar, deferred_scalars
 from safelife_rl.training.lagrangian import DevicePPOLagrangian
@@ -19,10 +20,20 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 N_ENVS = 4
 
 
-def model(algo: type, n_steps: int, callback=None, **settings):
+class ActionQ(torch.nn.Module):
+    """An auxiliary Q-network for AUP's penalty: Q(s, a) = a."""
+
+    def forward(self, obs):
+        return torch.arange(9.0, device=obs.device).expand(len(obs), 9)
+
+
+def model(algo: type, n_steps: int, callback=None, aup: bool = False, **settings):
     """A tiny device model on 3-step SafeLife episodes (so every rollout has restarts and
-    timeouts to bootstrap), ready to collect rollouts."""
+    timeouts to bootstrap), ready to collect rollouts; ``aup``: its rewards penalised by AUP."""
     env = GymnasiumTensorVecEnv(vector_env(N_ENVS))
+    if aup:
+        env = DeviceAUPPenalty(env)
+        env.q_network, env.coefficient = ActionQ(), 0.1
     if algo is not DeviceA2C:
         settings.setdefault("batch_size", N_ENVS * n_steps)
     if algo is DevicePPOLagrangian:  # the costs arrive as the env's tensor; some episodes end
@@ -51,6 +62,12 @@ def test_a_rollout_step_makes_no_sync_and_no_copy(algo):
     assert (long.syncs, long.copies) == (short.syncs, short.copies), (short.named, long.named)
     assert long.kernels > short.kernels
     assert short.syncs <= 3, short.named  # the rollout's: episodes, timeouts, invalid actions
+
+
+def test_an_aup_rollout_step_makes_no_sync_and_no_copy():
+    short, long = (rollout_counts(model(DevicePPO, n, aup=True)) for n in (3, 6))
+    assert (long.syncs, long.copies) == (short.syncs, short.copies), (short.named, long.named)
+    assert short.syncs <= 3, short.named
 
 
 def train_counts(algo: type, batch_size: int) -> OpCounts:
