@@ -284,10 +284,12 @@ class LagrangianMixin:
         self.cost_optimizer = policy.optimizer_class(
             self.cost_critic.parameters(), lr=self.lr_schedule(1),  # type: ignore[attr-defined]
             **policy.optimizer_kwargs)
+        # float64 where the network is (MPS has no float64: there, on the CPU)
+        state_device = th.device("cpu") if self.device.type == "mps" else self.device
         self.lagrange_state = th.tensor([self.multiplier_init, self.multiplier_init, 0.0],
-                                        dtype=th.float64, device=self.device)
-        self._episode_costs = th.zeros(self.n_envs, dtype=th.float64, device=self.device)
-        self._ended = th.zeros(2, dtype=th.float64, device=self.device)  # summed costs, count
+                                        dtype=th.float64, device=state_device)
+        self._episode_costs = th.zeros(self.n_envs, dtype=th.float64, device=state_device)
+        self._ended = th.zeros(2, dtype=th.float64, device=state_device)  # summed costs, count
 
     @property
     def multiplier(self) -> float:
@@ -305,8 +307,8 @@ class LagrangianMixin:
     # -- rollouts -----------------------------------------------------------------------------
 
     def _step_costs(self, locals_: dict[str, Any]) -> tuple[th.Tensor, th.Tensor]:
-        """A step's costs (float64) and which envs' episodes it ended (bool), as tensors on the
-        training device, from what the rollout hands its callback (``locals_``)."""
+        """A step's costs (float64) and which envs' episodes it ended (bool), as tensors (where
+        the env made them), from what the rollout hands its callback (``locals_``)."""
         raise NotImplementedError
 
     def _stored_costs(self, costs: th.Tensor, locals_: dict[str, Any]) -> Any:
@@ -323,6 +325,7 @@ class LagrangianMixin:
     def _count_costs(self, costs: th.Tensor, dones: th.Tensor) -> None:
         """Add a step's costs to the episodes' sums, and the sums of the episodes it ended to
         the total since the last multiplier update."""
+        costs, dones = costs.to(self._ended.device), dones.to(self._ended.device)
         self._episode_costs += costs
         ended = th.where(dones, self._episode_costs, 0.0)
         self._ended += th.stack([ended.sum(), dones.sum(dtype=th.float64)])
@@ -378,7 +381,7 @@ class LagrangianMixin:
         super().train()  # type: ignore[misc]
         loss = self._train_cost_critic()
         count, cost, update, multiplier_now, loss_now = th.stack(
-            [*report, multiplier, loss.to(th.float64)]).tolist()  # the update's one read
+            [*report, multiplier, loss.to(report.device).double()]).tolist()  # the update's one read
         logger = self.logger  # type: ignore[attr-defined]
         if count:
             logger.record("safety/episode_cost", cost)
@@ -417,8 +420,7 @@ class PPOLagrangian(LagrangianMixin, PPO):
         if "cost" not in infos[0]:
             check_reports_cost(infos[0], self._env_name())
         costs = np.array([info["cost"] for info in infos], np.float64)
-        return (th.as_tensor(costs, device=self.device),
-                th.as_tensor(np.asarray(locals_["dones"], bool), device=self.device))
+        return th.as_tensor(costs), th.as_tensor(np.asarray(locals_["dones"], bool))
 
     def _stored_costs(self, costs: th.Tensor, locals_: dict[str, Any]) -> np.ndarray:
         """The costs, plus ``gamma`` times the cost value of the last observation where a time
@@ -446,8 +448,7 @@ class DevicePPOLagrangian(LagrangianMixin, DeviceRollouts, PPO):
         step: TensorStep = locals_["step"]
         if step.costs is None:
             check_reports_cost({}, self._env_name())
-        return (step.costs.to(self.device),  # type: ignore[union-attr]
-                (step.terminated | step.truncated).to(self.device))
+        return step.costs, step.terminated | step.truncated  # type: ignore[return-value]
 
     def _timeout_bootstraps(
         self, buffer: TensorRolloutBuffer
