@@ -305,6 +305,8 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (["method.buffer_steps=8"], r"method.buffer_steps \(8\) must fill at least one VAE batch"),
     (["method.aux_agent.learning_starts=256"], "the auxiliary agent would never learn"),
     (["method.noop_action=9"], "method.noop_action must be an action 0-8, got 9"),
+    (["method.noop_action=9", "vec_env=device"], "method.noop_action must be an action 0-8"),
+    (["method.aux_steps=600", "vec_env=device"], "must be shorter than the run"),
 ])
 def test_bad_aup_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message

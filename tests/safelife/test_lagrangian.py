@@ -265,6 +265,9 @@ def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, overr
     (("method=ppo_lagrangian", "cost_limit=-1"), "cost_limit must be a finite non-negative"),
     (("method=ppo_lagrangian", "cost_limit=nan"), "cost_limit must be a finite number"),
     (("cost_limit=2",), "cost_limit=2.0 is a budget for method=ppo_lagrangian"),
+    (("method=ppo_lagrangian", "cost_limit=-1", *DEVICE), "cost_limit must be a finite"),
+    (("method=ppo_lagrangian", "cost_limit=2", "method.multiplier_lr=-1", *DEVICE),
+     "multiplier_lr must be a finite non-negative number"),
 ])
 def test_bad_method_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message
