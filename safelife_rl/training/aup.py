@@ -30,7 +30,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
 from torch import nn
 from tqdm.auto import trange
 
@@ -45,7 +45,7 @@ from safelife_rl.training.auxiliary_rewards import (
     fit_auxiliary_reward,
 )
 from safelife_rl.training.callbacks import TrainingClock
-from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.device.adapters import NumpyView, TensorStep, TensorVecEnv
 
 AUXILIARY_FILE = "aup_auxiliary.pt"
 
@@ -62,9 +62,8 @@ def attainable_utility_penalty(
 def noop_action_of(venv: VecEnv, noop_action: int | None = None) -> int:
     """The no-op action of ``venv``'s envs (their ``noop_action`` attribute) or the one given,
     checked against the action space."""
-    if not isinstance(venv, VecEnv) or isinstance(venv, TensorVecEnv):
-        raise UserError(f"AUP wraps SB3 vec envs, not {type(venv).__name__} (vec_env=device "
-                        "has no AUP yet: use vec_env=auto)")
+    if not isinstance(venv, VecEnv):
+        raise UserError(f"AUP wraps SB3 vec envs or tensor vec envs, not {type(venv).__name__}")
     space = venv.action_space
     if not isinstance(space, spaces.Discrete):
         raise UserError(f"AUP compares discrete actions with doing nothing; the env's actions "
@@ -81,24 +80,64 @@ def noop_action_of(venv: VecEnv, noop_action: int | None = None) -> int:
     return int(noop_action)
 
 
-class AUPPenalty(VecEnvWrapper):
+class _Penalty:
+    """What both AUP wrappers hold and compute: ``q_network`` and ``coefficient`` (set by
+    :class:`AuxiliaryPhase`), the no-op action, the penalties of a batch of steps as tensors,
+    and their sums since the last :meth:`take_statistics`, kept on the network's device."""
+
+    def __init__(self, venv: VecEnv, noop_action: int | None):
+        self.noop_action = noop_action_of(venv, noop_action)
+        self.q_network: nn.Module | None = None
+        self.coefficient = 0.0
+        self._sums: torch.Tensor | None = None  # q differences, penalties, steps
+
+    def penalties(self, obs: Any, actions: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """``|Q_aux(s, a) - Q_aux(s, noop)|`` of observations and actions (arrays or tensors),
+        and ``coefficient`` times it, as float32 tensors on the Q-network's device."""
+        if self.q_network is None:
+            raise RuntimeError("AUP's penalty has no auxiliary Q-network yet: train with the "
+                               "AuxiliaryPhase callback, or set q_network")
+        device = next(self.q_network.parameters(), torch.empty(0)).device
+        with torch.no_grad():
+            q_values = self.q_network(torch.as_tensor(obs, device=device))
+            differences = attainable_utility_penalty(
+                q_values, torch.as_tensor(actions, device=device), self.noop_action).float()
+        penalties = self.coefficient * differences
+        step = torch.stack([differences.sum(dtype=torch.float64),
+                            penalties.sum(dtype=torch.float64),
+                            torch.full((), float(len(differences)), dtype=torch.float64,
+                                       device=device)])
+        self._sums = step if self._sums is None else self._sums + step
+        return differences, penalties
+
+    def take_statistics(self) -> tuple[float, float] | None:
+        """The mean Q difference and penalty of the steps since the last call (one read),
+        ``None`` if there were none."""
+        if self._sums is None:
+            return None
+        differences, penalties, steps = self._sums.tolist()
+        self._sums = None
+        return differences / steps, penalties / steps
+
+
+class AUPPenalty(_Penalty, VecEnvWrapper):
     """Rewards less ``coefficient * |Q_aux(s_t, a_t) - Q_aux(s_t, noop)|``, where ``s_t`` is
-    the observation the action ``a_t`` was taken in.
+    the observation the action ``a_t`` was taken in, on an SB3 NumPy ``VecEnv``
+    (:class:`DeviceAUPPenalty` is its twin on a tensor env, ``vec_env=device``).
 
     ``q_network`` maps a batch of observations (a tensor) to Q-values ``(n, n_actions)``;
     :class:`AuxiliaryPhase` sets it and ``coefficient`` (lambda). Until it is set (a resumed
-    run replaying its steps before the callback starts) rewards pass unchanged. Each step's ``info`` gets
-    ``aup_q_difference`` (``|Q(s,a) - Q(s,noop)|``) and ``aup_penalty`` (what was taken off).
+    run replaying its steps before the callback starts) rewards pass unchanged. Each step's
+    ``info`` gets ``aup_q_difference`` (``|Q(s,a) - Q(s,noop)|``) and ``aup_penalty`` (what was
+    taken off).
 
     :param noop_action: the action that does nothing (``None``: the envs' ``noop_action``).
     :raises UserError: the env has no no-op action, or no discrete actions.
     """
 
     def __init__(self, venv: VecEnv, noop_action: int | None = None):
-        self.noop_action = noop_action_of(venv, noop_action)
-        super().__init__(venv)
-        self.q_network: nn.Module | None = None
-        self.coefficient = 0.0
+        _Penalty.__init__(self, venv, noop_action)
+        VecEnvWrapper.__init__(self, venv)
         self._obs: np.ndarray | None = None
         self._actions: np.ndarray | None = None
 
@@ -110,25 +149,14 @@ class AUPPenalty(VecEnvWrapper):
         self._actions = np.asarray(actions).reshape(self.num_envs)
         self.venv.step_async(actions)
 
-    def q_differences(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """``|Q_aux(s, a) - Q_aux(s, noop)|`` of observations and actions (NumPy)."""
-        if self.q_network is None:
-            raise RuntimeError("AUPPenalty has no auxiliary Q-network yet: train with the "
-                               "AuxiliaryPhase callback, or set q_network")
-        device = next(self.q_network.parameters(), torch.empty(0)).device
-        with torch.no_grad():
-            q_values = self.q_network(torch.as_tensor(obs, device=device))
-            differences = attainable_utility_penalty(
-                q_values, torch.as_tensor(actions, device=device), self.noop_action)
-        return differences.cpu().numpy()
-
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
         if self.q_network is None:  # a resume's replay, before the callback loads it: the
             self._obs = obs  # rewards of replayed steps are not trained on
             return obs, rewards, dones, infos
-        differences = self.q_differences(self._obs, self._actions)
-        penalties = (self.coefficient * differences).astype(rewards.dtype)
+        differences, penalties = (x.cpu().numpy() for x in self.penalties(self._obs,
+                                                                           self._actions))
+        penalties = penalties.astype(rewards.dtype)
         for info, difference, penalty in zip(infos, differences, penalties):
             info["aup_q_difference"] = float(difference)
             info["aup_penalty"] = float(penalty)
@@ -136,7 +164,84 @@ class AUPPenalty(VecEnvWrapper):
         return obs, rewards - penalties, dones, infos
 
 
-def find_wrapper(venv: Any, kind: type) -> Any:
+class DeviceAUPPenalty(_Penalty, TensorVecEnv):
+    """:class:`AUPPenalty` on a :class:`~safelife_rl.training.device.TensorVecEnv`
+    (``vec_env=device``): the penalty is computed on the device from the step's tensors and
+    taken off its reward tensor, so a step waits for nothing; the statistics stay on the
+    device until :class:`AuxiliaryPhase` reads them once per rollout (no per-step infos).
+
+    :param venv: the tensor vector env.
+    :param noop_action: the action that does nothing (``None``: the envs' ``noop_action``).
+    """
+
+    def __init__(self, venv: TensorVecEnv, noop_action: int | None = None):
+        _Penalty.__init__(self, venv, noop_action)
+        self.venv = venv  # before TensorVecEnv's constructor asks it for attributes
+        TensorVecEnv.__init__(self, venv.num_envs, venv.observation_space, venv.action_space,
+                              venv.device)
+        self._obs: torch.Tensor | None = None
+
+    def reset(self) -> torch.Tensor:  # type: ignore[override]
+        self._obs = self.venv.reset()
+        return self._obs
+
+    def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
+        step = self.venv.step(actions)
+        acted_in, self._obs = self._obs, step.observations
+        if self.q_network is None:  # a resume's replay, as AUPPenalty's
+            return step
+        penalties = self.penalties(acted_in, actions)[1].to(step.rewards.device)
+        return step._replace(rewards=step.rewards - penalties.to(step.rewards.dtype))
+
+    @property
+    def level_names(self) -> list[str] | None:
+        return self.venv.level_names
+
+    def check_actions(self) -> None:
+        self.venv.check_actions()
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return self.venv.seed(seed)
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self.venv.set_attr(attr_name, value, indices)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices)
+
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)
+
+
+#: The twin of each AUP wrapper on a tensor env (``vec_env=device``), by ``_target_``.
+DEVICE_WRAPPERS = {
+    "safelife_rl.training.AUPPenalty": "safelife_rl.training.aup.DeviceAUPPenalty",
+    "safelife_rl.training.aup.AUPPenalty": "safelife_rl.training.aup.DeviceAUPPenalty",
+}
+
+
+def device_wrapper(target: str) -> str:
+    """The ``_target_`` of the tensor-env twin of the vec-env wrapper ``target``, or a
+    :class:`~safelife_rl.common.errors.UserError` for a wrapper without one."""
+    if target in DEVICE_WRAPPERS.values():
+        return target
+    if target not in DEVICE_WRAPPERS:
+        raise UserError(f"vec_env=device has no tensor twin of the vec-env wrapper {target}; "
+                        "use another vec_env")
+    return DEVICE_WRAPPERS[target]
+
+
+def find_wrapper(venv: Any, kind: type | tuple[type, ...]) -> Any:
     """The first ``kind`` in a chain of vec-env wrappers (``None`` if there is none)."""
     while venv is not None and not isinstance(venv, kind):
         venv = getattr(venv, "venv", None)
@@ -150,7 +255,10 @@ def _round_up(steps: int, n: int) -> int:
 class AuxiliaryPhase(BaseCallback):
     """AUP's first phase, run when training starts, and its ``lambda`` schedule after.
 
-    Phase 1, on the training envs beneath the model's :class:`AUPPenalty`: ``buffer_steps``
+    Phase 1, on the training envs beneath the model's :class:`AUPPenalty` (or
+    :class:`DeviceAUPPenalty`, through a :class:`~safelife_rl.training.device.NumpyView`:
+    SB3's DQN keeps its replay buffer on the host and reads every step there, so the phase
+    steps the device env with one host copy per step): ``buffer_steps``
     env steps of uniformly random actions whose observations fit the auxiliary reward
     (``reward``: ``"cb_vae"`` or ``"projection"``), then ``aux_steps`` steps of SB3 DQN on that
     reward. The reward and the Q-network go to ``<run_dir>/aup_auxiliary.pt`` (tensors only)
@@ -224,7 +332,8 @@ class AuxiliaryPhase(BaseCallback):
         return self.run_dir / AUXILIARY_FILE
 
     def _init_callback(self) -> None:
-        self.penalty: AUPPenalty = find_wrapper(self.training_env, AUPPenalty)
+        self.penalty: AUPPenalty | DeviceAUPPenalty = find_wrapper(
+            self.training_env, (AUPPenalty, DeviceAUPPenalty))
         if self.penalty is None:
             raise UserError("AuxiliaryPhase needs the model's env wrapped in AUPPenalty")
         n = self.training_env.num_envs
@@ -243,8 +352,6 @@ class AuxiliaryPhase(BaseCallback):
         self.penalty.q_network = q_network.to(self.model.device).eval()
         if starting:
             self._start_phase_two()
-        self._differences: list[float] = []
-        self._penalties: list[float] = []
 
     def _q_network(self, observation_space: spaces.Space) -> nn.Module:
         """The DQN's Q-network as the run configures it (untrained)."""
@@ -256,6 +363,8 @@ class AuxiliaryPhase(BaseCallback):
         seed = self.model.seed if self.model.seed is not None else 0
         set_random_seed(seed)
         inner = self.penalty.venv
+        if isinstance(inner, TensorVecEnv):
+            inner = NumpyView(inner)
         n, space = inner.num_envs, inner.observation_space
         buffer_rounds = _round_up(self.settings["buffer_steps"], n) // n
         observations = np.empty((buffer_rounds * n, *space.shape), space.dtype)
@@ -281,14 +390,18 @@ class AuxiliaryPhase(BaseCallback):
         return q_network
 
     def _load(self) -> nn.Module:
+        """The saved auxiliary model; its networks are built (their initial weights drawn, then
+        overwritten) without touching torch's generator, which a resumed run has set back to
+        where the run was."""
         try:
             saved = torch.load(self.path, map_location="cpu", weights_only=True)
             settings = saved["settings"]
-            q_network = self._q_network(self.training_env.observation_space)
+            with torch.random.fork_rng(devices=[]):
+                q_network = self._q_network(self.training_env.observation_space)
+                reward = build_auxiliary_reward(
+                    settings["reward"], self.training_env.observation_space,
+                    hidden=self.vae.get("hidden", (512, 512, 256, 128)))
             q_network.load_state_dict(saved["q_network"])
-            reward = build_auxiliary_reward(settings["reward"],
-                                            self.training_env.observation_space,
-                                            hidden=self.vae.get("hidden", (512, 512, 256, 128)))
             reward.load_state_dict(saved["reward"])
         except (OSError, RuntimeError, KeyError, TypeError, ValueError) as error:
             raise UserError(f"{self.path}: not this run's auxiliary model "
@@ -317,14 +430,10 @@ class AuxiliaryPhase(BaseCallback):
         self.logger.record("aup/lambda", self.penalty.coefficient)
 
     def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
-            if "aup_q_difference" in info:
-                self._differences.append(info["aup_q_difference"])
-                self._penalties.append(info["aup_penalty"])
         return True
 
     def _on_rollout_end(self) -> None:
-        if self._differences:
-            self.logger.record("aup/q_difference", float(np.mean(self._differences)))
-            self.logger.record("aup/penalty", float(np.mean(self._penalties)))
-        self._differences, self._penalties = [], []
+        statistics = self.penalty.take_statistics()
+        if statistics is not None:
+            self.logger.record("aup/q_difference", statistics[0])
+            self.logger.record("aup/penalty", statistics[1])

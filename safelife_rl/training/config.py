@@ -192,6 +192,3 @@ def _check_method(cfg: Any) -> None:
                     f"null (unset) with method={name} (a budget only for method=ppo_lagrangian)")
         return
     check_cost_limit(cost_limit)
-    vec_env = cfg.get("vec_env")
-    check.value("vec_env", getattr(vec_env, "value", vec_env), lambda v: v != VecEnvKind.device,
-                "a CPU vector env (not device) with method=ppo_lagrangian")

@@ -18,12 +18,17 @@ The constrained problem ``max J_r  s.t.  J_c <= cost_limit`` becomes
 3. the cost critic (a network like the policy's value branch, its own features extractor and
    optimizer) regresses the cost returns over the same epochs and minibatch size.
 
-The rollouts are SB3's :meth:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm.collect_rollouts`:
-a stand-in for its callback reads each step's costs from the ``infos`` it is handed (as every
-SB3 callback can) and stores them, with the cost critic's values, in the
-:class:`CostRolloutBuffer`; truncated episodes are bootstrapped with the cost critic as SB3 does
-the reward. The multiplier's state is a tensor saved with the model (``lagrange_state``), the
-cost critic and its optimizer are saved beside the policy, so a run resumes where it was.
+The rollouts are SB3's :meth:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm.collect_rollouts`
+(:class:`PPOLagrangian`) or the device path's (:class:`DevicePPOLagrangian`, ``vec_env=device``):
+a stand-in for its callback reads each step's costs (from the ``infos`` it is handed, as every
+SB3 callback can, or from the device step's cost tensor) and stores them, with the cost
+critic's values, in the rollout buffer; truncated episodes are bootstrapped with the cost
+critic as the reward is. Both twins share one implementation (:class:`LagrangianMixin`): the
+episode costs, their sums and the multiplier are tensors on the training device, so on the
+device path no rollout step and no minibatch waits for the host; an update reads what it logs
+once. The multiplier's state is a tensor saved with the model (``lagrange_state``), the cost
+critic and its optimizer are saved beside the policy, and an exact resume counts the costs of
+the episodes in progress again as it replays their steps, so a run resumes where it was.
 
 TensorBoard (``safety/``): ``episode_cost`` (the mean ``J_c`` the update used), ``cost_limit``,
 ``multiplier``, ``multiplier_update`` (its change this rollout), ``cost_value_loss``.
@@ -32,7 +37,8 @@ TensorBoard (``safety/``): ``episode_cost`` (the mean ``J_c`` the update used), 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -44,11 +50,13 @@ from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
-from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
 from safelife_rl.common.errors import UserError
+from safelife_rl.training.device.adapters import TensorStep
+from safelife_rl.training.device.algorithms import DeviceRollouts
+from safelife_rl.training.device.buffer import TensorRolloutBuffer
 
 #: The entries of :attr:`PPOLagrangian.lagrange_state`.
 MULTIPLIER, INTEGRAL, PREVIOUS_COST = range(3)
@@ -93,6 +101,12 @@ class CostRolloutBuffer(RolloutBuffer):
         self.cost_advantages = np.zeros(shape, np.float32)
         self.cost_returns = np.zeros(shape, np.float32)
 
+    def add_costs(self, costs: th.Tensor | np.ndarray, cost_values: th.Tensor) -> None:
+        """The step's costs (as the rewards: bootstrapped where a time limit cut an episode)
+        and the cost values of the observations it acted on, before :meth:`add` of the step."""
+        self.costs[self.pos] = np.asarray(costs)
+        self.cost_values[self.pos] = cost_values.cpu().numpy()
+
     def compute_cost_returns_and_advantage(self, last_cost_values: th.Tensor,
                                            dones: np.ndarray) -> None:
         """SB3's GAE (:meth:`compute_returns_and_advantage`) of the costs under the cost
@@ -103,6 +117,65 @@ class CostRolloutBuffer(RolloutBuffer):
         super().compute_returns_and_advantage(last_cost_values, dones)
         self.cost_advantages, self.cost_returns = self.advantages, self.returns
         self.rewards, self.values, self.advantages, self.returns = kept
+
+    def penalise_advantages(self, multiplier: th.Tensor) -> None:
+        """``(A_r - lambda A_c) / (1 + lambda)`` in place of the advantages."""
+        m = float(multiplier)
+        self.advantages = ((self.advantages - m * self.cost_advantages) / (1.0 + m)
+                           ).astype(np.float32)
+
+    def cost_batches(self, n_epochs: int, batch_size: int
+                     ) -> Iterator[tuple[th.Tensor, th.Tensor]]:
+        """``n_epochs`` passes of minibatches of (observations, cost returns) in random order,
+        after PPO's update (which has flattened the observations)."""
+        observations = self.to_torch(self.observations)
+        returns = self.to_torch(self.swap_and_flatten(self.cost_returns)).flatten()
+        for _ in range(n_epochs):
+            order = np.random.permutation(len(returns))
+            for start in range(0, len(returns), batch_size):
+                index = order[start:start + batch_size]
+                yield observations[index], returns[index]
+
+
+class TensorCostRolloutBuffer(TensorRolloutBuffer):
+    """:class:`CostRolloutBuffer` on the training device (for :class:`DevicePPOLagrangian`):
+    the same fields as tensors, the same GAE, the same minibatches."""
+
+    def reset(self) -> None:
+        allocated = getattr(self, "_allocated", False)
+        super().reset()
+        if allocated:
+            return
+        zeros = partial(th.zeros, (self.buffer_size, self.n_envs), device=self.device)
+        self.costs, self.cost_values = zeros(), zeros()
+        self.cost_advantages, self.cost_returns = zeros(), zeros()
+
+    def add_costs(self, costs: th.Tensor, cost_values: th.Tensor) -> None:
+        self.costs[self.pos] = costs
+        self.cost_values[self.pos] = cost_values
+
+    def compute_cost_returns_and_advantage(self, last_cost_values: th.Tensor,
+                                           dones: th.Tensor) -> None:
+        kept = self.rewards, self._values, self.advantages, self._returns
+        self.rewards, self._values = self.costs, self.cost_values
+        self.advantages, self._returns = self.cost_advantages, self.cost_returns
+        try:
+            super().compute_returns_and_advantage(last_cost_values, dones)
+        finally:
+            self.rewards, self._values, self.advantages, self._returns = kept
+
+    def penalise_advantages(self, multiplier: th.Tensor) -> None:
+        self.advantages.sub_(multiplier * self.cost_advantages).div_(1.0 + multiplier)
+
+    def cost_batches(self, n_epochs: int, batch_size: int
+                     ) -> Iterator[tuple[th.Tensor, th.Tensor]]:
+        total = self.buffer_size * self.n_envs
+        for _ in range(n_epochs):
+            order = th.as_tensor(np.random.permutation(total), device=self.device)
+            for start in range(0, total, batch_size):
+                index = order[start:start + batch_size]
+                steps, envs = index % self.buffer_size, index // self.buffer_size
+                yield self.observations[steps, envs], self.cost_returns[steps, envs]
 
 
 class CostCritic(nn.Module):
@@ -128,7 +201,7 @@ class _CostTap:
     """Stands in for the learn loop's callback during a rollout: after each env step it stores
     the step's costs and cost values in the buffer, then hands on to the callback."""
 
-    def __init__(self, algorithm: PPOLagrangian, callback: BaseCallback):
+    def __init__(self, algorithm: LagrangianMixin, callback: BaseCallback):
         self.algorithm, self.callback = algorithm, callback
         self.locals: dict[str, Any] = {}
 
@@ -140,16 +213,19 @@ class _CostTap:
         self.callback.update_locals(locals_)
 
     def on_step(self) -> bool:
-        self.algorithm._record_costs(self.locals["infos"], self.locals["dones"])
+        self.algorithm._record_costs(self.locals)
         return self.callback.on_step()
 
     def on_rollout_end(self) -> None:
         self.callback.on_rollout_end()
 
 
-class PPOLagrangian(PPO):
-    """SB3 PPO constrained to a per-episode cost budget by a (PID) Lagrange multiplier (see
-    the module docstring). Takes every :class:`~stable_baselines3.PPO` setting, and:
+class LagrangianMixin:
+    """The Lagrangian method for an SB3 PPO (see the module docstring), written once for the
+    NumPy rollouts (:class:`PPOLagrangian`) and the device's (:class:`DevicePPOLagrangian`):
+    each twin says only how a step's costs are read (:meth:`_step_costs`). The episode-cost
+    accounting and the multiplier are tensors on the training device, so a device rollout or
+    update never waits for them; an update reads what it logs once, at its end.
 
     :param cost_limit: the budget: the most summed ``info["cost"]`` an episode may have.
     :param multiplier_init: the multiplier at the start (the integral term's start).
@@ -161,7 +237,11 @@ class PPOLagrangian(PPO):
     Costs are discounted with ``gamma`` and ``gae_lambda``, as the rewards.
     """
 
-    rollout_buffer: CostRolloutBuffer
+    #: the rollout buffer the twin keeps its costs in
+    cost_buffer_class: type = CostRolloutBuffer
+    rollout_buffer: Any
+    device: th.device
+    n_envs: int
 
     def __init__(
         self,
@@ -180,32 +260,36 @@ class PPOLagrangian(PPO):
                             ("pid_kp", pid_kp), ("pid_kd", pid_kd)):
             if not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite non-negative number, got {value!r}")
-        kwargs.setdefault("rollout_buffer_class", CostRolloutBuffer)
-        if not issubclass(kwargs["rollout_buffer_class"], CostRolloutBuffer):
-            raise UserError("PPOLagrangian needs a CostRolloutBuffer (observations that are "
-                            "not a dict)")
+        kwargs.setdefault("rollout_buffer_class", self.cost_buffer_class)
+        if not issubclass(kwargs["rollout_buffer_class"], self.cost_buffer_class):
+            raise UserError(f"{type(self).__name__} needs a {self.cost_buffer_class.__name__} "
+                            "(observations that are not a dict)")
         self.cost_limit = float(cost_limit)
         self.multiplier_init = float(multiplier_init)
         self.multiplier_lr = float(multiplier_lr)
         self.pid_kp, self.pid_kd = float(pid_kp), float(pid_kd)
-        super().__init__(policy, env, _init_setup_model=False, **kwargs)
+        super().__init__(policy, env, _init_setup_model=False, **kwargs)  # type: ignore[call-arg]
         if _init_setup_model:
             self._setup_model()
 
     def _setup_model(self) -> None:
-        super()._setup_model()
-        policy = self.policy
+        super()._setup_model()  # type: ignore[misc]
+        policy = self.policy  # type: ignore[attr-defined]
         net_arch = policy.net_arch
         value_arch = list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch)
-        self.cost_critic = CostCritic(self.observation_space, policy.make_features_extractor(),
-                                      value_arch, policy.activation_fn,
-                                      policy.normalize_images).to(self.device)
+        self.cost_critic = CostCritic(self.observation_space,  # type: ignore[attr-defined]
+                                      policy.make_features_extractor(), value_arch,
+                                      policy.activation_fn, policy.normalize_images
+                                      ).to(self.device)
         self.cost_optimizer = policy.optimizer_class(
-            self.cost_critic.parameters(), lr=self.lr_schedule(1), **policy.optimizer_kwargs)
+            self.cost_critic.parameters(), lr=self.lr_schedule(1),  # type: ignore[attr-defined]
+            **policy.optimizer_kwargs)
+        # float64 where the network is (MPS has no float64: there, on the CPU)
+        state_device = th.device("cpu") if self.device.type == "mps" else self.device
         self.lagrange_state = th.tensor([self.multiplier_init, self.multiplier_init, 0.0],
-                                        dtype=th.float64)
-        self._episode_costs = np.zeros(self.n_envs)
-        self._ended_costs: list[float] = []
+                                        dtype=th.float64, device=state_device)
+        self._episode_costs = th.zeros(self.n_envs, dtype=th.float64, device=state_device)
+        self._ended = th.zeros(2, dtype=th.float64, device=state_device)  # summed costs, count
 
     @property
     def multiplier(self) -> float:
@@ -213,95 +297,161 @@ class PPOLagrangian(PPO):
         return float(self.lagrange_state[MULTIPLIER])
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        state_dicts, variables = super()._get_torch_save_params()
+        state_dicts, variables = super()._get_torch_save_params()  # type: ignore[misc]
         return [*state_dicts, "cost_critic", "cost_optimizer"], [*variables, "lagrange_state"]
 
     def _excluded_save_params(self) -> list[str]:
-        # the episodes in progress: a resumed run starts its episodes afresh
-        return [*super()._excluded_save_params(), "_episode_costs", "_ended_costs"]
+        # the episodes in progress: an exact resume counts them again as it replays the steps
+        return [*super()._excluded_save_params(), "_episode_costs", "_ended"]  # type: ignore[misc]
 
     # -- rollouts -----------------------------------------------------------------------------
 
+    def _step_costs(self, locals_: dict[str, Any]) -> tuple[th.Tensor, th.Tensor]:
+        """A step's costs (float64) and which envs' episodes it ended (bool), as tensors (where
+        the env made them), from what the rollout hands its callback (``locals_``)."""
+        raise NotImplementedError
+
+    def _stored_costs(self, costs: th.Tensor, locals_: dict[str, Any]) -> Any:
+        """What the buffer keeps of a step's ``costs`` (the twin may bootstrap them here)."""
+        return costs
+
+    def _env_name(self) -> str:
+        return str(self.env.get_attr("spec", [0])[0] or "the env")  # type: ignore[attr-defined]
+
     def _cost_values(self, obs: Any) -> th.Tensor:
         with th.no_grad():
-            return self.cost_critic(obs_as_tensor(obs, self.device)).flatten()
+            return self.cost_critic(th.as_tensor(obs, device=self.device)).flatten()
 
-    def _record_costs(self, infos: list[dict[str, Any]], dones: np.ndarray) -> None:
-        """Store a step's costs and cost values (of the observations it acted on) in the
-        buffer, bootstrapping truncated episodes, and count the episodes' summed costs."""
-        if "cost" not in infos[0]:
-            check_reports_cost(infos[0], str(self.env.get_attr("spec", [0])[0] or "the env"))
-        costs = np.array([info["cost"] for info in infos], np.float64)
+    def _count_costs(self, costs: th.Tensor, dones: th.Tensor) -> None:
+        """Add a step's costs to the episodes' sums, and the sums of the episodes it ended to
+        the total since the last multiplier update."""
+        costs, dones = costs.to(self._ended.device), dones.to(self._ended.device)
         self._episode_costs += costs
-        for k in np.flatnonzero(dones):
-            self._ended_costs.append(float(self._episode_costs[k]))
-            self._episode_costs[k] = 0.0
-            info = infos[k]
-            if info.get("terminal_observation") is not None and info.get("TimeLimit.truncated"):
-                terminal = self.policy.obs_to_tensor(info["terminal_observation"])[0]
-                with th.no_grad():
-                    costs[k] += self.gamma * float(self.cost_critic(terminal)[0])
-        buffer = self.rollout_buffer
-        buffer.costs[buffer.pos] = costs
-        buffer.cost_values[buffer.pos] = self._cost_values(self._last_obs).cpu().numpy()
+        ended = th.where(dones, self._episode_costs, 0.0)
+        self._ended += th.stack([ended.sum(), dones.sum(dtype=th.float64)])
+        self._episode_costs.masked_fill_(dones, 0.0)
+
+    def replayed_step(self, locals_: dict[str, Any]) -> None:
+        """Count a step replayed by an exact resume
+        (:func:`~safelife_rl.training.rollout_record.restore`) into the episodes in progress;
+        the episodes it ended were used by the updates before the checkpoint (a rollout
+        boundary, where nothing is left to use)."""
+        self._count_costs(*self._step_costs(locals_))
+        self._ended.zero_()
+
+    def _record_costs(self, locals_: dict[str, Any]) -> None:
+        """Count a step's costs, and store them with the cost values of the observations it
+        acted on in the buffer."""
+        costs, dones = self._step_costs(locals_)
+        self._count_costs(costs, dones)
+        self.rollout_buffer.add_costs(self._stored_costs(costs, locals_),
+                                      self._cost_values(self._last_obs))  # type: ignore[attr-defined]
 
     def collect_rollouts(self, env: VecEnv, callback: BaseCallback,
                          rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
         self.cost_critic.eval()
         tap = _CostTap(self, callback)
-        if not super().collect_rollouts(env, tap, rollout_buffer, n_rollout_steps):  # type: ignore[arg-type]
+        if not super().collect_rollouts(env, tap, rollout_buffer, n_rollout_steps):  # type: ignore[misc]
             return False
         self.rollout_buffer.compute_cost_returns_and_advantage(
-            self._cost_values(self._last_obs), self._last_episode_starts)
+            self._cost_values(self._last_obs), self._last_episode_starts)  # type: ignore[attr-defined]
         return True
 
     # -- updates ------------------------------------------------------------------------------
 
-    def _update_multiplier(self) -> None:
-        """The PID update from the episodes ended since the last one (none: kept)."""
-        if not self._ended_costs:
-            return
-        cost = float(np.mean(self._ended_costs))
-        self._ended_costs = []
+    def _update_multiplier(self) -> th.Tensor:
+        """The PID update from the episodes ended since the last one (none: kept), on the
+        device. Returns (episodes counted, their mean cost, the multiplier's change)."""
+        total, count = self._ended
         state = self.lagrange_state
+        cost = total / count.clamp(min=1.0)
         error = cost - self.cost_limit
-        integral = max(0.0, float(state[INTEGRAL]) + self.multiplier_lr * error)
-        rise = max(0.0, cost - float(state[PREVIOUS_COST]))
-        multiplier = max(0.0, self.pid_kp * error + integral + self.pid_kd * rise)
-        self.logger.record("safety/episode_cost", cost)
-        self.logger.record("safety/multiplier_update", multiplier - float(state[MULTIPLIER]))
-        state[MULTIPLIER], state[INTEGRAL], state[PREVIOUS_COST] = multiplier, integral, cost
+        integral = (state[INTEGRAL] + self.multiplier_lr * error).clamp(min=0.0)
+        rise = (cost - state[PREVIOUS_COST]).clamp(min=0.0)
+        multiplier = (self.pid_kp * error + integral + self.pid_kd * rise).clamp(min=0.0)
+        report = th.stack([count, cost, multiplier - state[MULTIPLIER]])
+        state.copy_(th.where(count > 0, th.stack([multiplier, integral, cost]), state))
+        self._ended.zero_()
+        return report
 
     def train(self) -> None:
-        self._update_multiplier()
-        multiplier = self.multiplier
-        self.logger.record("safety/multiplier", multiplier)
-        self.logger.record("safety/cost_limit", self.cost_limit)
-        buffer = self.rollout_buffer
-        buffer.advantages = ((buffer.advantages - multiplier * buffer.cost_advantages)
-                             / (1.0 + multiplier)).astype(np.float32)
-        super().train()
-        self._train_cost_critic()
+        report = self._update_multiplier()
+        multiplier = self.lagrange_state[MULTIPLIER]
+        self.rollout_buffer.penalise_advantages(multiplier)
+        super().train()  # type: ignore[misc]
+        loss = self._train_cost_critic()
+        count, cost, update, multiplier_now, loss_now = th.stack(
+            [*report, multiplier, loss.to(report.device).double()]).tolist()  # the update's one read
+        logger = self.logger  # type: ignore[attr-defined]
+        if count:
+            logger.record("safety/episode_cost", cost)
+            logger.record("safety/multiplier_update", update)
+        logger.record("safety/multiplier", multiplier_now)
+        logger.record("safety/cost_limit", self.cost_limit)
+        logger.record("safety/cost_value_loss", loss_now)
 
-    def _train_cost_critic(self) -> None:
-        """Regress the cost returns, ``n_epochs`` passes of ``batch_size`` minibatches."""
+    def _train_cost_critic(self) -> th.Tensor:
+        """Regress the cost returns, ``n_epochs`` passes of ``batch_size`` minibatches; the mean
+        loss (on the device)."""
         self.cost_critic.train()
-        self._update_learning_rate(self.cost_optimizer)
-        buffer = self.rollout_buffer
-        # PPO's update has flattened the buffer's fields it read (observations included)
-        observations = buffer.to_torch(buffer.observations)
-        returns = buffer.to_torch(buffer.swap_and_flatten(buffer.cost_returns)).flatten()
-        size = len(returns)
+        self._update_learning_rate(self.cost_optimizer)  # type: ignore[attr-defined]
         losses = []
-        for _ in range(self.n_epochs):
-            order = np.random.permutation(size)
-            for start in range(0, size, self.batch_size):
-                index = order[start:start + self.batch_size]
-                loss = nn.functional.mse_loss(self.cost_critic(observations[index]).flatten(),
-                                              returns[index])
-                self.cost_optimizer.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(self.cost_critic.parameters(), self.max_grad_norm)
-                self.cost_optimizer.step()
-                losses.append(loss.item())
-        self.logger.record("safety/cost_value_loss", float(np.mean(losses)))
+        for observations, returns in self.rollout_buffer.cost_batches(
+                self.n_epochs, self.batch_size):  # type: ignore[attr-defined]
+            loss = nn.functional.mse_loss(self.cost_critic(observations).flatten(), returns)
+            self.cost_optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(self.cost_critic.parameters(),
+                                     self.max_grad_norm)  # type: ignore[attr-defined]
+            self.cost_optimizer.step()
+            losses.append(loss.detach())
+        return th.stack(losses).mean()
+
+
+class PPOLagrangian(LagrangianMixin, PPO):
+    """SB3 PPO constrained to a per-episode cost budget by a (PID) Lagrange multiplier (see
+    the module docstring and :class:`LagrangianMixin` for its settings), on an SB3 NumPy
+    ``VecEnv``. Takes every :class:`~stable_baselines3.PPO` setting."""
+
+    rollout_buffer: CostRolloutBuffer
+
+    def _step_costs(self, locals_: dict[str, Any]) -> tuple[th.Tensor, th.Tensor]:
+        infos = locals_["infos"]
+        if "cost" not in infos[0]:
+            check_reports_cost(infos[0], self._env_name())
+        costs = np.array([info["cost"] for info in infos], np.float64)
+        return th.as_tensor(costs), th.as_tensor(np.asarray(locals_["dones"], bool))
+
+    def _stored_costs(self, costs: th.Tensor, locals_: dict[str, Any]) -> np.ndarray:
+        """The costs, plus ``gamma`` times the cost value of the last observation where a time
+        limit cut an episode (as SB3 bootstraps the rewards)."""
+        stored = costs.cpu().numpy()
+        for k in np.flatnonzero(locals_["dones"]):
+            info = locals_["infos"][k]
+            if info.get("terminal_observation") is not None and info.get("TimeLimit.truncated"):
+                terminal = self.policy.obs_to_tensor(info["terminal_observation"])[0]
+                stored[k] += self.gamma * float(self._cost_values(terminal)[0])
+        return stored
+
+
+class DevicePPOLagrangian(LagrangianMixin, DeviceRollouts, PPO):
+    """:class:`PPOLagrangian` trained from a :class:`~safelife_rl.training.device.TensorVecEnv`
+    without leaving the device (``vec_env=device``): the costs come as the step's tensor
+    (:attr:`~safelife_rl.training.device.TensorStep.costs`), a time limit's cuts bootstrap the
+    costs with the cost critic where they bootstrap the rewards, once per rollout, and nothing
+    in a rollout step or a minibatch waits for the device."""
+
+    cost_buffer_class = TensorCostRolloutBuffer
+    rollout_buffer: TensorCostRolloutBuffer
+
+    def _step_costs(self, locals_: dict[str, Any]) -> tuple[th.Tensor, th.Tensor]:
+        step: TensorStep = locals_["step"]
+        if step.costs is None:
+            check_reports_cost({}, self._env_name())
+        return step.costs, step.terminated | step.truncated  # type: ignore[return-value]
+
+    def _timeout_bootstraps(
+        self, buffer: TensorRolloutBuffer
+    ) -> list[tuple[Callable[[th.Tensor], th.Tensor], th.Tensor]]:
+        return [*super()._timeout_bootstraps(buffer),
+                (self.cost_critic, buffer.costs)]  # type: ignore[attr-defined]

@@ -35,9 +35,12 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.envs.wrappers import sync_training_steps
+from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.device.episodes import EpisodeRecorder
 
 STATE_ENTRY = "rollout_state.json"
 ACTIONS_ENTRY = "rollout_actions.npy"
@@ -145,15 +148,24 @@ class RolloutRecord(BaseCallback):
 
     def entries(self, boundary: Boundary) -> dict[str, bytes]:
         """The checkpoint entries of the run at ``boundary``."""
-        taken = [torch.as_tensor(a).cpu().numpy() if isinstance(a, torch.Tensor) else a
-                 for a in self.actions[: boundary.n_actions]]
         space = self.model.action_space
-        empty = np.zeros((0, self.model.n_envs, *space.shape), space.dtype)
+        taken = _stacked(self.actions[: boundary.n_actions],
+                         (0, self.model.n_envs, *space.shape), space.dtype)
         starts = [s for s in self.starts if s < boundary.n_actions]
         state = {**boundary.state, "steps": boundary.steps, "rollouts": boundary.n_rollouts}
-        return {ACTIONS_ENTRY: _npy_bytes(np.stack(taken) if taken else empty),
+        return {ACTIONS_ENTRY: _npy_bytes(taken),
                 STARTS_ENTRY: _npy_bytes(np.asarray(starts, np.int64)),
                 STATE_ENTRY: json.dumps(state).encode()}
+
+
+def _stacked(actions: list[Any], empty_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """The steps' actions as one array; a device run's (tensors) come to the host in one copy
+    (the record keeps them where they were made, so a rollout step never waits for them)."""
+    if not actions:
+        return np.zeros(empty_shape, dtype)
+    if isinstance(actions[0], torch.Tensor):
+        return torch.stack(actions).cpu().numpy()
+    return np.stack(actions)
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -258,30 +270,63 @@ def _set_logged(logged: dict[str, Any], logger: Logger) -> None:
     logger.name_to_excluded.update({k: tuple(v) for k, v in logged["excluded"].items()})
 
 
-def restore(model: BaseAlgorithm, env: Any, saved: SavedRollouts, record: RolloutRecord,
-            path: Path) -> None:
-    """Bring fresh ``env`` and the just-loaded ``model`` to where the run was when it saved
-    ``saved``: replay its actions, refill SB3's episode statistics (and replay buffer), set the
-    generators and pending logged values back, and let ``record`` carry on."""
-    starts = set(saved.starts.tolist())
-    offset = saved.state.get("offset", 0)
-    model.ep_info_buffer = deque(maxlen=model._stats_window_size)
-    model.ep_success_buffer = deque(maxlen=model._stats_window_size)
+def _replay(model: BaseAlgorithm, env: VecEnv, actions: np.ndarray, starts: set[int],
+            offset: int) -> None:
+    """Step a NumPy ``env`` with the recorded ``actions`` as the run stepped it."""
     off_policy = isinstance(model, OffPolicyAlgorithm)
-    sync_training_steps(env, 0)
+    replayed = getattr(model, "replayed_step", None)
     obs = env.reset()
     dones = np.ones((model.n_envs,), dtype=bool)
-    for t, actions in enumerate(saved.actions):
+    for t, taken in enumerate(actions):
         if t in starts:
             sync_training_steps(env, offset + t * model.n_envs)
         model._last_obs = obs
-        new_obs, rewards, dones, infos = env.step(actions)
+        new_obs, rewards, dones, infos = env.step(taken)
         model._update_info_buffer(infos, dones)
         if off_policy:
-            model._store_transition(model.replay_buffer, actions, new_obs, rewards, dones, infos)
+            model._store_transition(model.replay_buffer, taken, new_obs, rewards, dones, infos)
+        if replayed is not None:
+            replayed({"infos": infos, "dones": dones})
         obs = new_obs
     model._last_obs = obs
     model._last_episode_starts = dones
+
+
+def _replay_tensors(model: Any, env: TensorVecEnv, actions: np.ndarray, starts: set[int],
+                    offset: int) -> None:
+    """Step a tensor ``env`` (``vec_env=device``) with the recorded ``actions`` as the device
+    algorithm stepped it: each rollout's episodes reach SB3's statistics at its end."""
+    n = model.n_envs
+    replayed = getattr(model, "replayed_step", None)
+    recorder = EpisodeRecorder(env.level_names)
+    obs = env.reset()
+    ended = torch.ones(n, dtype=torch.bool, device=env.device)
+    for t, taken in enumerate(actions):
+        if t in starts:
+            model._read_episodes(recorder)
+            sync_training_steps(env, offset + t * n)
+        step = env.step(torch.as_tensor(taken, device=env.device))
+        recorder.add(offset + (t + 1) * n, step)
+        if replayed is not None:
+            replayed({"step": step})
+        obs, ended = step.observations, step.terminated | step.truncated
+    model._read_episodes(recorder)
+    model._last_obs = obs
+    model._last_episode_starts = ended.to(model.device)
+
+
+def restore(model: BaseAlgorithm, env: Any, saved: SavedRollouts, record: RolloutRecord,
+            path: Path) -> None:
+    """Bring fresh ``env`` and the just-loaded ``model`` to where the run was when it saved
+    ``saved``: replay its actions (through a NumPy or a tensor vector env), refill SB3's
+    episode statistics (and replay buffer) and what the model counts from its steps (its
+    ``replayed_step(locals)``, given what a rollout's callback sees: PPO-Lagrangian's episode
+    costs), set the generators and pending logged values back, and let ``record`` carry on."""
+    model.ep_info_buffer = deque(maxlen=model._stats_window_size)
+    model.ep_success_buffer = deque(maxlen=model._stats_window_size)
+    sync_training_steps(env, 0)
+    replay = _replay_tensors if isinstance(env, TensorVecEnv) else _replay
+    replay(model, env, saved.actions, set(saved.starts.tolist()), saved.state.get("offset", 0))
     try:
         _set_generators(saved.state, model)
         _set_logged(saved.state["logger"], model.logger)

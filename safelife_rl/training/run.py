@@ -21,6 +21,7 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import write_json, write_text
 from safelife_rl.common.locks import PidLock
 from safelife_rl.envs.wrappers import sync_training_steps
+from safelife_rl.training.aup import device_wrapper
 from safelife_rl.training.callbacks import (
     PeriodicEvaluation,
     RunStopped,
@@ -225,6 +226,8 @@ def _learn(
         # built, so a refused setting leaves nothing behind either
         wrapper = _method(cfg).get("vec_env_wrapper")
         if wrapper is not None:
+            if isinstance(env, TensorVecEnv):  # vec_env=device: the wrapper's tensor twin
+                wrapper = OmegaConf.merge(wrapper, {"_target_": device_wrapper(wrapper._target_)})
             env = _build(wrapper, env)
         check_rollout_memory(cfg, env)
         with user_errors_of_instantiate():
@@ -276,10 +279,10 @@ def _continue(model: BaseAlgorithm, env: Any, saved: SavedModel, record: Rollout
               run_dir: Path, total_timesteps: int) -> None:
     """Set the loaded ``model`` and fresh ``env`` where the run was when it saved ``saved``:
     exactly, from the checkpoint's rollout record (:mod:`~safelife_rl.training.rollout_record`),
-    when the run will train on; else (an earlier version's checkpoint, or the device vector env,
-    which the record cannot replay yet) the envs start new episodes at the saved step count."""
+    when the run will train on; else (an earlier version's checkpoint) the envs start new
+    episodes at the saved step count."""
     rollouts = None
-    if model.num_timesteps < total_timesteps and not isinstance(env, TensorVecEnv):
+    if model.num_timesteps < total_timesteps:
         rollouts = read_rollouts(saved.path, model)
     iterations = rollouts.state.get("rollouts", 0) if rollouts is not None else 0
     if not isinstance(iterations, int) or iterations < 0:

@@ -16,10 +16,19 @@ from torch import nn
 
 from safelife_rl.apps.train import resume_config
 from safelife_rl.common.errors import UserError
-from safelife_rl.training.aup import AUXILIARY_FILE, AUPPenalty, AuxiliaryPhase
+from safelife_rl.common.torch_counts import counting
+from safelife_rl.training.aup import (
+    AUXILIARY_FILE,
+    AUPPenalty,
+    AuxiliaryPhase,
+    DeviceAUPPenalty,
+)
 from safelife_rl.training.auxiliary_rewards import RandomProjection, fit_auxiliary_reward
 from safelife_rl.training.cb_vae import log_normaliser
+from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, NumpyView
 from safelife_rl.training.run import train
+
+from .test_device_step import vector_env
 
 ROOT = Path(__file__).resolve().parents[2]
 # Phase 1: 64 random steps and 256 DQN steps; phase 2: 320 PPO steps (2 envs x 16 per rollout).
@@ -87,20 +96,65 @@ class TableQ(nn.Module):
         return torch.stack([s, 3 * s, 1 - 2 * s], dim=1)
 
 
+# env 0 at 0, 2, 5 takes 1, 2, 0; env 1 at 0, 3, 4 takes 2, 0, 1; both end at 6 and are
+# reset to 0, where they take 2 and 1: the actions and the rewards less 0.25 x Q difference
+WALK_STEPS = [([1, 2], [1.0, 0.75]), ([2, 0], [-0.25, 1.0]), ([0, 1], [1.0, -1.0]),
+              ([2, 1], [0.75, 1.0])]
+
+
 def test_the_penalty_is_lambda_times_the_q_difference_to_the_noop_of_the_state_acted_in():
     env = AUPPenalty(DummyVecEnv([WalkWithNoop, WalkWithNoop]))
     env.q_network, env.coefficient = TableQ(), 0.25
     env.reset()
-    # env 0 at 0, 2, 5 takes 1, 2, 0; env 1 at 0, 3, 4 takes 2, 0, 1; both end at 6 and are
-    # reset to 0, where they take 2 and 1
-    steps = [([1, 2], [1.0, 0.75]), ([2, 0], [-0.25, 1.0]), ([0, 1], [1.0, -1.0]),
-             ([2, 1], [0.75, 1.0])]
-    for actions, expected in steps:
+    for actions, expected in WALK_STEPS:
         obs, rewards, dones, infos = env.step(np.array(actions))
         assert rewards.tolist() == expected
         assert [i["aup_penalty"] for i in infos] == [1.0 - r for r in expected]
         assert [i["aup_q_difference"] for i in infos] == [4 * (1.0 - r) for r in expected]
     assert dones.tolist() == [False, False] and obs[:, 0].tolist() == [3.0, 2.0]
+
+
+def test_on_the_device_path_the_penalty_is_taken_off_the_reward_tensor():
+    """DeviceAUPPenalty on the same walks (through the NumPy adapter): the same rewards, and
+    the means of the rollout's Q differences and penalties read once."""
+    env = DeviceAUPPenalty(NumpyVecEnvAdapter(DummyVecEnv([WalkWithNoop, WalkWithNoop])))
+    env.q_network, env.coefficient = TableQ(), 0.25
+    env.reset()
+    penalties = []
+    for actions, expected in WALK_STEPS:
+        step = env.step(torch.tensor(actions))
+        assert isinstance(step.rewards, torch.Tensor) and step.rewards.tolist() == expected
+        penalties += [1.0 - r for r in expected]
+    assert env.take_statistics() == pytest.approx((4 * np.mean(penalties), np.mean(penalties)))
+    assert env.take_statistics() is None
+
+
+class ActionQ(nn.Module):
+    """Q(s, a) = a in every state: the penalty of action ``a`` is ``lambda * a``."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Parameter(torch.zeros(()))
+
+    def forward(self, obs):
+        return torch.arange(9.0).expand(len(obs), 9)
+
+
+def test_on_the_safelife_device_env_the_penalty_uses_its_noop_and_makes_no_sync():
+    plain, wrapped = (GymnasiumTensorVecEnv(vector_env(4)) for _ in range(2))
+    wrapped = DeviceAUPPenalty(wrapped)
+    assert wrapped.noop_action == 0  # SafeLife's do-nothing, from the env all envs play
+    wrapped.q_network, wrapped.coefficient = ActionQ(), 0.5
+    for env in (plain, wrapped):
+        env.seed(3)
+        env.reset()
+    actions = torch.tensor([0, 3, 8, 1])
+    for _ in range(4):  # the third step restarts every env
+        expected = plain.step(actions).rewards - 0.5 * actions
+        with counting() as counts:
+            step = wrapped.step(actions)
+        assert (counts.syncs, counts.copies) == (0, 0), counts.named
+        assert torch.equal(step.rewards, expected)
 
 
 def test_the_noop_action_is_the_envs_or_named_and_safelifes_does_nothing():
@@ -172,6 +226,43 @@ def test_aup_trains_both_phases_through_the_app(tmp_path, tb_scalars):
     assert all(e.value > 0 for e in logged["aup/q_difference"])
 
 
+def test_aup_trains_both_phases_on_the_device_path(tmp_path, train_config, tb_scalars):
+    """vec_env=device: phase 1 through a NumPy view of the device env, phase 2 DevicePPO on
+    the penalised reward tensor; the same schedule and logs as the NumPy path."""
+    summary = train(train_config("method=aup", *AUP_TINY, "vec_env=device"), tmp_path)
+    assert summary["timesteps"] == 640
+    saved = torch.load(tmp_path / AUXILIARY_FILE, weights_only=True)
+    assert saved["settings"] == {"reward": "cb_vae", "buffer_steps": 64, "aux_steps": 256}
+    logged = tb_scalars(tmp_path / "tensorboard")
+    steps = list(range(PHASE_STEPS + ROLLOUT, 641, ROLLOUT))
+    assert [e.step for e in logged["aup/lambda"]] == steps
+    expected = [0.001 + 0.099 * (s - ROLLOUT - PHASE_STEPS) / PHASE_STEPS for s in steps]
+    assert [e.value for e in logged["aup/lambda"]] == pytest.approx(expected)
+    assert [e.step for e in logged["aup/q_difference"]] == steps
+    assert all(e.value > 0 for e in logged["aup/q_difference"])
+    for lam, difference, penalty in zip(logged["aup/lambda"], logged["aup/q_difference"],
+                                        logged["aup/penalty"]):  # each rollout's, in one dump
+        assert penalty.value == pytest.approx(lam.value * difference.value, rel=1e-5)
+
+
+def test_the_numpy_view_gives_a_device_env_to_sb3_with_its_infos():
+    tensors = GymnasiumTensorVecEnv(vector_env(2))
+    view = NumpyView(GymnasiumTensorVecEnv(vector_env(2)))
+    for env in (tensors, view):
+        env.seed(5)
+    assert np.array_equal(view.reset(), tensors.reset().numpy())
+    for t in range(3):  # 3-step episodes: the third step restarts both envs
+        step = tensors.step(torch.tensor([t, 4]))
+        obs, rewards, dones, infos = view.step(np.array([t, 4]))
+        assert np.array_equal(obs, step.observations.numpy())
+        assert rewards.tolist() == step.rewards.tolist()
+        assert [info["cost"] for info in infos] == step.costs.tolist()
+    assert dones.tolist() == [True, True]
+    for k, info in enumerate(infos):
+        assert np.array_equal(info["terminal_observation"], step.final_observations[k].numpy())
+        assert info["TimeLimit.truncated"] and info["episode"]["l"] == 3
+
+
 def test_a_resumed_aup_run_reuses_its_auxiliary_model_bit_for_bit(
     tmp_path, train_config, monkeypatch
 ):
@@ -214,6 +305,8 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (["method.buffer_steps=8"], r"method.buffer_steps \(8\) must fill at least one VAE batch"),
     (["method.aux_agent.learning_starts=256"], "the auxiliary agent would never learn"),
     (["method.noop_action=9"], "method.noop_action must be an action 0-8, got 9"),
+    (["method.noop_action=9", "vec_env=device"], "method.noop_action must be an action 0-8"),
+    (["method.aux_steps=600", "vec_env=device"], "must be shorter than the run"),
 ])
 def test_bad_aup_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message

@@ -8,8 +8,10 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from safelife_rl.common.torch_counts import OpCounts, counting
+from safelife_rl.training.aup import DeviceAUPPenalty
 from safelife_rl.training.device import DeviceA2C, DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.device.deferred import DeferredScalar, deferred_scalars
+from safelife_rl.training.lagrangian import DevicePPOLagrangian
 
 from .test_device_step import vector_env
 
@@ -18,12 +20,25 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 N_ENVS = 4
 
 
-def model(algo: type, n_steps: int, callback=None, side_effects=False, **settings):
+class ActionQ(torch.nn.Module):
+    """An auxiliary Q-network for AUP's penalty: Q(s, a) = a."""
+
+    def forward(self, obs):
+        return torch.arange(9.0, device=obs.device).expand(len(obs), 9)
+
+
+def model(algo: type, n_steps: int, callback=None, side_effects=False, aup: bool = False,
+          **settings):
     """A tiny device model on 3-step SafeLife episodes (so every rollout has restarts and
-    timeouts to bootstrap), ready to collect rollouts."""
+    timeouts to bootstrap), ready to collect rollouts; ``aup``: its rewards penalised by AUP."""
     env = GymnasiumTensorVecEnv(vector_env(N_ENVS, side_effects))
-    if algo is DevicePPO:
+    if aup:
+        env = DeviceAUPPenalty(env)
+        env.q_network, env.coefficient = ActionQ(), 0.1
+    if algo is not DeviceA2C:
         settings.setdefault("batch_size", N_ENVS * n_steps)
+    if algo is DevicePPOLagrangian:  # the costs arrive as the env's tensor; some episodes end
+        settings.setdefault("cost_limit", 0.5)
     agent = algo("MlpPolicy", env, n_steps=n_steps, seed=0, device="cpu",
                  policy_kwargs={"net_arch": [8]}, **settings)
     _, agent.test_callback = agent._setup_learn(10**6, callback=callback)
@@ -41,7 +56,7 @@ def rollout_counts(agent) -> OpCounts:
     return counts
 
 
-@pytest.mark.parametrize("algo", [DevicePPO, DeviceA2C])
+@pytest.mark.parametrize("algo", [DevicePPO, DeviceA2C, DevicePPOLagrangian])
 def test_a_rollout_step_makes_no_sync_and_no_copy(algo):
     """Twice the steps, the same syncs and copies: each step adds none (restarts included)."""
     short, long = (rollout_counts(model(algo, n)) for n in (3, 6))
@@ -50,19 +65,50 @@ def test_a_rollout_step_makes_no_sync_and_no_copy(algo):
     assert short.syncs <= 3, short.named  # the rollout's: episodes, timeouts, invalid actions
 
 
-def train_counts(batch_size: int) -> OpCounts:
-    agent = model(DevicePPO, 6, batch_size=batch_size, n_epochs=1)
+def test_an_aup_rollout_step_makes_no_sync_and_no_copy():
+    short, long = (rollout_counts(model(DevicePPO, n, aup=True)) for n in (3, 6))
+    assert (long.syncs, long.copies) == (short.syncs, short.copies), (short.named, long.named)
+    assert short.syncs <= 3, short.named
+
+
+def train_counts(algo: type, batch_size: int) -> OpCounts:
+    agent = model(algo, 6, batch_size=batch_size, n_epochs=1)
     collect(agent)
     with counting() as counts:
         agent.train()
     return counts
 
 
-def test_a_minibatch_update_makes_no_sync_and_no_copy():
-    """Four minibatches read from the host what one reads: the losses once, at the end."""
-    one, four = train_counts(N_ENVS * 6), train_counts(N_ENVS * 6 // 4)
+@pytest.mark.parametrize("algo", [DevicePPO, DevicePPOLagrangian])
+def test_a_minibatch_update_makes_no_sync_and_no_copy(algo):
+    """Four minibatches read from the host what one reads: the losses once, at the end (and
+    PPO-Lagrangian's multiplier update and cost-critic minibatches add one read in all)."""
+    one, four = train_counts(algo, N_ENVS * 6), train_counts(algo, N_ENVS * 6 // 4)
     assert (four.syncs, four.copies) == (one.syncs, one.copies), (one.named, four.named)
     assert four.kernels > one.kernels
+    assert one.syncs <= (2 if algo is DevicePPOLagrangian else 1), one.named
+
+
+def test_the_multiplier_is_updated_and_logged_on_the_device_path():
+    class Costs(BaseCallback):
+        total = 0.0
+
+        def _on_step(self) -> bool:
+            self.total += self.locals["step"].costs.sum().item()
+            return True
+
+    seen = Costs()
+    agent = model(DevicePPOLagrangian, 6, callback=seen, n_epochs=1, multiplier_init=0.3)
+    collect(agent)  # 3-step episodes: every env's ends at steps 3 and 6
+    assert agent._ended.tolist() == [seen.total, 2 * N_ENVS]
+    agent.train()
+    logged = agent.logger.name_to_value
+    mean = seen.total / (2 * N_ENVS)
+    assert logged["safety/episode_cost"] == pytest.approx(mean)
+    assert logged["safety/multiplier"] == agent.multiplier
+    assert agent.multiplier == pytest.approx(max(0.0, 0.3 + 0.01 * (mean - 0.5)))
+    assert logged["safety/multiplier_update"] == pytest.approx(agent.multiplier - 0.3)
+    assert isinstance(logged["safety/cost_value_loss"], float)
 
 
 def test_the_losses_are_still_logged_as_numbers():

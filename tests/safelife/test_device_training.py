@@ -201,6 +201,6 @@ def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, trai
     from safelife_rl.common.errors import UserError
     from safelife_rl.training.run import train
 
-    with pytest.raises(UserError, match="vec_env=device trains PPO or A2C"):
+    with pytest.raises(UserError, match="vec_env=device trains PPO, A2C or PPO-Lagrangian"):
         train(train_config("total_timesteps=64", *on_the_device(tmp_path), "algo=dqn"),
               tmp_path)

@@ -27,6 +27,14 @@ ALGOS = {
             "algo.train_freq=4", "algo.batch_size=16", "algo.target_update_interval=30",
             "log_interval=2"],
 }
+# vec_env=device: the SafeLife envs stepped as tensors (DevicePPO, DeviceA2C), levels from a bank
+DEVICE = ["vec_env=device", "env.kwargs.bank={size:4,progress:false}"]
+ALGOS["lagrangian"] = ["method=ppo_lagrangian", "cost_limit=2"]
+# AUP_proj: phase 1 takes 32 random and 64 DQN steps; phase 2 rollouts end at 128 and 160
+ALGOS["aup"] = ["method=aup_proj", "method.buffer_steps=32", "method.aux_steps=64",
+                "method.aux_agent.buffer_size=200"]
+ALGOS.update({f"device-{algo}": [*ALGOS[algo], *DEVICE]
+              for algo in ("ppo", "a2c", "lagrangian", "aup")})
 
 
 class Killed(BaseException):
@@ -108,6 +116,15 @@ def stop_and_resume(train_config, run, algo, steps, how, monkeypatch):
     ("dqn", 50, "signal"),
     ("dqn", 70, "kill"),
     ("dqn", 150, "signal"),
+    ("device-ppo", 40, "signal"),
+    ("device-ppo", 100, "kill"),
+    ("device-a2c", 74, "signal"),
+    # the episode costs in progress at the checkpoint are counted again as the steps replay
+    ("lagrangian", 100, "kill"),
+    ("device-lagrangian", 40, "signal"),
+    # killed in AUP's second phase: resumed from the 128-step checkpoint and the auxiliary model
+    ("aup", 150, "kill"),
+    ("device-aup", 150, "kill"),
 ])
 def test_a_stopped_or_killed_run_resumes_bit_for_bit(
     tmp_path, train_config, uninterrupted, monkeypatch, algo, steps, how

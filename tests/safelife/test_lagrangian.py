@@ -1,7 +1,9 @@
 """PPO-Lagrangian: the constrained optimum of a tiny env computed by hand, the multiplier's PID
 rule, saving and resuming, the training app's method, and bad input."""
 
+import copy
 import math
+import zipfile
 
 import gymnasium as gym
 import numpy as np
@@ -9,12 +11,16 @@ import pytest
 import torch
 from gymnasium import spaces
 from omegaconf import OmegaConf
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from safelife_rl.apps.train import resume_config
 from safelife_rl.common.errors import UserError
 from safelife_rl.training import PPOLagrangian
+from safelife_rl.training.device import NumpyVecEnvAdapter
+from safelife_rl.training.lagrangian import DevicePPOLagrangian
+from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, restore
 from safelife_rl.training.run import train
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -53,11 +59,14 @@ class NoCost(Schedule):
         return obs, reward, terminated, truncated, {}
 
 
+SETTINGS = {"cost_limit": 5.0, "multiplier_lr": 0.02, "pid_kp": 0.1, "n_steps": 40,
+            "batch_size": 40, "n_epochs": 4, "gamma": 1.0, "learning_rate": 3e-3,
+            "ent_coef": 0.0, "seed": 0, "policy_kwargs": {"net_arch": [16]}}
+
+
 def model(env_class=Schedule, **kwargs):
-    settings = {"cost_limit": 5.0, "multiplier_lr": 0.02, "pid_kp": 0.1, "n_steps": 40,
-                "batch_size": 40, "n_epochs": 4, "gamma": 1.0, "learning_rate": 3e-3,
-                "ent_coef": 0.0, "seed": 0, "policy_kwargs": {"net_arch": [16]}, **kwargs}
-    return PPOLagrangian("MlpPolicy", make_vec_env(env_class, n_envs=4, seed=0), **settings)
+    return PPOLagrangian("MlpPolicy", make_vec_env(env_class, n_envs=4, seed=0),
+                         **{**SETTINGS, **kwargs})
 
 
 def acting_probabilities(agent) -> np.ndarray:
@@ -81,20 +90,103 @@ def test_the_budget_binds():
     assert acting_probabilities(agent).sum() > 9.0 and agent.multiplier == 0.0
 
 
+def steps(agent, *steps):
+    """Count steps of 4 envs: each ``(costs, ended envs)``."""
+    for costs, ended in steps:
+        dones = torch.zeros(4, dtype=torch.bool)
+        dones[list(ended)] = True
+        agent._count_costs(torch.tensor(costs, dtype=torch.float64), dones)
+
+
 def test_pid_rule_by_hand():
     agent = model(cost_limit=4.0, multiplier_init=0.5, multiplier_lr=0.1, pid_kp=0.2, pid_kd=0.3)
     agent.set_logger(configure(None, []))
-    agent._ended_costs = [6.0, 8.0]  # mean 7: error 3, a rise of 7 from the 0 before
-    agent._update_multiplier()
+    # env 1's episode ends at 8, env 0's at 2 + 4 = 6; env 2's goes on with 1
+    steps(agent, ([2, 8, 1, 0], [1]), ([4, 0, 0, 0], [0]))
+    # mean 7: error 3, a rise of 7 from the 0 before
+    assert agent._update_multiplier().tolist() == [2.0, 7.0, 0.2 * 3 + 0.8 + 0.3 * 7 - 0.5]
     integral = 0.5 + 0.1 * 3
     assert agent.multiplier == pytest.approx(0.2 * 3 + integral + 0.3 * 7)
-    agent._ended_costs = [1.0]  # error -3, no rise
+    steps(agent, ([0, 0, 0, 0], [2]))  # env 2 ends at 1: error -3, no rise
     agent._update_multiplier()
     integral = integral - 0.1 * 3
     assert agent.multiplier == pytest.approx(max(0.0, 0.2 * -3 + integral))
     before = agent.lagrange_state.clone()
+    steps(agent, ([5, 5, 5, 5], []))
     agent._update_multiplier()  # no episode ended: nothing changes
     assert torch.equal(agent.lagrange_state, before)
+
+
+class Multipliers(BaseCallback):
+    """The multiplier at the start of each rollout (after the update that preceded it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def _on_rollout_start(self):
+        self.seen.append(self.model.multiplier)
+
+    def _on_step(self):
+        return True
+
+
+def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
+    """DevicePPOLagrangian on the same envs (through the NumPy adapter), seed and initial
+    weights: the same multiplier at every update, bit for bit, and the same policy."""
+    fused = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
+    numpy_agent = model(policy_kwargs=fused)
+    initial = [copy.deepcopy(numpy_agent.policy.state_dict()),
+               copy.deepcopy(numpy_agent.cost_critic.state_dict())]
+    numpy_path = Multipliers()
+    numpy_agent.learn(2000, callback=numpy_path)
+    device_agent = DevicePPOLagrangian(  # seeded as it is built, as the first was
+        "MlpPolicy", NumpyVecEnvAdapter(make_vec_env(Schedule, n_envs=4, seed=0)),
+        **{**SETTINGS, "policy_kwargs": fused})
+    device_agent.policy.load_state_dict(initial[0])
+    device_agent.cost_critic.load_state_dict(initial[1])
+    device_path = Multipliers()
+    device_agent.learn(2000, callback=device_path)
+    numpy_path, device_path = numpy_path.seen, device_path.seen
+    assert len(numpy_path) == 13 and len(set(numpy_path)) > 5  # the multiplier moves
+    assert device_path == numpy_path
+    assert device_agent.multiplier == numpy_agent.multiplier
+    np.testing.assert_allclose(acting_probabilities(device_agent),
+                               acting_probabilities(numpy_agent), rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
+def test_an_exact_resume_counts_the_costs_of_the_episodes_in_progress(tmp_path, device):
+    """Rollouts of 15 steps over 10-step episodes: at the checkpoint every env is 5 steps
+    into an episode. Resumed from the checkpoint's record, the run takes the multipliers and
+    ends with the weights the uninterrupted run has."""
+    cls = DevicePPOLagrangian if device else PPOLagrangian
+
+    def envs():
+        venv = make_vec_env(Schedule, n_envs=4, seed=0)
+        return NumpyVecEnvAdapter(venv) if device else venv
+
+    agent = cls("MlpPolicy", envs(), **{**SETTINGS, "n_steps": 15, "batch_size": 60})
+    record = RolloutRecord()
+    agent.learn(60, callback=record)  # a rollout, then a boundary
+    path = tmp_path / "checkpoint.zip"
+    agent.save(path)
+    with zipfile.ZipFile(path, "a") as archive:
+        for name, content in record.entries(record.boundary).items():
+            archive.writestr(name, content)
+    assert agent._episode_costs.sum() > 0  # costs of the episodes in progress
+    uninterrupted = Multipliers()
+    agent.learn(240, callback=uninterrupted, reset_num_timesteps=False)
+
+    resumed = cls.load(path, env=envs())
+    resumed.set_logger(configure(None, []))
+    restore(resumed, resumed.env, read_rollouts(path, resumed), RolloutRecord(), path)
+    again = Multipliers()
+    resumed.learn(240, callback=again, reset_num_timesteps=False)
+    assert again.seen == uninterrupted.seen and len(set(again.seen)) > 2
+    assert torch.equal(resumed.lagrange_state, agent.lagrange_state)
+    for mine, theirs in zip(agent.policy.parameters(), resumed.policy.parameters()):
+        assert torch.equal(mine, theirs)
 
 
 def test_saved_and_loaded_with_multiplier_and_cost_critic(tmp_path):
@@ -123,6 +215,7 @@ def test_an_env_without_cost_is_refused_at_its_first_step():
 # -- the training app: method=ppo_lagrangian ------------------------------------------------
 
 LAGRANGIAN = ("method=ppo_lagrangian", "cost_limit=2")
+DEVICE = ("vec_env=device", "env.kwargs.bank={size:4,progress:false}")
 
 
 def test_app_trains_logs_and_resumes_a_finished_run_unchanged(tmp_path, train_config,
@@ -138,6 +231,16 @@ def test_app_trains_logs_and_resumes_a_finished_run_unchanged(tmp_path, train_co
     given = [f"resume={tmp_path}"]
     assert train(resume_config(train_config(*given), given), tmp_path, resume=True) == summary
     assert (tmp_path / "final_model.zip").read_bytes() == final
+
+
+def test_app_trains_on_the_device_path(tmp_path, train_config, tb_scalars):
+    """vec_env=device: DevicePPOLagrangian on the SafeLife vector env's cost tensor."""
+    summary = train(train_config(*LAGRANGIAN, *DEVICE, "total_timesteps=128"), tmp_path)
+    assert "mean_cost" in summary["trained"]
+    logged = tb_scalars(tmp_path / "tensorboard")
+    for tag in ("safety/multiplier", "safety/cost_limit", "safety/cost_value_loss"):
+        assert [e.step for e in logged[tag]] == [64, 96, 128], tag  # each update's
+    assert logged["safety/cost_limit"][-1].value == 2.0
 
 
 @pytest.mark.parametrize("override, named", [
@@ -162,7 +265,9 @@ def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, overr
     (("method=ppo_lagrangian", "cost_limit=-1"), "cost_limit must be a finite non-negative"),
     (("method=ppo_lagrangian", "cost_limit=nan"), "cost_limit must be a finite number"),
     (("cost_limit=2",), r"^cost_limit must be null \(unset\) with method=ppo \(a budget only for method=ppo_lagrangian\), got 2.0$"),
-    (("method=ppo_lagrangian", "vec_env=device"), r"^vec_env must be a CPU vector env \(not device\) with method=ppo_lagrangian, got 'device'$"),
+    (("method=ppo_lagrangian", "cost_limit=-1", *DEVICE), "cost_limit must be a finite"),
+    (("method=ppo_lagrangian", "cost_limit=2", "method.multiplier_lr=-1", *DEVICE),
+     "multiplier_lr must be a finite non-negative number"),
 ])
 def test_bad_method_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message

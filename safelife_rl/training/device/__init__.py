@@ -4,6 +4,7 @@ actions, buffer) stay tensors on the training device, stepped from a tensor vect
 from safelife_rl.training.device.adapters import (
     GymnasiumTensorVecEnv,
     NumpyVecEnvAdapter,
+    NumpyView,
     TensorStep,
     TensorVecEnv,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "DeviceRollouts",
     "GymnasiumTensorVecEnv",
     "NumpyVecEnvAdapter",
+    "NumpyView",
     "TensorRolloutBuffer",
     "TensorStep",
     "TensorVecEnv",

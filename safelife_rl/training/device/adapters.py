@@ -9,7 +9,9 @@ episode statistics stay on the device until the rollout ends.
   algorithms with stock SB3 through it; non-SafeLife envs train with ``vec_env=device`` so);
 - :class:`GymnasiumTensorVecEnv` makes one of a Gymnasium ``VectorEnv`` that already steps
   tensors with same-step autoreset, such as
-  :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`.
+  :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`;
+- :class:`NumpyView` goes the other way: a tensor env as a NumPy ``VecEnv`` for SB3's own
+  algorithms (one host copy per step).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class TensorStep(NamedTuple):
         ``final_info``, valid where ``ended``), or ``None``; read them once per rollout
         (:class:`~.episodes.EpisodeRecorder`), not at every step.
     :ivar ended: bool, the envs whose episodes ended, where ``final_info`` is given.
+    :ivar costs: float64 per-env step costs (``info["cost"]``, Safety-Gymnasium's convention),
+        or ``None`` where the env reports none.
     """
 
     observations: torch.Tensor
@@ -50,6 +54,7 @@ class TensorStep(NamedTuple):
     infos: dict[int, dict[str, Any]]
     final_info: dict[str, Any] | None = None
     ended: torch.Tensor | None = None
+    costs: torch.Tensor | None = None
 
 
 class TensorVecEnv(VecEnv):
@@ -116,6 +121,10 @@ class NumpyVecEnvAdapter(TensorVecEnv):
                 if info.get("terminal_observation") is not None:
                     final[k] = info["terminal_observation"]
             final = torch.as_tensor(final, device=self.device)
+        costs = None
+        if all("cost" in info for info in infos):
+            costs = torch.tensor([info["cost"] for info in infos], dtype=torch.float64,
+                                 device=self.device)
         return TensorStep(
             torch.as_tensor(observations, device=self.device),
             torch.as_tensor(rewards, device=self.device),
@@ -123,6 +132,7 @@ class NumpyVecEnvAdapter(TensorVecEnv):
             torch.as_tensor(truncated, device=self.device),
             final,
             ended,
+            costs=costs,
         )
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
@@ -217,12 +227,16 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         truncated = torch.as_tensor(truncated, device=self.device) & ~terminated
         observations = torch.as_tensor(observations, device=self.device)
         rewards = torch.as_tensor(rewards, device=self.device)
+        costs = info.get("cost")
+        if costs is not None:
+            costs = torch.as_tensor(costs, dtype=torch.float64, device=self.device)
         if "final_obs" not in info:
-            return TensorStep(observations, rewards, terminated, truncated, None, {})
+            return TensorStep(observations, rewards, terminated, truncated, None, {},
+                              costs=costs)
         return TensorStep(observations, rewards, terminated, truncated,
                           torch.as_tensor(info["final_obs"], device=self.device), {},
                           info["final_info"],
-                          torch.as_tensor(info["_final_info"], device=self.device))
+                          torch.as_tensor(info["_final_info"], device=self.device), costs)
 
     @property
     def level_names(self) -> list[str] | None:
@@ -241,8 +255,17 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
     def close(self) -> None:
         self.venv.close()
 
+    def _owner(self, attr_name: str) -> Any:
+        """The vector env, or for an attribute it lacks the single env all its envs play (its
+        ``env``, as :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` keeps it: e.g.
+        ``noop_action``)."""
+        single = getattr(self.venv, "env", None)
+        if not hasattr(self.venv, attr_name) and hasattr(single, attr_name):
+            return single
+        return self.venv
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [getattr(self.venv, attr_name)] * len(self._get_indices(indices))
+        return [getattr(self._owner(attr_name), attr_name)] * len(self._get_indices(indices))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         setattr(self.venv, attr_name, value)
@@ -257,5 +280,72 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
 
     def has_attr(self, attr_name: str) -> bool:
         """Whether the envs have ``attr_name`` (the vector env's own wrapper-attribute test,
-        so ``set_training_steps`` is found where a scheduled wrapper is applied)."""
-        return all(self.venv.call("has_wrapper_attr", attr_name))
+        so ``set_training_steps`` is found where a scheduled wrapper is applied), or those of
+        the single env they all play (:meth:`_owner`)."""
+        return (all(self.venv.call("has_wrapper_attr", attr_name))
+                or self._owner(attr_name) is not self.venv)
+
+
+class NumpyView(VecEnv):
+    """A :class:`TensorVecEnv` as an SB3 NumPy ``VecEnv``, for SB3's own algorithms on a device
+    env (AUP's auxiliary DQN, whose replay buffer is NumPy on the host): each step's actions go
+    to the device and its results come back to the host, with SB3's ``terminal_observation``,
+    ``TimeLimit.truncated``, ``episode`` and ``cost`` infos. Closing it leaves ``venv`` open
+    (it borrows the envs).
+
+    :param venv: the tensor vector env.
+    """
+
+    def __init__(self, venv: TensorVecEnv):
+        self.venv = venv
+        self._actions: torch.Tensor | None = None
+        super().__init__(venv.num_envs, venv.observation_space, venv.action_space)
+
+    def reset(self) -> np.ndarray:
+        return self.venv.reset().cpu().numpy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = torch.as_tensor(np.asarray(actions), device=self.venv.device)
+
+    def step_wait(self) -> Any:
+        assert self._actions is not None, "step_async first"
+        step = self.venv.step(self._actions)
+        observations = step.observations.cpu().numpy()
+        rewards = step.rewards.cpu().numpy().astype(np.float32)
+        terminated, truncated = step.terminated.cpu().numpy(), step.truncated.cpu().numpy()
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if step.costs is not None:
+            for info, cost in zip(infos, step.costs.tolist()):
+                info["cost"] = cost
+        ended = dict(step.infos)
+        if step.final_info is not None and bool(dones.any()):
+            ended.update(ended_infos(step.final_info, step.ended))
+        final = step.final_observations.cpu().numpy() if dones.any() else None
+        for k in np.flatnonzero(dones):
+            infos[k].update(ended.get(int(k), {}))
+            infos[k]["terminal_observation"] = final[k]
+            infos[k]["TimeLimit.truncated"] = bool(truncated[k])
+        return observations, rewards, dones, infos
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return self.venv.seed(seed)
+
+    def close(self) -> None:
+        pass
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self.venv.set_attr(attr_name, value, indices)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices)
+
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)

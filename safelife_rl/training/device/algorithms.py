@@ -21,6 +21,7 @@ they ended (read from the device in one copy). SB3's ``ep_info_buffer`` gets the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -66,17 +67,34 @@ class DeviceRollouts:
         )
         return result
 
+    def _timeout_bootstraps(
+        self, buffer: TensorRolloutBuffer
+    ) -> list[tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor]]:
+        """What a time limit's cut bootstraps: pairs of an estimate of what follows an
+        observation and the per-step quantity (``(steps, n_envs)``) it is added to."""
+        return [(self.policy.predict_values, buffer.rewards)]
+
     def _bootstrap_timeouts(self, buffer: TensorRolloutBuffer) -> None:
         """Add ``gamma * V(final observation)`` to the rewards of the steps where a time limit
-        cut an episode, as SB3 does for ``TimeLimit.truncated`` (GitHub issue #633): the
-        places are read once per rollout, the values computed in batches of ``n_envs``."""
+        cut an episode, as SB3 does for ``TimeLimit.truncated`` (GitHub issue #633), and so for
+        each of :meth:`_timeout_bootstraps`: the places are read once per rollout, the values
+        computed in batches of ``n_envs``."""
         if buffer.final_observations is None:
             return
         steps, envs = buffer.timeouts.nonzero().unbind(1)
         with torch.no_grad():
             for s, e in zip(steps.split(buffer.n_envs), envs.split(buffer.n_envs)):
-                values = self.policy.predict_values(buffer.final_observations[s, e]).flatten()
-                buffer.rewards[s, e] += self.gamma * values
+                final = buffer.final_observations[s, e]
+                for estimate, target in self._timeout_bootstraps(buffer):
+                    target[s, e] += self.gamma * estimate(final).flatten()
+
+    def _read_episodes(self, recorder: EpisodeRecorder) -> list[tuple[int, dict[str, Any]]]:
+        """The episodes ``recorder`` holds (one read from the device), added to SB3's episode
+        statistics as a rollout's end adds them."""
+        episodes = recorder.read()
+        self._update_info_buffer([info for _, info in episodes],  # type: ignore[attr-defined]
+                                 np.ones(len(episodes), dtype=bool))
+        return episodes
 
     def collect_rollouts(  # type: ignore[override]
         self,
@@ -133,9 +151,7 @@ class DeviceRollouts:
             values = self.policy.predict_values(new_obs.to(self.device))
         rollout_buffer.compute_returns_and_advantage(last_values=values,
                                                      dones=self._last_episode_starts)
-        episodes = recorder.read()
-        self._update_info_buffer([info for _, info in episodes],
-                                 np.ones(len(episodes), dtype=bool))
+        episodes = self._read_episodes(recorder)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
@@ -162,6 +178,9 @@ DEVICE_ALGORITHMS = {
     "stable_baselines3.ppo.PPO": "safelife_rl.training.device.DevicePPO",
     "stable_baselines3.A2C": "safelife_rl.training.device.DeviceA2C",
     "stable_baselines3.a2c.A2C": "safelife_rl.training.device.DeviceA2C",
+    "safelife_rl.training.PPOLagrangian": "safelife_rl.training.lagrangian.DevicePPOLagrangian",
+    "safelife_rl.training.lagrangian.PPOLagrangian":
+        "safelife_rl.training.lagrangian.DevicePPOLagrangian",
 }
 
 
@@ -171,5 +190,6 @@ def device_algorithm(target: str) -> str:
     if target in DEVICE_ALGORITHMS.values():
         return target
     if target not in DEVICE_ALGORITHMS:
-        raise UserError(f"vec_env=device trains PPO or A2C (algo=ppo or algo=a2c), not {target}")
+        raise UserError(f"vec_env=device trains PPO, A2C or PPO-Lagrangian (algo=ppo, algo=a2c "
+                        f"or method=ppo_lagrangian), not {target}")
     return DEVICE_ALGORITHMS[target]
