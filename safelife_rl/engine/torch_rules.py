@@ -21,13 +21,12 @@ _CHANGEABLE = cells.DESTRUCTIBLE | cells.MOVABLE
 _EXIT_CELL = cells.FROZEN | cells.EXIT
 
 # Every neighbourhood count the update needs, packed in 8-bit fields of one int64 per cell, so
-# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27); the fields
-# are then read as the bytes of the sum (all torch devices are little-endian).
+# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27).
 _ALIVE, _DESTRUCTIBLE, _COLOR, _SPREAD = 0, 1, 2, 5  # byte of each field; colours: r, g, b
 _SPREAD_FLAGS = (cells.PRESERVING, cells.INHIBITING, cells.SPAWNING)
 _SUMMARIES: dict[torch.device, torch.Tensor] = {}
 _SUMMARY_KEY = (1 << (cells.COLOR_BIT + 3)) - 1  # the bits a cell's summary depends on
-# Boards per pass of the board update on a CPU: its large int64 temporaries then stay in the
+# Boards per pass of the eager board update on a CPU: its int64 temporaries then stay in the
 # caches (3x faster at 16384 boards); devices with their own memory take the whole batch.
 _CPU_CHUNK = 256
 _HERE, _AHEAD, _BEYOND, _BEHIND = range(4)  # the cells an action touches, in order
@@ -91,13 +90,17 @@ def _advance(
     boards: torch.Tensor, spawn_prob: torch.Tensor | float, uniforms: torch.Tensor | None
 ) -> torch.Tensor:
     summary = _summary_table(boards.device)[(boards & _SUMMARY_KEY).long()]
-    nb = _box_sum(summary).view(torch.uint8).view(boards.shape + (8,))
-    count = nb[..., _ALIVE]
-    preserving, inhibiting, spawning = (nb[..., _SPREAD + i] > 0 for i in range(3))
+    sums = _box_sum(summary)
+
+    def field(byte: int) -> torch.Tensor:  # shifts, not a byte view: compiled code vectorises
+        return (sums >> 8 * byte) & 0xFF
+
+    count = field(_ALIVE)
+    preserving, inhibiting, spawning = (field(_SPREAD + i) > 0 for i in range(3))
     colors = torch.zeros_like(boards)
     for i in range(3):
-        colors |= (nb[..., _COLOR + i] >= 2).int() << (cells.COLOR_BIT + i)
-    destructible = (nb[..., _DESTRUCTIBLE] >= 2).int() * cells.DESTRUCTIBLE
+        colors |= (field(_COLOR + i) >= 2).int() << (cells.COLOR_BIT + i)
+    destructible = (field(_DESTRUCTIBLE) >= 2).int() * cells.DESTRUCTIBLE
     frozen = _flag(boards, cells.FROZEN)
     survives = frozen | preserving | (count == 3) | (count == 4)
     may_grow = ~frozen & ~inhibiting
