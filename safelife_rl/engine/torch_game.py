@@ -37,6 +37,11 @@ from safelife_rl.engine.torch_rules import (
     update_exits,
 )
 
+# Boards per call of the compiled step on a CPU: its fused kernels keep whole-batch temporaries
+# (int64 neighbourhood sums), which at 16384 boards leave the caches; devices with their own
+# memory take the whole batch.
+_COMPILED_CHUNK = 1024
+
 
 def play(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tensor | int,
          envs: torch.Tensor, counter: torch.Tensor, spawning: bool, moving_goals: bool
@@ -180,8 +185,17 @@ class TorchGame:
         actions = actions.to(torch.int64).broadcast_to(self.active.shape)
         envs = torch.arange(len(self), device=self.device)
         counter = torch.full_like(envs, self.num_steps)
-        self.game, rewards = self._play(self.game, actions, self.seed, envs, counter,
-                                        self._spawning, self._moving_goals)
+        step = len(self) if self._play is play or self.device.type != "cpu" else _COMPILED_CHUNK
+        parts = [self._play({name: value[k:k + step] for name, value in self.game.items()},
+                            actions[k:k + step], self.seed, envs[k:k + step],
+                            counter[k:k + step], self._spawning, self._moving_goals)
+                 for k in range(0, len(self), step)]
+        if len(parts) == 1:
+            self.game, rewards = parts[0]
+        else:
+            self.game = {name: torch.cat([game[name] for game, _ in parts])
+                         for name in self.game}
+            rewards = torch.cat([part for _, part in parts])
         self.num_steps += 1
         return rewards, ~self.active
 
