@@ -185,8 +185,7 @@ class TorchGame:
         actions = actions.to(torch.int64).broadcast_to(self.active.shape)
         envs = torch.arange(len(self), device=self.device)
         counter = torch.full_like(envs, self.num_steps)
-        whole = self._play is play or self.device.type != "cpu"
-        step = max(len(self), 1) if whole else _COMPILED_CHUNK
+        step = len(self) if self._play is play or self.device.type != "cpu" else _COMPILED_CHUNK
         parts = [self._play({name: value[k:k + step] for name, value in self.game.items()},
                             actions[k:k + step], self.seed, envs[k:k + step],
                             counter[k:k + step], self._spawning, self._moving_goals)
