@@ -1,11 +1,16 @@
 """Board steps per second of the Numba engine and the torch engine, batch by batch.
 
 Usage: python benchmarks/engine_speed.py [--sizes 1 64 1024 16384 65536] [--threads 1]
-                                          [--seconds 2] [--levels PATH]
+                                          [--seconds 2] [--levels PATH] [--compile]
 
 Each batch of N games (the append-still suite's levels, repeated) plays random actions; one
 board step is one game's action, board and goal update, exits and points (no observations).
 The Numba engine runs on the CPU; the torch engine on the CPU and, when there is one, on CUDA.
+``--compile`` adds the compiled step (``TorchGame(compile=True)``: the step as one
+``torch.compile(fullgraph=True)`` graph; compiling takes tens of seconds per size, not timed).
+Under each size, what one eager torch step asks of the device
+(:mod:`safelife_rl.common.torch_counts`: kernel ops, syncs, host<->device copies; the compiled
+step is the same code, fused, and dispatch modes cannot see into it).
 A batch that would not fit in the free memory is skipped. Beside them it prints the original
 SafeLife environment's steps/s (``baselines.sh safelife-env``, run in the same run). An
 original env step also makes an observation, which a board step does not, so read that ratio as
@@ -23,6 +28,7 @@ import torch
 from baselines import add_arguments, measure, ratio_line
 
 from safelife_rl import SafeLifeGame, load_levels
+from safelife_rl.common.torch_counts import OpCounts, count_ops
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.envs.registration import benchmark_file
 
@@ -49,13 +55,17 @@ def numba_rate(levels, n: int, seconds: float) -> float:
     return n / timed(lambda: game.step(rng.integers(0, 9, (n, 1))), lambda: None, seconds)
 
 
-def torch_rate(levels, n: int, device: torch.device, seconds: float) -> float:
-    game = TorchGame([levels[i % len(levels)] for i in range(n)], seed=0, device=device)
+def torch_rate(levels, n: int, device: torch.device, seconds: float, compile: bool = False
+               ) -> tuple[float, OpCounts | None]:
+    """Board steps/s of a batch of ``n`` games, and what one eager step asks of the device."""
+    game = TorchGame([levels[i % len(levels)] for i in range(n)], seed=0, device=device,
+                     compile=compile)
     generator = torch.Generator(device).manual_seed(0)
     actions = torch.randint(0, 9, (64, n, 1), generator=generator, device=device)
     calls = iter(range(1 << 62))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    return n / timed(lambda: game.step(actions[next(calls) % 64]), sync, seconds)
+    rate = n / timed(lambda: game.step(actions[next(calls) % 64]), sync, seconds)
+    return rate, None if compile else count_ops(game.step, actions[0])
 
 
 def free_bytes(device: torch.device) -> int:
@@ -71,6 +81,7 @@ def main() -> None:
                         help="torch CPU threads (the Numba kernels use one)")
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
     parser.add_argument("--levels", default=None, help="default: the append-still suite")
+    parser.add_argument("--compile", action="store_true", help="also time the compiled step")
     parser.add_argument("--baseline-steps", type=int, default=16_000,
                         help="steps of the original env (baselines.sh safelife-env)")
     add_arguments(parser)
@@ -79,16 +90,23 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     levels = load_levels(args.levels or benchmark_file("append-still"))
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    names = ["numba"] + [f"torch {d.type}" for d in devices]
+    modes = [(d, False) for d in devices] + ([(d, True) for d in devices] if args.compile else [])
+    names = ["numba"] + [f"{'compiled' if c else 'torch'} {d.type}" for d, c in modes]
     print(f"board steps/s (torch {torch.__version__}, {args.threads} CPU thread(s))")
     print(f"{'N':>7} " + " ".join(f"{name:>14}" for name in names))
     best = {}
     for n in args.sizes:
-        rates = [numba_rate(levels, n, args.seconds)]
-        for device in devices:
-            fits = n * TORCH_BYTES_PER_BOARD < free_bytes(device)
-            rates.append(torch_rate(levels, n, device, args.seconds) if fits else float("nan"))
+        rates, counts = [numba_rate(levels, n, args.seconds)], {}
+        for device, compile in modes:
+            rate = float("nan")
+            if n * TORCH_BYTES_PER_BOARD < free_bytes(device):
+                rate, counts[names[len(rates)]] = torch_rate(levels, n, device, args.seconds,
+                                                             compile)
+            rates.append(rate)
         print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
+        for name, count in counts.items():
+            if count is not None:
+                print(f"  {name}, one step: {count}")
         for name, rate in zip(names, rates):
             if rate == rate and rate > best.get(name, (0, 0))[0]:
                 best[name] = (rate, n)

@@ -77,7 +77,7 @@ def engine_section(levels, sizes: list[int], device: torch.device, seconds: floa
     rows = []
     for n in sizes:
         fits = n * TORCH_BYTES_PER_BOARD < free_bytes(device)
-        torch_steps = torch_rate(levels, n, device, seconds) if fits else float("nan")
+        torch_steps = torch_rate(levels, n, device, seconds)[0] if fits else float("nan")
         numba = numba_rate(levels, n, seconds) if device.type == "cpu" else float("nan")
         rows.append([f"{n:,}", rate_text(torch_steps), rate_text(numba)])
     return ("## Engine: board steps/s\n\n"

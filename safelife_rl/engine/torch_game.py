@@ -33,8 +33,14 @@ from safelife_rl.engine.torch_rules import (
     agent_present,
     check_actions,
     execute_actions,
+    exit_candidates,
     update_exits,
 )
+
+# Boards per call of the compiled step on a CPU: its fused kernels keep whole-batch temporaries
+# (int64 neighbourhood sums), which at 16384 boards leave the caches; devices with their own
+# memory take the whole batch.
+_COMPILED_CHUNK = 1024
 
 
 def play(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tensor | int,
@@ -62,11 +68,19 @@ def play(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tenso
         moved = advance(goals, game["spawn_prob"], uniforms)
         goals = torch.where(game["moving_goal"][:, None, None], moved, goals)
     points, can_exit = update_exits(boards, goals, locs, game["points_table"],
-                                    game["initial_counts"], game["required_points"])
+                                    game["initial_counts"], game["required_points"],
+                                    game["exits"])
     rewards = ((points - game["points"]) * game["active"]).to(torch.float32)
     active = game["active"] & agent_present(boards, locs)
     return {**game, "boards": boards, "goals": goals, "agent_locs": locs, "points": points,
             "can_exit": can_exit, "active": active}, rewards
+
+
+def _pad_exits(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two batches' exit cells ``(N, E)`` padded with ``-1`` to the wider ``E`` of the two."""
+    width = max(a.shape[1], b.shape[1])
+    return (torch.nn.functional.pad(a, (0, width - a.shape[1]), value=-1),
+            torch.nn.functional.pad(b, (0, width - b.shape[1]), value=-1))
 
 
 class TorchGame:
@@ -76,10 +90,13 @@ class TorchGame:
     :param seed: seed of the spawners' random numbers (:mod:`.torch_random`): game ``k``'s
         numbers at step ``t`` depend on ``seed``, ``k`` and ``t`` only, on every device.
     :param device: where the state lives and the steps run.
+    :param compile: step with ``torch.compile(play, fullgraph=True)``: the same results bit for
+        bit (the first step of each batch size takes the compile time, tens of seconds on a
+        CPU).
     """
 
     def __init__(self, levels: Sequence[Level | MultiAgentLevel], seed: int = 0,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", compile: bool = False):
         self.device = torch.device(device)
         tensors = LevelTensors.of(levels, self.device)
         self.levels = list(levels)
@@ -89,7 +106,7 @@ class TorchGame:
         # them, which stays correct (each game's own goals advance only if they move).
         self._spawning, self._moving_goals = tensors.spawning, tensors.moving_goals
         self.game = start_games(tensors, torch.arange(len(levels), device=self.device))
-        del self.game["exits"]  # observe() finds the exits on the boards
+        self._play = torch.compile(play, fullgraph=True, dynamic=False) if compile else play
 
     def __getattr__(self, name: str) -> torch.Tensor:
         game = self.__dict__.get("game")
@@ -117,6 +134,7 @@ class TorchGame:
                              f"shape {levels[0].shape} cannot replace boards of shape "
                              f"{tuple(self.boards.shape[1:])}")
         fresh = TorchGame(levels, device=self.device)
+        self.game["exits"], fresh.game["exits"] = _pad_exits(self.exits, fresh.exits)
         self.game = {name: value.index_put((index,), fresh.game[name])
                      for name, value in self.game.items()}
         for k, level in zip(index.tolist(), levels):
@@ -167,8 +185,17 @@ class TorchGame:
         actions = actions.to(torch.int64).broadcast_to(self.active.shape)
         envs = torch.arange(len(self), device=self.device)
         counter = torch.full_like(envs, self.num_steps)
-        self.game, rewards = play(self.game, actions, self.seed, envs, counter,
-                                  self._spawning, self._moving_goals)
+        step = len(self) if self._play is play or self.device.type != "cpu" else _COMPILED_CHUNK
+        parts = [self._play({name: value[k:k + step] for name, value in self.game.items()},
+                            actions[k:k + step], self.seed, envs[k:k + step],
+                            counter[k:k + step], self._spawning, self._moving_goals)
+                 for k in range(0, len(self), step)]
+        if len(parts) == 1:
+            self.game, rewards = parts[0]
+        else:
+            self.game = {name: torch.cat([game[name] for game, _ in parts])
+                         for name in self.game}
+            rewards = torch.cat([part for _, part in parts])
         self.num_steps += 1
         return rewards, ~self.active
 
@@ -180,5 +207,7 @@ class TorchGame:
     ) -> torch.Tensor:
         """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)`` (see
         :func:`.torch_observation.agent_views`)."""
+        w = self.boards.shape[2]
+        agents = self.agent_locs[..., 0] * w + self.agent_locs[..., 1]
         return agent_views(self.boards, self.goals, self.agent_locs, view_shape, channels,
-                           remove_white_goals)
+                           remove_white_goals, exit_candidates(self.exits, agents))

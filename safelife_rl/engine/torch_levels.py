@@ -142,13 +142,14 @@ def start_games(levels: LevelTensors, variant: torch.Tensor, shift: torch.Tensor
     counts = levels.initial_counts[variant]
     table = levels.points_table[variant]
     boards = boards.clone()
-    points, can_exit = update_exits(boards, goals, locs, table, counts, required)
+    exits = torch.where(exits[..., 0] >= 0, exits[..., 0] * w + exits[..., 1], -1)
+    points, can_exit = update_exits(boards, goals, locs, table, counts, required, exits)
     return {
         "boards": boards, "goals": goals, "agent_locs": locs,
         "spawn_prob": levels.spawn_prob[variant], "points_table": table,
         "initial_counts": counts, "available_points": available, "required_points": required,
         "points": points, "can_exit": can_exit, "initial_points": points.clone(),
         "active": agent_present(boards, locs), "moving_goal": levels.moving_goal[variant],
-        "exits": torch.where(exits[..., 0] >= 0, exits[..., 0] * w + exits[..., 1], -1),
+        "exits": exits,
     }
 

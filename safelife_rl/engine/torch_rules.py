@@ -21,14 +21,15 @@ _CHANGEABLE = cells.DESTRUCTIBLE | cells.MOVABLE
 _EXIT_CELL = cells.FROZEN | cells.EXIT
 
 # Every neighbourhood count the update needs, packed in 8-bit fields of one int64 per cell, so
-# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27); the fields
-# are then read as the bytes of the sum (all torch devices are little-endian).
+# that one wrapped 3x3 sum gives them all (a field never exceeds 9 cells x 3 = 27).
 _ALIVE, _DESTRUCTIBLE, _COLOR, _SPREAD = 0, 1, 2, 5  # byte of each field; colours: r, g, b
 _SPREAD_FLAGS = (cells.PRESERVING, cells.INHIBITING, cells.SPAWNING)
 _SUMMARIES: dict[torch.device, torch.Tensor] = {}
-# Boards per pass of the board update on a CPU: its large int64 temporaries then stay in the
+_SUMMARY_KEY = (1 << (cells.COLOR_BIT + 3)) - 1  # the bits a cell's summary depends on
+# Boards per pass of the eager board update on a CPU: its int64 temporaries then stay in the
 # caches (3x faster at 16384 boards); devices with their own memory take the whole batch.
 _CPU_CHUNK = 256
+_HERE, _AHEAD, _BEYOND, _BEHIND = range(4)  # the cells an action touches, in order
 
 
 def _flag(board: torch.Tensor, flag: int) -> torch.Tensor:
@@ -36,11 +37,12 @@ def _flag(board: torch.Tensor, flag: int) -> torch.Tensor:
 
 
 def _summary_table(device: torch.device) -> torch.Tensor:
-    """What each of the 65536 cells adds to its neighbours' counts, packed: alive; alive and
-    destructible or an exit; per colour, alive and of it plus two if a spawner of it (so that
-    ">= 2" reads "two live cells or a spawner"); preserving, inhibiting, spawning."""
+    """What a cell adds to its neighbours' counts, packed, by the cell's low 12 bits (the
+    flags it depends on): alive; alive and destructible or an exit; per colour, alive and of it
+    plus two if a spawner of it (so that ">= 2" reads "two live cells or a spawner");
+    preserving, inhibiting, spawning. (4,096 entries: 32 KiB, which stays in the L1 cache.)"""
     if device not in _SUMMARIES:
-        c = torch.arange(1 << 16, device=device)
+        c = torch.arange(_SUMMARY_KEY + 1, device=device)
         alive = c & cells.ALIVE
         packed = alive | ((_flag(c, cells.DESTRUCTIBLE | cells.EXIT) * alive) << 8 * _DESTRUCTIBLE)
         spawning = _flag(c, cells.SPAWNING).long()
@@ -87,14 +89,18 @@ def advance(
 def _advance(
     boards: torch.Tensor, spawn_prob: torch.Tensor | float, uniforms: torch.Tensor | None
 ) -> torch.Tensor:
-    summary = _summary_table(boards.device)[boards.long()]
-    nb = _box_sum(summary).view(torch.uint8).view(boards.shape + (8,))
-    count = nb[..., _ALIVE]
-    preserving, inhibiting, spawning = (nb[..., _SPREAD + i] > 0 for i in range(3))
+    summary = _summary_table(boards.device)[(boards & _SUMMARY_KEY).long()]
+    sums = _box_sum(summary)
+
+    def field(byte: int) -> torch.Tensor:  # shifts, not a byte view: compiled code vectorises
+        return (sums >> 8 * byte) & 0xFF
+
+    count = field(_ALIVE)
+    preserving, inhibiting, spawning = (field(_SPREAD + i) > 0 for i in range(3))
     colors = torch.zeros_like(boards)
     for i in range(3):
-        colors |= (nb[..., _COLOR + i] >= 2).int() << (cells.COLOR_BIT + i)
-    destructible = (nb[..., _DESTRUCTIBLE] >= 2).int() * cells.DESTRUCTIBLE
+        colors |= (field(_COLOR + i) >= 2).int() << (cells.COLOR_BIT + i)
+    destructible = (field(_DESTRUCTIBLE) >= 2).int() * cells.DESTRUCTIBLE
     frozen = _flag(boards, cells.FROZEN)
     survives = frozen | preserving | (count == 3) | (count == 4)
     may_grow = ~frozen & ~inhibiting
@@ -111,8 +117,11 @@ def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
          actions: torch.Tensor) -> None:
     """One action per board for one agent each: ``flat`` (N, H*W) and ``locs`` (N, 2) in place.
 
-    Cells are read and written in the Numba kernel's order, so that boards small enough for
-    the cells around the agent to coincide behave alike.
+    The four cells an action touches (the agent's, the one ahead, the one beyond it and the one
+    behind) are read once, changed as copies and written back in one scatter. Cells are read
+    and written in the Numba kernel's order, a write reaching every copy of its cell, so that
+    boards small enough for these cells to coincide behave alike (and the scatter writes equal
+    values to a cell met twice).
     """
     h, w = shape
     direction = (actions - 1) & 3
@@ -120,21 +129,24 @@ def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
     dx = torch.where(direction % 2 == 1, 2 - direction, 0)
     y0, x0 = locs[:, 0] % h, locs[:, 1] % w
     y1, x1 = (y0 + dy) % h, (x0 + dx) % w
-    i0, i1 = y0 * w + x0, y1 * w + x1
-    i2 = (y0 + 2 * dy) % h * w + (x0 + 2 * dx) % w
-    i3 = (y0 - dy) % h * w + (x0 - dx) % w
+    index = torch.stack([y0 * w + x0, y1 * w + x1, (y0 + 2 * dy) % h * w + (x0 + 2 * dx) % w,
+                         (y0 - dy) % h * w + (x0 - dx) % w], 1)
+    same = index[:, :, None] == index[:, None, :]  # (N, 4, 4): which of them are one cell
+    touched = flat.gather(1, index)
 
-    def read(index: torch.Tensor) -> torch.Tensor:
-        return flat.gather(1, index[:, None])[:, 0]
+    def read(k: int) -> torch.Tensor:
+        return touched[:, k]
 
-    def write(index: torch.Tensor, value: torch.Tensor | int, where: torch.Tensor) -> None:
-        flat.scatter_(1, index[:, None], torch.where(where, value, read(index))[:, None])
+    def write(k: int, value: torch.Tensor | int, where: torch.Tensor) -> None:
+        nonlocal touched
+        value = value[:, None] if isinstance(value, torch.Tensor) else value
+        touched = torch.where(where[:, None] & same[:, k], value, touched)
 
-    agent = read(i0)
+    agent = read(_HERE)
     acting = (actions != 0) & _flag(agent, cells.AGENT)
     agent = (agent & ~cells.ORIENTATION) | (direction.int() << cells.ORIENTATION_BIT)
-    write(i0, agent, acting)
-    ahead, beyond = read(i1), read(i2)
+    write(_HERE, agent, acting)
+    ahead, beyond = read(_AHEAD), read(_BEYOND)
     can_shove = ~_flag(agent, cells.PUSHABLE) & _flag(ahead, cells.PUSHABLE)
     empty_beyond, exit_beyond = beyond == 0, _flag(beyond, cells.EXIT)
     toggle, move = acting & (actions >= 5), acting & (actions < 5)
@@ -150,20 +162,21 @@ def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
     onto_exit = (move & ~can_shove & (ahead != 0) & _flag(agent & ahead, cells.EXIT)
                  & ~_flag(ahead, cells.AGENT))
 
-    write(i2, ahead, (shove | push) & empty_beyond)
+    write(_BEYOND, ahead, (shove | push) & empty_beyond)
     destroyed = torch.where(
         _flag(ahead, cells.AGENT), (ahead ^ (cells.AGENT | cells.DESTRUCTIBLE)) | cells.FROZEN, 0
     )
     ahead_new = torch.where(create, cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS),
                             torch.where(destroy, destroyed, torch.where(step, agent, 0)))
-    write(i1, ahead_new, create | destroy | (shove & (empty_beyond | exit_beyond)) | step)
+    write(_AHEAD, ahead_new, create | destroy | (shove & (empty_beyond | exit_beyond)) | step)
 
     # The agent has left its cell, pulling a pullable cell behind it along.
     moved = step | onto_exit
-    behind = read(i3)
+    behind = read(_BEHIND)
     pull = moved & ~_flag(agent, cells.PULLABLE) & _flag(behind, cells.PULLABLE)
-    write(i0, torch.where(pull, behind, 0), moved)
-    write(i3, 0, pull)
+    write(_HERE, torch.where(pull, behind, 0), moved)
+    write(_BEHIND, 0, pull)
+    flat.scatter_(1, index, touched)
     locs[:, 0] = torch.where(moved, y1, locs[:, 0])
     locs[:, 1] = torch.where(moved, x1, locs[:, 1])
 
@@ -215,16 +228,31 @@ def agent_present(boards: torch.Tensor, agent_locs: torch.Tensor) -> torch.Tenso
     return (agent_cells(boards, agent_locs) & cells.AGENT) != 0
 
 
-def alive_counts(boards: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:
-    """Count cells by (goal colour, cell colour or empty): int64 ``(N, 8, 9)``. Cells the agent
-    can never change (frozen and neither destructible nor movable) do not count."""
+def _count_keys(boards: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:
+    """Each cell's (goal colour, cell colour or empty) as ``goal * 9 + cell``, or 72 for cells
+    the agent can never change (frozen and neither destructible nor movable), ``(N, H*W)``."""
     counted = _flag(boards, _CHANGEABLE) | ~_flag(boards, cells.FROZEN)
     alive = _flag(boards, cells.ALIVE)
     cell_color = torch.where(alive, (boards & cells.COLORS) >> cells.COLOR_BIT, 8)
     key = ((goals & cells.COLORS) >> cells.COLOR_BIT) * 9 + cell_color
-    counts = torch.zeros((len(boards), 72), dtype=torch.int64, device=boards.device)
-    counts.scatter_add_(1, key.flatten(1).long(), counted.flatten(1).long())
-    return counts.view(-1, 8, 9)
+    return torch.where(counted, key, 72).flatten(1)
+
+
+def alive_counts(boards: torch.Tensor, goals: torch.Tensor) -> torch.Tensor:
+    """Count cells by (goal colour, cell colour or empty): int64 ``(N, 8, 9)``. Cells the agent
+    can never change (frozen and neither destructible nor movable) do not count."""
+    counts = torch.zeros((len(boards), 73), dtype=torch.int64, device=boards.device)
+    key = _count_keys(boards, goals).long()
+    counts.scatter_add_(1, key, torch.ones_like(key))
+    return counts[:, :72].view(-1, 8, 9)
+
+
+def exit_candidates(exits: torch.Tensor, agent_index: torch.Tensor) -> torch.Tensor:
+    """The cells that may be exits, as flat indices ``(N, E + A)``: the level's exit cells
+    ``exits`` (``-1`` padding; exits never move, and no rule makes one) and the agents' cells
+    ``agent_index`` (an agent destroyed while the exit was open to it leaves an exit cell where
+    it stood). Padding repeats an agent's cell, so every entry is a real cell."""
+    return torch.cat([torch.where(exits >= 0, exits, agent_index[:, :1]), agent_index], 1)
 
 
 def update_exits(
@@ -234,32 +262,46 @@ def update_exits(
     points_table: torch.Tensor,
     initial_counts: torch.Tensor,
     required_points: torch.Tensor,
+    exits: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Open or close the exit of each board (in place) and score it for each agent.
 
     An agent carries the exit flag while it may exit (its points earned since the start, by
     its own ``points_table`` ``(N, A, 8, 9)``, reach its ``required_points`` ``(N, A)``); exits
     are red while an agent of the board may exit. An agent that has stepped onto the exit
-    leaves it as a plain exit cell and earns :data:`~safelife_rl.engine.scoring.EXIT_POINTS`. Points
-    tables of whole numbers (as SafeLife's are) give sums exact in any order, so the points
-    equal the Numba engine's bit for bit.
+    leaves it as a plain exit cell and earns :data:`~safelife_rl.engine.scoring.EXIT_POINTS`.
+    The points are summed cell by cell (each cell's entry of the table), with no histogram:
+    points tables of whole numbers (as SafeLife's are) give sums exact in any order, so the
+    points equal the Numba engine's bit for bit.
 
+    :param exits: the level's exit cells as flat indices ``(N, E)`` (``-1`` padding), as
+        :func:`~.torch_levels.start_games` gives them: only they and the agents' cells are
+        rewritten (see :func:`exit_candidates`); ``None`` searches every cell.
     :returns: float64 point values and whether each agent may exit, both ``(N, A)``.
     """
-    counts = alive_counts(boards, goals)[:, None].to(points_table.dtype)
     n, h, w = boards.shape
+    agents = agent_locs.shape[1]
+    table = torch.cat([points_table.flatten(2), points_table.new_zeros(n, agents, 1)], 2)
+    key = _count_keys(boards, goals)[:, None].expand(n, agents, h * w)
+    base = (points_table * initial_counts[:, None].to(points_table.dtype)).sum((-2, -1))
     index = agent_locs[..., 0] * w + agent_locs[..., 1]
     flat = boards.view(n, h * w)
     agent = flat.gather(1, index)
     exited = (agent & (cells.AGENT | cells.EXIT)) == cells.EXIT
     bonus = exited.to(points_table.dtype) * EXIT_POINTS
-    points = bonus + (points_table * counts).sum((-2, -1))
-    earned = bonus + (points_table * (counts - initial_counts[:, None])).sum((-2, -1))
+    points = bonus + table.gather(2, key.long()).sum(2)
+    earned = points - base
     is_agent = _flag(agent, cells.AGENT)
     opens = is_agent & (earned.clamp(min=0) >= required_points)
     flagged = (agent & ~cells.EXIT) | opens.int() * cells.EXIT
     flat.scatter_(1, index, torch.where(is_agent, flagged, agent))
     exit_cell = _EXIT_CELL | opens.any(1).int() * cells.RED
-    exits = _flag(boards, cells.EXIT) & ~_flag(boards, cells.AGENT)
-    boards.copy_(torch.where(exits, exit_cell[:, None, None], boards))
+    if exits is None:
+        is_exit = _flag(boards, cells.EXIT) & ~_flag(boards, cells.AGENT)
+        boards.copy_(torch.where(is_exit, exit_cell[:, None, None], boards))
+    else:
+        where = exit_candidates(exits, index)
+        found = flat.gather(1, where)
+        is_exit = (found & (cells.EXIT | cells.AGENT)) == cells.EXIT
+        flat.scatter_(1, where, torch.where(is_exit, exit_cell[:, None], found))
     return points, opens

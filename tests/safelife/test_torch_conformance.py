@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
+from torch._dynamo.utils import counters
 
 from safelife_rl.apps.cli import main
+from safelife_rl.engine import torch_game
 from safelife_rl.engine.replay import live_cell_counts, load_trace
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.engine.torch_side_effects import side_effect_scores
@@ -122,3 +124,31 @@ def test_spawner_batches_are_reproducible_from_the_seed():
     runs = [live_cell_counts(level, actions[:20], runs=4, seed=seed, engine="torch")
             for seed in (3, 3, 4)]
     assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
+
+
+def test_the_compiled_step_replays_a_batch_of_traces_as_the_eager_step_bit_for_bit(monkeypatch):
+    """``TorchGame(compile=True)`` (one fullgraph compiled step) against the eager step on the
+    largest batch of deterministic traces of one length, stepped in two chunks as large batches
+    are on a CPU: every state tensor and reward at every step, and the recorded boards."""
+    by_length = defaultdict(list)
+    for trace in DETERMINISTIC:
+        level, actions, arrays = load_trace(trace)
+        by_length[len(actions)].append((level, actions, arrays))
+    group = max(by_length.values(), key=len)
+    assert len(group) == 50
+    monkeypatch.setattr(torch_game, "_COMPILED_CHUNK", len(group) // 2)
+    levels = [level for level, _, _ in group]
+    eager, compiled = TorchGame(levels), TorchGame(levels, compile=True)
+    actions = torch.as_tensor(np.stack([a for _, a, _ in group]))
+    graphs = counters["stats"]["unique_graphs"]
+    for t, step in enumerate(actions.T):
+        ours, theirs = eager.step(step[:, None]), compiled.step(step[:, None])
+        for a, b in zip(ours, theirs):
+            assert a.dtype == b.dtype and torch.equal(a, b), t
+        assert eager.game.keys() == compiled.game.keys()
+        for name, value in eager.game.items():
+            assert torch.equal(value, compiled.game[name]), (name, t)
+        for k, (_, _, arrays) in enumerate(group):
+            assert np.array_equal(compiled.boards[k].numpy(), arrays["boards"][t + 1]), (k, t)
+    assert torch.equal(eager.observe(), compiled.observe())
+    assert counters["stats"]["unique_graphs"] == graphs + 1  # one graph for both chunks

@@ -241,7 +241,9 @@ def test_speed_benchmark_runs(monkeypatch, capsys):
                                       "--no-baseline"])
     module.main()
     lines = capsys.readouterr().out.splitlines()
-    rows = lines[2:4]
+    rows, counts = lines[2:6:2], lines[3:7:2]
     assert [row.split()[0] for row in rows] == ["1", "3"]
-    assert lines[4].startswith("numba, best (N=") and "no baseline" in lines[4]
+    assert all(line.startswith("  torch cpu, one step: ") and "0 copies" in line
+               for line in counts)
+    assert lines[6].startswith("numba, best (N=") and "no baseline" in lines[6]
     assert all(float(rate.replace(",", "")) > 0 for row in rows for rate in row.split()[1:])
