@@ -43,8 +43,14 @@ def finite_number(value: object, name: str) -> float:
         raise UserError(f"{name} must be a finite number, got {value!r}")
     return float(value)
 
+#: the user's own ``HYDRA_FULL_ERROR``, kept while :func:`~safelife_rl.common.cli.run_hydra_app`
+#: sets it to make Hydra raise (and inherited by the processes the app starts)
+USER_FULL_ERROR = "SAFELIFE_USER_HYDRA_FULL_ERROR"
+
+
 def tracebacks_wanted() -> bool:
-    return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+    value = os.environ.get(USER_FULL_ERROR, os.environ.get("HYDRA_FULL_ERROR", ""))
+    return value not in ("", "0")
 
 
 def describe(error: BaseException) -> str:
