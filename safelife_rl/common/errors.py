@@ -31,7 +31,8 @@ class UserError(ValueError):
 
 
 #: The file errors that describe the user's input (a path) rather than a fault in the code.
-OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
+             FileExistsError)
 
 Errors = tuple[type[BaseException], ...]
 

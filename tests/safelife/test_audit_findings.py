@@ -1,0 +1,45 @@
+"""Bad input the hostile audit (tests/reliability) found ending in a traceback: each now ends
+in one line naming the problem."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from safelife_rl.common.errors import UserError
+from safelife_rl.procgen.source import ProceduralLevels, generate_levels
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = ROOT.parent / "shared" / "safelife" / "traces" / "append-still-000.npz"
+
+
+@pytest.mark.parametrize("workers", ["abc", 2.5, True, -1, [1]])
+def test_level_workers_must_be_a_whole_number(workers):
+    with pytest.raises(UserError, match=r"workers must be a whole number >= 0, got "):
+        ProceduralLevels("append-still", workers=workers)
+    with pytest.raises(UserError, match=r"workers must be a whole number >= 0, got "):
+        list(generate_levels("append-still", [0], workers=workers))
+
+
+def run(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "safelife_rl", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_callback_that_is_not_a_config_is_named(tmp_path):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2",
+                 "env.kwargs.view_shape=[17,17]", "+callbacks.bogus=1",
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "python -m safelife_rl train: error: callbacks.bogus must be a callback's config with a "
+        "_target_ (or null), got 1"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_output_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("x")
+    result = run("replay", str(TRACE), "--out", str(tmp_path / "r.npz"), "--gif",
+                 str(tmp_path / "file" / "x.gif"), cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        f"python -m safelife_rl replay: error: {tmp_path / 'file'}: File exists"]
