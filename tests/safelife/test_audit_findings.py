@@ -43,3 +43,15 @@ def test_an_output_under_a_file_is_one_line(tmp_path):
                  str(tmp_path / "file" / "x.gif"), cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.splitlines() == [
         f"python -m safelife_rl replay: error: {tmp_path / 'file'}: File exists"]
+
+
+@pytest.mark.parametrize("value, named", [
+    ("nan", "cannot convert float NaN to integer"),
+    ("-1", "a rollout of 2 envs x -1 steps does not split into 4 minibatches"),
+])
+def test_a_value_a_resolver_refuses_is_one_line_and_leaves_no_folder(tmp_path, value, named):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2",
+                 f"algo.n_steps={value}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert named in result.stderr and "full_key: algo.batch_size" in result.stderr
+    assert not (tmp_path / "run").exists()
