@@ -38,8 +38,13 @@ _warned_daemonic = False
 
 
 def _check_workers(workers: object) -> None:
-    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 0:
-        raise UserError(f"workers must be a whole number >= 0, got {workers!r}")
+    """Refuse a worker count that is not a whole number from 0 to 4 per CPU core (more only
+    wait for the cores, and each holds a process)."""
+    most = 4 * (os.cpu_count() or 1)
+    if (isinstance(workers, bool) or not isinstance(workers, numbers.Integral)
+            or not 0 <= workers <= most):
+        raise UserError(f"workers must be a whole number from 0 to {most} (4 per CPU core), "
+                        f"got {workers!r}")
 
 
 def _worker_count(workers: int) -> int:

@@ -14,11 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT.parent / "shared" / "safelife" / "traces" / "append-still-000.npz"
 
 
-@pytest.mark.parametrize("workers", ["abc", 2.5, True, -1, [1]])
+WORKERS = r"workers must be a whole number from 0 to \d+ \(4 per CPU core\), got "
+
+
+@pytest.mark.parametrize("workers", ["abc", 2.5, True, -1, [1], 10**12])
 def test_level_workers_must_be_a_whole_number(workers):
-    with pytest.raises(UserError, match=r"workers must be a whole number >= 0, got "):
+    with pytest.raises(UserError, match=WORKERS):
         ProceduralLevels("append-still", workers=workers)
-    with pytest.raises(UserError, match=r"workers must be a whole number >= 0, got "):
+    with pytest.raises(UserError, match=WORKERS):
         list(generate_levels("append-still", [0], workers=workers))
 
 
@@ -54,4 +57,14 @@ def test_a_value_a_resolver_refuses_is_one_line_and_leaves_no_folder(tmp_path, v
                  f"algo.n_steps={value}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert named in result.stderr and "full_key: algo.batch_size" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_evaluation_episodes_are_bounded_before_the_run(tmp_path):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2",
+                 "env.kwargs.view_shape=[17,17]", "callbacks.evaluation.n_episodes=1000000000000",
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "python -m safelife_rl train: error: callbacks.evaluation.n_episodes is 1000000000000 "
+        "episodes, over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES=<episodes>"]
     assert not (tmp_path / "run").exists()
