@@ -10,7 +10,8 @@ prints a table per input kind and writes ``cases.json`` (every case: its command
 line of stderr) and ``summary.md`` to ``--out``. ``--kinds`` picks input kinds, ``--every N``
 runs every Nth case of each kind, ``--spawn`` starts each case as ``python -m PACKAGE``
 instead of forking it from a process that imported the packages (the same outcomes, about
-three times the CPU), ``--kill-trials N`` sets the number of kill trials (0: none).
+three times the CPU), ``--kill-trials N`` sets the number of kill trials (0: none),
+``--failed-in OLD/cases.json`` reruns only the cases that failed in an earlier audit.
 """
 
 from __future__ import annotations
@@ -160,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spawn", action="store_true", help="python -m PACKAGE per case")
     parser.add_argument("--kill-trials", type=int, default=12)
     parser.add_argument("--match", help="only cases whose name holds this text")
+    parser.add_argument("--failed-in", type=Path,
+                        help="only the cases that failed in this cases.json of an earlier audit")
     args = parser.parse_args(argv)
     if args.out.exists():
         writable(args.out)
@@ -177,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [c for c in chosen if c.kind in args.kinds]
     if args.match:
         chosen = [c for c in chosen if args.match in c.name]
+    if args.failed_in:
+        failed = {(c["kind"], c["name"]) for c in json.loads(args.failed_in.read_text())
+                  if c.get("failed")}
+        chosen = [c for c in chosen if (c.kind, c.name) in failed]
     by_kind: dict[str, list] = {}
     for case in chosen:
         by_kind.setdefault(case.kind, []).append(case)
