@@ -203,6 +203,8 @@ class PeriodicEvaluation(BaseCallback):
                 f"{eval_every} and {n_episodes}"
             )
         EPISODE_LIMIT.check(n_episodes, "callbacks.evaluation.n_episodes")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise UserError(f"callbacks.evaluation.seed must be a whole number >= 0, got {seed!r}")
         self.make_env = make_env
         self.history_path = Path(run_dir) / "evaluations.json"
         self.eval_every, self.n_episodes, self.seed = eval_every, n_episodes, seed

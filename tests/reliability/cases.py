@@ -149,7 +149,8 @@ FLAG_VALUES = {**VALUES, "empty": ""}
 COMMAND_FLAGS = [
     (("safelife_rl", "benchmark", "append-still", "--policy", "noop", "--episodes", "1",
       "--levels", "1", "--time-limit", "5", "--out", "{case}/b.json"),
-     ("--episodes", "--levels", "--time-limit", "--n-envs", "--seed"), {"--seed": ("zero",)}),
+     ("--episodes", "--levels", "--time-limit", "--n-envs", "--seed"),
+     {"--seed": ("zero",), "--time-limit": ("huge",)}),  # a trillion steps a play, as asked
     (("safelife_rl", "random-run", "--task", "append-still", "--episodes", "1", "--time-limit",
       "5", "--logdir", "{case}/rr"), ("--episodes", "--time-limit", "--seed"),
      {"--seed": ("zero", "huge")}),

@@ -68,3 +68,24 @@ def test_evaluation_episodes_are_bounded_before_the_run(tmp_path):
         "python -m safelife_rl train: error: callbacks.evaluation.n_episodes is 1000000000000 "
         "episodes, over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES=<episodes>"]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["env.id=Nope-v0"], "no env 'Nope-v0' is registered (from env id 'Nope-v0')"),
+    (["env.kwargs.view_shape=17"], "safelife_rl/AppendStill-v1 does not take the env kwargs"),
+    (["+env.kwargs.bogus=1"], "got an unexpected keyword argument 'bogus'"),
+    (["callbacks.evaluation.seed=-1"], "callbacks.evaluation.seed must be a whole number >= 0"),
+])
+def test_bad_env_settings_are_one_line(tmp_path, argv, message):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2", *argv,
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert message in result.stderr and not (tmp_path / "run").exists()
+
+
+def test_benchmark_episodes_are_bounded(tmp_path):
+    result = run("benchmark", "append-still", "--policy", "noop", "--episodes",
+                 "1000000000000", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "python -m safelife_rl benchmark: error: --episodes x levels is 100000000000000 episodes, "
+        "over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES=<episodes>"]
