@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="every Nth case of each kind")
     parser.add_argument("--spawn", action="store_true", help="python -m PACKAGE per case")
     parser.add_argument("--kill-trials", type=int, default=12)
+    parser.add_argument("--no-cases", action="store_true", help="only the kill trials")
     parser.add_argument("--match", help="only cases whose name holds this text")
     parser.add_argument("--failed-in", type=Path,
                         help="only the cases that failed in this cases.json of an earlier audit")
@@ -173,9 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(TQDM_DISABLE="1", OMP_NUM_THREADS="1",
                       SAFELIFE_CACHE=str(fixtures / "cache"))
     started = time.time()
-    print("making fixtures (a tiny run, crafted files, a tiny reproduction) ...", flush=True)
-    models = table.make_fixtures(fixtures, markers)
-    chosen = table.all_cases(fixtures, markers, models)
+    chosen = []
+    if not args.no_cases:
+        print("making fixtures (a tiny run, crafted files, a tiny reproduction) ...", flush=True)
+        models = table.make_fixtures(fixtures, markers)
+        chosen = table.all_cases(fixtures, markers, models)
     if args.kinds:
         chosen = [c for c in chosen if c.kind in args.kinds]
     if args.match:
@@ -188,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in chosen:
         by_kind.setdefault(case.kind, []).append(case)
     chosen = [c for group in by_kind.values() for c in group[:: args.every]]
-    if not args.spawn:
+    if chosen and not args.spawn:
         preload()
     outcomes = []
     for index, case in enumerate(tqdm(chosen, desc="cases", file=sys.stdout)):
