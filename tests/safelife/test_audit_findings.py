@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from safelife_rl.common.errors import UserError
+from safelife_rl.engine.level_files import load_levels
 from safelife_rl.procgen.source import ProceduralLevels, generate_levels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,3 +90,17 @@ def test_benchmark_episodes_are_bounded(tmp_path):
     assert result.returncode == 2 and result.stderr.splitlines() == [
         "python -m safelife_rl benchmark: error: --episodes x levels is 100000000000000 episodes, "
         "over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES=<episodes>"]
+
+
+def test_play_a_task_plays_its_fixed_suite():
+    """``play append-still`` failed on its first reset: the loop picks levels by number, which
+    procedural levels have not."""
+    import io
+
+    from safelife_rl.apps.play import play, play_env
+    from safelife_rl.envs.registration import suite_file
+
+    env = play_env("append-still", time_limit=5)
+    result = play(env, ["wait", "next", "wait"], io.StringIO())
+    assert env.level.name == load_levels(suite_file("append-still"))[1].name
+    assert result["levels_completed"] == 0
