@@ -17,7 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from safelife_rl.common.errors import USER_FULL_ERROR, ArgumentParser, tracebacks_wanted
+from safelife_rl.common.errors import (
+    OS_ERRORS,
+    USER_FULL_ERROR,
+    ArgumentParser,
+    describe,
+    tracebacks_wanted,
+)
 
 
 def program_name(package: str, script: str) -> str:
@@ -36,7 +42,9 @@ def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None
     Hydra prints a config it cannot compose (an override of the wrong type, an unknown key or
     group) in several lines and exits with status 1; here it raises instead (Hydra's
     ``HYDRA_FULL_ERROR=1``, the user's own setting kept for :func:`tracebacks_wanted`), and the
-    error ends the command in one line ``prog: error: ...`` with status 2, as every user error.
+    error ends the command in one line ``prog: error: ...`` with status 2, as every user error;
+    so does a file error of Hydra's own (its output folder under a file, say: the app reports
+    its own file errors in one line already).
     """
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -48,10 +56,11 @@ def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         app()
-    except (HydraException, OmegaConfBaseException) as error:
+    except (HydraException, OmegaConfBaseException, *OS_ERRORS) as error:
         if wanted:
             raise
-        print(f"{prog}: error: {config_error(error)}", file=sys.stderr)
+        text = describe(error) if isinstance(error, OSError) else config_error(error)
+        print(f"{prog}: error: {text}", file=sys.stderr)
         return 2
     finally:
         for name, value in saved.items():

@@ -17,6 +17,7 @@ three times the CPU), ``--kill-trials N`` sets the number of kill trials (0: non
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spawn", action="store_true", help="python -m PACKAGE per case")
     parser.add_argument("--kill-trials", type=int, default=12)
     parser.add_argument("--no-cases", action="store_true", help="only the kill trials")
+    parser.add_argument("--timeout", type=float, help="seconds a case may run (default: each "
+                                                      "case's own, 60 to 120)")
     parser.add_argument("--match", help="only cases whose name holds this text")
     parser.add_argument("--failed-in", type=Path,
                         help="only the cases that failed in this cases.json of an earlier audit")
@@ -191,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     for case in chosen:
         by_kind.setdefault(case.kind, []).append(case)
     chosen = [c for group in by_kind.values() for c in group[:: args.every]]
+    if args.timeout:
+        chosen = [dataclasses.replace(c, timeout=args.timeout) for c in chosen]
     if chosen and not args.spawn:
         preload()
     outcomes = []

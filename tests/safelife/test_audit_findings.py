@@ -104,3 +104,14 @@ def test_play_a_task_plays_its_fixed_suite():
     result = play(env, ["wait", "next", "wait"], io.StringIO())
     assert env.level.name == load_levels(suite_file("append-still"))[1].name
     assert result["levels_completed"] == 0
+
+
+@pytest.mark.parametrize("package, command", [("safelife_rl", "train"), ("drest", "train")])
+def test_a_run_folder_under_a_file_is_one_line(tmp_path, package, command):
+    """Hydra makes the run's folder before the app starts: its file error was a traceback."""
+    (tmp_path / "file").write_text("x")
+    result = subprocess.run(
+        [sys.executable, "-m", package, command, f"hydra.run.dir={tmp_path / 'file' / 'x'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        f"python -m {package} {command}: error: {tmp_path / 'file' / 'x'}: Not a directory"]
