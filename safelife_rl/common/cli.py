@@ -46,9 +46,6 @@ def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None
     so does a file error of Hydra's own (its output folder under a file, say: the app reports
     its own file errors in one line already).
     """
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
     sys.argv = [prog, *(sys.argv[1:] if argv is None else argv)]
     saved = {name: os.environ.get(name) for name in ("HYDRA_FULL_ERROR", USER_FULL_ERROR)}
     wanted = tracebacks_wanted()
@@ -56,10 +53,10 @@ def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         app()
-    except (HydraException, OmegaConfBaseException, *OS_ERRORS) as error:
-        if wanted:
+    except Exception as error:
+        if wanted or not _config_or_file_error(error):
             raise
-        text = describe(error) if isinstance(error, OSError) else config_error(error)
+        text = config_error(error) if _from_config(error) else describe(error)
         print(f"{prog}: error: {text}", file=sys.stderr)
         return 2
     finally:
@@ -69,6 +66,15 @@ def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None
             else:
                 os.environ[name] = value
     return 0
+
+
+def _from_config(error: BaseException) -> bool:
+    """An error of Hydra's or OmegaConf's (named by module: this floor imports neither)."""
+    return type(error).__module__.split(".")[0] in ("hydra", "omegaconf")
+
+
+def _config_or_file_error(error: BaseException) -> bool:
+    return _from_config(error) or isinstance(error, OS_ERRORS)
 
 
 def config_error(error: BaseException) -> str:
