@@ -1,6 +1,7 @@
 """Bad input the hostile audit (tests/reliability) found ending in a traceback: each now ends
 in one line naming the problem."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,16 @@ def test_a_run_folder_under_a_file_is_one_line(tmp_path, package, command):
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stderr.splitlines() == [
         f"python -m {package} {command}: error: {tmp_path / 'file' / 'x'}: Not a directory"]
+
+
+def test_a_benchmark_file_that_is_not_text_is_named(tmp_path):
+    from safelife_rl.apps.reproduce.runs import load_episodes
+
+    path = tmp_path / "benchmark.csv"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UserError, match=r"benchmark.csv: not text \(.*\); delete the run's"):
+        load_episodes(path)
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(UserError, match="not a regular file"):
+        load_episodes(path)
