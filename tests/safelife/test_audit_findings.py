@@ -129,3 +129,19 @@ def test_a_benchmark_file_that_is_not_text_is_named(tmp_path):
     os.mkfifo(path)
     with pytest.raises(UserError, match="not a regular file"):
         load_episodes(path)
+
+
+def test_a_figure_path_without_a_known_suffix(tmp_path):
+    """The temporary file's random suffix chose the format: a path without a suffix failed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from safelife_rl.common.figures import save_figure
+
+    save_figure(plt.figure(), tmp_path / "plain")
+    assert (tmp_path / "plain").read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(UserError, match=r"x.nope: cannot save a figure as .nope; give one of "):
+        save_figure(plt.figure(), tmp_path / "x.nope")
+    assert not list(tmp_path.glob(".*"))
