@@ -54,10 +54,12 @@ def test_a_bad_input_accepted_is_a_failure(places):
 
 @pytest.mark.slow
 def test_real_cases_end_in_one_line_forked_as_spawned(places, monkeypatch):
-    """Every 40th case of the setting and flag tables (no fixtures needed), both ways."""
+    """Every 50th case of the setting and flag tables that needs no fixtures and no long run
+    (no 10^12), both ways."""
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    chosen = [*cases.train_cases(), *cases.drest_cases(), *cases.extended_cases(),
-              *cases.flag_cases()][::40]
+    chosen = [c for c in [*cases.train_cases(), *cases.drest_cases(), *cases.extended_cases(),
+                          *cases.flag_cases()]
+              if "{fx}" not in " ".join(c.argv) and "1000000000000" not in c.name][::50]
     found = {}
     for mode in ("fork", "spawn"):
         for index, case in enumerate(chosen):
