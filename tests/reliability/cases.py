@@ -805,7 +805,8 @@ def output_cases() -> Iterator[Case]:
         (folder / "ro").chmod(0o555)
 
     targets = {
-        "/dev/full": ("/dev/full", None),
+        # a special file (not /dev/full: as root, an atomic write once renamed over it)
+        "a FIFO": ("{case}/fifo", lambda f, x: _fifo(f / "fifo")),
         **({} if ROOT_USER else {"read-only folder": ("{case}/ro/x", read_only)}),
         "a link loop": ("{case}/loop", lambda f, x: (f / "loop").symlink_to(f / "loop")),
         "under a file": ("{case}/file/x", lambda f, x: (f / "file").write_text("x")),

@@ -145,3 +145,16 @@ def test_a_figure_path_without_a_known_suffix(tmp_path):
     with pytest.raises(UserError, match=r"x.nope: cannot save a figure as .nope; give one of "):
         save_figure(plt.figure(), tmp_path / "x.nope")
     assert not list(tmp_path.glob(".*"))
+
+
+def test_an_atomic_write_never_replaces_a_special_file(tmp_path):
+    """``replay --out /dev/full`` run as root renamed the new file over the device."""
+    from safelife_rl.common.files import write_text
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(UserError, match="fifo: not a regular file"):
+        write_text(tmp_path / "fifo", "x")
+    assert (tmp_path / "fifo").is_fifo() and not list(tmp_path.glob(".*"))
+    result = run("replay", str(TRACE), "--out", str(tmp_path / "fifo"), cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert (tmp_path / "fifo").is_fifo()
