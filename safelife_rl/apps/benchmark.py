@@ -36,6 +36,7 @@ from safelife_rl.apps.cli import PROG as CLI
 from safelife_rl.apps.errors import REPORTED
 from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.common.files import atomic_path
+from safelife_rl.common.limits import EPISODE_LIMIT
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.observation import DEFAULT_CHANNELS
@@ -351,6 +352,7 @@ def run(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
 def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     path = resolve_suite(args.suite, args.original)
     levels = load_levels(path)[: args.levels]
+    EPISODE_LIMIT.check(args.episodes * len(levels), "--episodes x levels")
     policy, env_kwargs = make_policy(
         args.policy, levels, args.seed, args.algo, trusted=args.trust_pickle,
         greedy=args.greedy)

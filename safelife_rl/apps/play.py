@@ -254,17 +254,23 @@ def _in_terminal(run: Callable[[Iterable[str]], dict[str, Any]]) -> dict[str, An
         return run(read_keys(fd))
 
 
-def run(source: str, gif: str | None = None, time_limit: int = 1000) -> dict[str, Any]:
-    """``play SOURCE``: play a task's levels or a level file or folder in this terminal; what
-    :func:`play` returns."""
-    from safelife_rl.envs.registration import TASKS, make_task_env
+def play_env(source: str, time_limit: int = 1000) -> SafeLifeEnv:
+    """The env ``play SOURCE`` plays: a task's fixed suite (the loop picks levels by number,
+    to retry one or go to the next, as ``play-multi`` plays a multi-agent task's), or a level
+    file or folder."""
+    from safelife_rl.envs.registration import TASKS
 
     if source in TASKS:
-        env = make_task_env(source, time_limit=time_limit)
-    elif Path(source).exists():
-        env = SafeLifeEnv(source, time_limit=time_limit)
-    else:
+        source = str(suite_file(source))
+    elif not Path(source).exists():
         raise FileNotFoundError(f"{source!r} is neither a task ({', '.join(TASKS)}) nor a path")
+    return SafeLifeEnv(source, time_limit=time_limit)
+
+
+def run(source: str, gif: str | None = None, time_limit: int = 1000) -> dict[str, Any]:
+    """``play SOURCE``: play a task's fixed suite or a level file or folder in this terminal;
+    what :func:`play` returns."""
+    env = play_env(source, time_limit)
     return _in_terminal(lambda keys: play(env, keys, sys.stdout, gif))
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 
 from safelife_rl.apps.cli import PROG as CLI
 from safelife_rl.apps.errors import REPORTED
@@ -55,8 +56,9 @@ def app(cfg: DictConfig) -> None:
     signal exits with status 128 + the signal's number."""
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
     run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
+    # a resolver refusing a value (algo.batch_size of algo.n_steps=nan) is a user error too
     with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir,
-                          REPORTED):
+                          (*REPORTED, InterpolationResolutionError)):
         try:
             if cfg.resume is not None:
                 resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))

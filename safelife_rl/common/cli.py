@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from safelife_rl.common.errors import ArgumentParser
+from safelife_rl.common.errors import (
+    OS_ERRORS,
+    USER_FULL_ERROR,
+    ArgumentParser,
+    describe,
+    tracebacks_wanted,
+)
 
 
 def program_name(package: str, script: str) -> str:
@@ -30,10 +37,56 @@ def program_name(package: str, script: str) -> str:
 
 def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None) -> int:
     """Run the ``@hydra.main`` function ``app`` on the overrides ``argv`` (default: those of
-    ``sys.argv``) as the program ``prog``; the exit status (a failure raises ``SystemExit``)."""
+    ``sys.argv``) as the program ``prog``; the exit status (a failure raises ``SystemExit``).
+
+    Hydra prints a config it cannot compose (an override of the wrong type, an unknown key or
+    group) in several lines and exits with status 1; here it raises instead (Hydra's
+    ``HYDRA_FULL_ERROR=1``, the user's own setting kept for :func:`tracebacks_wanted`), and the
+    error ends the command in one line ``prog: error: ...`` with status 2, as every user error;
+    so does a file error of Hydra's own (its output folder under a file, say: the app reports
+    its own file errors in one line already).
+    """
     sys.argv = [prog, *(sys.argv[1:] if argv is None else argv)]
-    app()
+    saved = {name: os.environ.get(name) for name in ("HYDRA_FULL_ERROR", USER_FULL_ERROR)}
+    wanted = tracebacks_wanted()
+    os.environ[USER_FULL_ERROR] = "1" if wanted else ""
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        app()
+    except Exception as error:
+        if wanted or not _config_or_file_error(error):
+            raise
+        text = config_error(error) if _from_config(error) else describe(error)
+        print(f"{prog}: error: {text}", file=sys.stderr)
+        return 2
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return 0
+
+
+def _from_config(error: BaseException) -> bool:
+    """An error of Hydra's or OmegaConf's (named by module: this floor imports neither)."""
+    return type(error).__module__.split(".")[0] in ("hydra", "omegaconf")
+
+
+def _config_or_file_error(error: BaseException) -> bool:
+    return _from_config(error) or isinstance(error, OS_ERRORS)
+
+
+def config_error(error: BaseException) -> str:
+    """A config error and its cause (Hydra's messages give the override, OmegaConf's the
+    value and key) as one line."""
+    parts = [str(error)]
+    if error.__cause__ is not None and str(error.__cause__) not in parts[0]:
+        parts.append(str(error.__cause__))
+    lines = [line.strip() for part in parts for line in part.splitlines()]
+    if "Config search path:" in lines:  # Hydra's list of where it looked for a config group
+        lines = lines[: lines.index("Config search path:")]
+    return "; ".join(line for line in lines if line and not line.startswith("object_type="))
 
 #: A package's own subcommands: given its subparsers, adds them and returns the function that
 #: runs the parsed arguments of one of them and returns the exit status.

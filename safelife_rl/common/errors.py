@@ -29,13 +29,20 @@ class UserError(ValueError):
 
 
 #: The file errors that describe the user's input (a path) rather than a fault in the code.
-OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
+             FileExistsError)
 
 Errors = tuple[type[BaseException], ...]
 
 
+#: the user's own ``HYDRA_FULL_ERROR``, kept while :func:`~safelife_rl.common.cli.run_hydra_app`
+#: sets it to make Hydra raise (and inherited by the processes the app starts)
+USER_FULL_ERROR = "SAFELIFE_USER_HYDRA_FULL_ERROR"
+
+
 def tracebacks_wanted() -> bool:
-    return os.environ.get("HYDRA_FULL_ERROR", "") not in ("", "0")
+    value = os.environ.get(USER_FULL_ERROR, os.environ.get("HYDRA_FULL_ERROR", ""))
+    return value not in ("", "0")
 
 
 def describe(error: BaseException) -> str:

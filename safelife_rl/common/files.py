@@ -26,6 +26,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if path.exists() and not path.is_file():  # renaming over it would replace the device
+        raise UserError(f"{path}: not a regular file (a device, FIFO or socket is never "
+                        "written over)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)

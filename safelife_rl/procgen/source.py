@@ -15,6 +15,7 @@ processes already run the envs in parallel.
 from __future__ import annotations
 
 import multiprocessing
+import numbers
 import os
 import warnings
 from collections import deque
@@ -36,10 +37,21 @@ SEED_BOUND = 2**63
 _warned_daemonic = False
 
 
+def _check_workers(workers: object) -> None:
+    """Refuse a worker count that is not a whole number from 0 to 4 per CPU core (more only
+    wait for the cores, and each holds a process)."""
+    most = 4 * (os.cpu_count() or 1)
+    if (isinstance(workers, bool) or not isinstance(workers, numbers.Integral)
+            or not 0 <= workers <= most):
+        raise UserError(f"workers must be a whole number from 0 to {most} (4 per CPU core), "
+                        f"got {workers!r}")
+
+
 def _worker_count(workers: int) -> int:
     """``workers``, or 0 in a daemonic process (which may not start processes), with a
     one-time warning."""
     global _warned_daemonic
+    _check_workers(workers)
     if workers and multiprocessing.current_process().daemon:
         if not _warned_daemonic:
             _warned_daemonic = True
@@ -83,8 +95,9 @@ class ProceduralLevels:
         self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2,
         multi_agent: bool = False,
     ):
-        if workers < 0 or prefetch < 1:
-            raise UserError(f"need workers >= 0 and prefetch >= 1, got {workers}, {prefetch}")
+        _check_workers(workers)
+        if prefetch < 1:
+            raise UserError(f"need prefetch >= 1, got {prefetch}")
         self.label = _label(params)
         self.params = params if isinstance(params, dict) else load_params(params, multi_agent)
         self.generate = generate_multi_agent_level if multi_agent else generate_level

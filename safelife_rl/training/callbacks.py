@@ -17,6 +17,7 @@ from stable_baselines3.common.logger import TensorBoardOutputFormat
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import remove_in_folder, write_json
+from safelife_rl.common.limits import EPISODE_LIMIT
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.evaluation import Policy, episode_scalars, evaluate, summarize
 from safelife_rl.training.files import save_model_atomic
@@ -201,6 +202,9 @@ class PeriodicEvaluation(BaseCallback):
                 f"callbacks.evaluation: eval_every and n_episodes must be positive, got "
                 f"{eval_every} and {n_episodes}"
             )
+        EPISODE_LIMIT.check(n_episodes, "callbacks.evaluation.n_episodes")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise UserError(f"callbacks.evaluation.seed must be a whole number >= 0, got {seed!r}")
         self.make_env = make_env
         self.history_path = Path(run_dir) / "evaluations.json"
         self.eval_every, self.n_episodes, self.seed = eval_every, n_episodes, seed

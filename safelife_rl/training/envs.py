@@ -42,11 +42,11 @@ def registered_id(env_id: str) -> str:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as error:
-            raise ModuleNotFoundError(
+            raise UserError(
                 f"env id {env_id!r} names module {module!r}, which cannot be imported: {error}"
             ) from error
     if name not in gym.registry:
-        raise gym.error.NameNotFound(f"no env {name!r} is registered (from env id {env_id!r})")
+        raise UserError(f"no env {name!r} is registered (from env id {env_id!r})")
     return name
 
 
@@ -55,8 +55,8 @@ def _make(env_id: str, kwargs: Mapping[str, Any] | None) -> gym.Env:
     kwargs = instantiate(dict(kwargs or {}), _convert_="all")
     try:
         return gym.make(name, disable_env_checker=True, **kwargs)
-    except TypeError as error:
-        raise TypeError(
+    except TypeError as error:  # a keyword or a value of the wrong type: the user's env kwargs
+        raise UserError(
             f"{name} does not take the env kwargs {sorted(kwargs)}: {error} (the default "
             "experiment=quick sets SafeLife's view_shape and time_limit: choose another "
             "experiment, e.g. experiment=paper or one made for this env)"

@@ -7,6 +7,7 @@ import inspect
 import json
 import signal
 import time
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -92,17 +93,20 @@ def _callbacks(
 
         context["evaluator"] = evaluate_multi_agent
     method = _method(cfg).get("callbacks") or {}
-    return [*_instantiate(method.values(), context), TrainingClock(), record,
-            *_instantiate((cfg.callbacks or {}).values(), context)]
+    return [*_instantiate(method, context, "method.callbacks"), TrainingClock(), record,
+            *_instantiate(cfg.callbacks or {}, context, "callbacks")]
 
 
-def _instantiate(configs: Any, context: dict[str, Any]) -> list[BaseCallback]:
-    """The callbacks ``configs`` name (``None`` skips one), each given the ``context`` entries
-    its constructor takes."""
+def _instantiate(configs: Any, context: dict[str, Any], where: str) -> list[BaseCallback]:
+    """The callbacks of the mapping ``configs`` (at ``where`` in the config; ``None`` skips
+    one), each given the ``context`` entries its constructor takes."""
     built = []
-    for config in configs:
+    for name, config in configs.items():
         if config is None:
             continue
+        if not isinstance(config, Mapping) or "_target_" not in config:
+            raise UserError(f"{where}.{name} must be a callback's config with a _target_ (or "
+                            f"null), got {config!r}")
         params = inspect.signature(get_class(config._target_)).parameters
         extra = {k: v for k, v in context.items() if k in params}
         built.append(_build(config, **extra))

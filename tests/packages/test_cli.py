@@ -4,6 +4,7 @@ one with one line, and every command's ``main`` returns an exit status."""
 
 import importlib
 import inspect
+import os
 import subprocess
 import sys
 
@@ -96,3 +97,29 @@ def test_a_hydra_app_returns_status_0(capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", list(sys.argv))  # the app is handed its overrides there
     assert drest_train.main(["--cfg", "job", "seed=7"]) == 0
     assert "seed: 7" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["safelife_rl", "train", "total_timesteps=nan"],
+     "Error merging override total_timesteps=nan; Value 'nan' of type 'float' could not be "
+     "converted to Integer; full_key: total_timesteps"),
+    (["safelife_rl", "train", "n_env=4"], "Could not override 'n_env'"),
+    (["safelife_rl", "train", "algo=sac"], "Could not find 'algo/sac'; Available options in "
+                                           "'algo':; a2c; dqn; ppo"),
+    (["drest", "train", "foo=1"], "Could not override 'foo'"),
+    (["extended_envs", "benchmark", "foo=1"], "Could not override 'foo'"),
+    (["extended_envs", "debate", "alice=["], "no viable alternative at input '['"),
+])
+def test_a_config_hydra_cannot_compose_is_one_line_and_status_2(argv, named, tmp_path):
+    """Hydra's own report of a bad override (several lines, status 1) becomes one line; found by
+    the audit (tests/reliability); HYDRA_FULL_ERROR=1 still shows the traceback."""
+    command = [sys.executable, "-m", *argv, f"hydra.run.dir={tmp_path / 'run'}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    prog = f"python -m {argv[0]} {argv[1]}"
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        f"{prog}: error: {result.stderr.split(': error: ', 1)[1].strip()}"], result.stderr
+    assert named in result.stderr and not (tmp_path / "run").exists()
+    if argv[1] == "train" and argv[0] == "safelife_rl":
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                cwd=tmp_path, env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+        assert result.returncode == 1 and "Traceback" in result.stderr

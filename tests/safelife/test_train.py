@@ -150,7 +150,7 @@ def test_experiment_presets_pick_env_wrappers_and_policy(experiment, env_id, pol
 
 
 def test_safelife_kwargs_on_another_env_fail_with_a_clear_message():
-    with pytest.raises(TypeError, match="does not take the env kwargs"):
+    with pytest.raises(UserError, match="does not take the env kwargs"):
         make_env("drest:drest/Example-v0", {"view_shape": [17, 17]})
 
 

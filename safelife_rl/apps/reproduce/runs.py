@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import write_text
+from safelife_rl.common.files import check_readable_file, write_text
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.resume import CONFIG_FILE
 
@@ -130,14 +130,20 @@ def _number(value: str, path: Path, key: str) -> float:
 
 def load_episodes(path: Path) -> list[dict[str, float]]:
     """A run's benchmark episodes; a UserError naming the file if it is not one."""
+    check_readable_file(path)  # a FIFO would block
     with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in ("level", *NUMBER_COLUMNS) if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"{path}: not a benchmark of episodes (no {', '.join(missing)} "
-                            "column); delete the run's folder to rerun it")
-        rows = [{"level": row["level"], **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS}}
-                for row in reader]
+        try:
+            reader = csv.DictReader(handle)
+            missing = [c for c in ("level", *NUMBER_COLUMNS)
+                       if c not in (reader.fieldnames or [])]
+            if missing:
+                raise UserError(f"{path}: not a benchmark of episodes (no {', '.join(missing)} "
+                                "column); delete the run's folder to rerun it")
+            rows = [{"level": row["level"],
+                     **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS}} for row in reader]
+        except UnicodeDecodeError as error:
+            raise UserError(f"{path}: not text ({error}); delete the run's folder to rerun "
+                            "it") from None
     if not rows:
         raise UserError(f"{path}: no episodes; delete the run's folder to rerun it")
     return rows

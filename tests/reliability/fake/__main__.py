@@ -1,0 +1,3 @@
+from tests.reliability.fake.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Bad input the hostile audit (tests/reliability) found ending in a traceback: each now ends
+in one line naming the problem."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from safelife_rl.common.errors import UserError
+from safelife_rl.engine.level_files import load_levels
+from safelife_rl.procgen.source import ProceduralLevels, generate_levels
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE = ROOT.parent / "shared" / "safelife" / "traces" / "append-still-000.npz"
+
+
+WORKERS = r"workers must be a whole number from 0 to \d+ \(4 per CPU core\), got "
+
+
+@pytest.mark.parametrize("workers", ["abc", 2.5, True, -1, [1], 10**12])
+def test_level_workers_must_be_a_whole_number(workers):
+    with pytest.raises(UserError, match=WORKERS):
+        ProceduralLevels("append-still", workers=workers)
+    with pytest.raises(UserError, match=WORKERS):
+        list(generate_levels("append-still", [0], workers=workers))
+
+
+def run(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "safelife_rl", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_callback_that_is_not_a_config_is_named(tmp_path):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2",
+                 "env.kwargs.view_shape=[17,17]", "+callbacks.bogus=1",
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "python -m safelife_rl train: error: callbacks.bogus must be a callback's config with a "
+        "_target_ (or null), got 1"]
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_output_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("x")
+    result = run("replay", str(TRACE), "--out", str(tmp_path / "r.npz"), "--gif",
+                 str(tmp_path / "file" / "x.gif"), cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        f"python -m safelife_rl replay: error: {tmp_path / 'file'}: File exists"]
+
+
+@pytest.mark.parametrize("value, named", [
+    ("nan", "cannot convert float NaN to integer"),
+    ("-1", "a rollout of 2 envs x -1 steps does not split into 4 minibatches"),
+])
+def test_a_value_a_resolver_refuses_is_one_line_and_leaves_no_folder(tmp_path, value, named):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2",
+                 f"algo.n_steps={value}", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert named in result.stderr and "full_key: algo.batch_size" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_evaluation_episodes_are_bounded_before_the_run(tmp_path):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2",
+                 "env.kwargs.view_shape=[17,17]", "callbacks.evaluation.n_episodes=1000000000000",
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "python -m safelife_rl train: error: callbacks.evaluation.n_episodes is 1000000000000 "
+        "episodes, over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES=<episodes>"]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["env.id=Nope-v0"], "no env 'Nope-v0' is registered (from env id 'Nope-v0')"),
+    (["env.kwargs.view_shape=17"], "safelife_rl/AppendStill-v1 does not take the env kwargs"),
+    (["+env.kwargs.bogus=1"], "got an unexpected keyword argument 'bogus'"),
+    (["callbacks.evaluation.seed=-1"], "callbacks.evaluation.seed must be a whole number >= 0"),
+])
+def test_bad_env_settings_are_one_line(tmp_path, argv, message):
+    result = run("train", "experiment=paper", "env=append-still", "n_envs=2", *argv,
+                 f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert message in result.stderr and not (tmp_path / "run").exists()
+
+
+def test_benchmark_episodes_are_bounded(tmp_path):
+    result = run("benchmark", "append-still", "--policy", "noop", "--episodes",
+                 "1000000000000", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "python -m safelife_rl benchmark: error: --episodes x levels is 100000000000000 episodes, "
+        "over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES=<episodes>"]
+
+
+def test_play_a_task_plays_its_fixed_suite():
+    """``play append-still`` failed on its first reset: the loop picks levels by number, which
+    procedural levels have not."""
+    import io
+
+    from safelife_rl.apps.play import play, play_env
+    from safelife_rl.envs.registration import suite_file
+
+    env = play_env("append-still", time_limit=5)
+    result = play(env, ["wait", "next", "wait"], io.StringIO())
+    assert env.level.name == load_levels(suite_file("append-still"))[1].name
+    assert result["levels_completed"] == 0
+
+
+@pytest.mark.parametrize("package, command", [("safelife_rl", "train"), ("drest", "train")])
+def test_a_run_folder_under_a_file_is_one_line(tmp_path, package, command):
+    """Hydra makes the run's folder before the app starts: its file error was a traceback."""
+    (tmp_path / "file").write_text("x")
+    result = subprocess.run(
+        [sys.executable, "-m", package, command, f"hydra.run.dir={tmp_path / 'file' / 'x'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        f"python -m {package} {command}: error: {tmp_path / 'file' / 'x'}: Not a directory"]
+
+
+def test_a_benchmark_file_that_is_not_text_is_named(tmp_path):
+    from safelife_rl.apps.reproduce.runs import load_episodes
+
+    path = tmp_path / "benchmark.csv"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UserError, match=r"benchmark.csv: not text \(.*\); delete the run's"):
+        load_episodes(path)
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(UserError, match="not a regular file"):
+        load_episodes(path)
+
+
+def test_a_figure_path_without_a_known_suffix(tmp_path):
+    """The temporary file's random suffix chose the format: a path without a suffix failed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from safelife_rl.common.figures import save_figure
+
+    save_figure(plt.figure(), tmp_path / "plain")
+    assert (tmp_path / "plain").read_bytes().startswith(b"\x89PNG")
+    with pytest.raises(UserError, match=r"x.nope: cannot save a figure as .nope; give one of "):
+        save_figure(plt.figure(), tmp_path / "x.nope")
+    assert not list(tmp_path.glob(".*"))
+
+
+def test_an_atomic_write_never_replaces_a_special_file(tmp_path):
+    """``replay --out /dev/full`` run as root renamed the new file over the device."""
+    from safelife_rl.common.files import write_text
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(UserError, match="fifo: not a regular file"):
+        write_text(tmp_path / "fifo", "x")
+    assert (tmp_path / "fifo").is_fifo() and not list(tmp_path.glob(".*"))
+    result = run("replay", str(TRACE), "--out", str(tmp_path / "fifo"), cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert (tmp_path / "fifo").is_fifo()
