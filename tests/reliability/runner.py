@@ -192,8 +192,15 @@ def _run_fork(argv, folder, env, out, err, timeout) -> tuple[int, int | None, bo
         time.sleep(0.02)
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 def _run_spawn(argv, folder, env, out, err, timeout) -> tuple[int, int | None, bool]:
     package, *args = argv
+    # the case runs in its own folder: the checkout's packages (``tests`` among them) are found
+    # through the path, as the forked cases find those imported already
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**env, "PYTHONPATH": path}
     with open(out, "w") as stdout, open(err, "w") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", package, *args], cwd=folder, env={**os.environ, **env},
