@@ -33,6 +33,7 @@ import numpy as np
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import atomic_path
+from safelife_rl.common.limits import BANK_LIMIT
 from safelife_rl.engine.level_files import level_from_record, read_npz, save_levels
 from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, transform_level
@@ -99,6 +100,7 @@ class LevelBank:
     ):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise UserError(f"a level bank's size must be a positive integer, got {size!r}")
+        BANK_LIMIT.check(int(size), "the level bank's size")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise UserError(f"a level bank's seed must be an integer >= 0, got {seed!r}")
         for name, flag in (("symmetries", symmetries), ("translations", translations)):

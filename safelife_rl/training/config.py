@@ -6,6 +6,7 @@ run needs), which refuse a run before it writes anything."""
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from omegaconf import OmegaConf
 
 from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
+from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT
 from safelife_rl.envs.checks import check
 from safelife_rl.training.lagrangian import check_cost_limit
 
@@ -66,6 +68,10 @@ _UNIT = ("gamma", "gae_lambda", "exploration_initial_eps", "exploration_final_ep
 _RANGES = ((_POSITIVE, lambda v: v > 0, "positive"),
            (_NON_NEGATIVE, lambda v: v >= 0, "non-negative"),
            (_UNIT, lambda v: 0 <= v <= 1, "in [0, 1]"))  # fmt: skip
+#: The algorithm settings that count (steps, samples, passes); the others of the ranges above
+#: are numbers.
+_COUNTS = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
+           "target_update_interval", "learning_starts")
 
 
 #: Float32 numbers a rollout buffer keeps per step and env beside the observation (action,
@@ -111,6 +117,10 @@ def check_settings(cfg: Any) -> None:
     check.finite_everywhere(OmegaConf.to_container(cfg, resolve=True))
     _check_method(cfg)
     check.counts(cfg, ("total_timesteps", "n_envs", "torch_threads", "log_interval"))
+    ENV_LIMIT.check(cfg.n_envs, "n_envs")
+    most = 4 * (os.cpu_count() or 1)
+    check.value("torch_threads", cfg.torch_threads, lambda v: v <= most,
+                f"at most {most} (4 per CPU core)")
     check.value("seed", cfg.seed, lambda v: 0 <= v <= MAX_SEED,
                 f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)")
     check_device(cfg.device)
@@ -120,11 +130,13 @@ def check_settings(cfg: Any) -> None:
     parameters = [p for p in _settings(get_class(cfg.algo._target_)) if p not in ("policy", "env")]
     check.keys((key for key in cfg.algo if key != "_target_"), parameters, "algo.")
     for key, value in cfg.algo.items():
-        if not is_number(value):
-            continue
         for keys, ok, allowed in _RANGES:
             if key in keys:
+                kind = "an integer" if key in _COUNTS else "a number"
+                check.value(f"algo.{key}", value, is_int if key in _COUNTS else is_number, kind)
                 check.value(f"algo.{key}", value, ok, allowed)
+    if "n_epochs" in cfg.algo:
+        EPOCH_LIMIT.check(cfg.algo.n_epochs, "algo.n_epochs")
     check.value("algo.gradient_steps", cfg.algo.get("gradient_steps", 1),
                 lambda v: is_int(v) and (v == -1 or v >= 1),
                 "a positive integer, or -1 for as many as the env steps taken")

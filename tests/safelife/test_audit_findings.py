@@ -10,7 +10,9 @@ import pytest
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine.level_files import load_levels
+from safelife_rl.procgen.bank import LevelBank
 from safelife_rl.procgen.source import ProceduralLevels, generate_levels
+from safelife_rl.training.config import check_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT.parent / "shared" / "safelife" / "traces" / "append-still-000.npz"
@@ -158,3 +160,34 @@ def test_an_atomic_write_never_replaces_a_special_file(tmp_path):
     result = run("replay", str(TRACE), "--out", str(tmp_path / "fifo"), cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert (tmp_path / "fifo").is_fifo()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("algo.gamma=abc", r"^algo.gamma must be a number, got 'abc'$"),
+    ("algo.gae_lambda=abc", r"^algo.gae_lambda must be a number, got 'abc'$"),
+    ("algo.ent_coef=abc", r"^algo.ent_coef must be a number, got 'abc'$"),
+    ("algo.vf_coef=abc", r"^algo.vf_coef must be a number, got 'abc'$"),
+    ("algo.max_grad_norm=abc", r"^algo.max_grad_norm must be a number, got 'abc'$"),
+    ("algo.learning_rate=abc", r"^algo.learning_rate must be a number, got 'abc'$"),
+    ("algo.clip_range=abc", r"^algo.clip_range must be a number, got 'abc'$"),
+    ("algo.n_epochs=abc", r"^algo.n_epochs must be an integer, got 'abc'$"),
+    ("algo.batch_size=2.5", r"^algo.batch_size must be an integer, got 2.5$"),
+    ("algo.n_epochs=1000000000000", r"^algo.n_epochs is 1000000000000 epochs, over the limit of "
+                                    r"1000; raise it with SAFELIFE_MAX_EPOCHS=<epochs>$"),
+    ("n_envs=1000000000000", r"^n_envs is 1000000000000 envs, over the limit of 65536; raise it "
+                             r"with SAFELIFE_MAX_ENVS=<envs>$"),
+    ("torch_threads=1000000000000", r"^torch_threads must be at most \d+ \(4 per CPU core\), "
+                                    r"got 1000000000000$"),
+])
+def test_algo_settings_of_the_wrong_type_or_absurd_size_are_named(train_config, override,
+                                                                   message):
+    with pytest.raises(UserError, match=message):
+        check_settings(train_config(override))
+
+
+def test_a_bank_larger_than_the_limit_is_refused_before_drawing_seeds(tmp_path):
+    with pytest.raises(UserError, match=r"^the level bank's size is 1000000000000 levels, over "
+                                        r"the limit of 1000000; raise it with "
+                                        r"SAFELIFE_MAX_BANK_LEVELS=<levels>$"):
+        LevelBank("append-still", size=10**12, cache_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
