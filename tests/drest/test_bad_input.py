@@ -263,3 +263,17 @@ def test_byte_mutated_world_files_load_or_end_in_a_user_error(text, edits):
             event("error")
             return
     event(build(spec.to_text()))
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"n_envs": 10**12}, r"^n_envs must be at most 4096 .*, got 1000000000000$"),
+    ({"n_steps": 10**12}, r"^n_steps must be from 2 to 1048576 once multiplied by n_envs .*, "
+                          r"got 1000000000000$"),
+    ({"n_envs": 4096, "n_steps": 257}, r"^n_steps must be from 2 to 1048576 once multiplied"),
+])
+def test_ppo_rollouts_too_large_for_memory_are_refused(changes, message):
+    from drest.ppo import PPOSettings
+
+    with pytest.raises(UserError, match=message):
+        PPOSettings(**changes)
+    PPOSettings(n_envs=4096, n_steps=256)  # the limit itself is allowed

@@ -191,3 +191,16 @@ def test_a_bank_larger_than_the_limit_is_refused_before_drawing_seeds(tmp_path):
                                         r"SAFELIFE_MAX_BANK_LEVELS=<levels>$"):
         LevelBank("append-still", size=10**12, cache_dir=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("workers", ["1000000000000", "-1"])
+def test_make_suites_refuses_a_worker_count_in_one_line(tmp_path, capsys, workers):
+    from safelife_rl.apps.make_suites import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["append-still", "--workers", workers, "--out", str(tmp_path / "out")])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"make-suites: error: --workers must be a whole number from 0 to {4 * os.cpu_count()} "
+        f"(4 per CPU core), got {workers}")
+    assert not (tmp_path / "out").exists()
