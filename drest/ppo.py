@@ -24,7 +24,6 @@ from drest.spec import GridSpec
 from drest.tabular import compile_world, obs_vector
 from drest.wrapper import DrestRewardWrapper
 
-
 #: Envs one PPO run may step (SB3's DummyVecEnv steps them in turn).
 MAX_ENVS = 4096
 #: Steps one rollout may hold: 2**20 image observations of a generated world take about 2 GB.
