@@ -204,3 +204,26 @@ def test_make_suites_refuses_a_worker_count_in_one_line(tmp_path, capsys, worker
         f"make-suites: error: --workers must be a whole number from 0 to {4 * os.cpu_count()} "
         f"(4 per CPU core), got {workers}")
     assert not (tmp_path / "out").exists()
+
+
+def test_resume_refuses_a_fifo_in_the_run_folder_without_opening_it(tmp_path, train_config):
+    from safelife_rl.apps.train import resume_config
+    from safelife_rl.training.run import train
+
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    for name in ("evaluations.json", "tensorboard/progress.csv", "train.lock"):
+        path = tmp_path / name
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)  # opening it to read would wait for a writer forever
+        given = [f"resume={tmp_path}", "total_timesteps=128"]
+        with pytest.raises(UserError, match=rf"^{path}: not a regular file \(a run folder"):
+            train(resume_config(train_config(*given), given), tmp_path, resume=True)
+        path.unlink()
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused(tmp_path):
+    from safelife_rl.common.locks import PidLock
+
+    os.mkfifo(tmp_path / "train.lock")
+    with pytest.raises(UserError, match="train.lock: not a regular file, so not a lock file"):
+        PidLock(tmp_path / "train.lock", "being trained").acquire()
