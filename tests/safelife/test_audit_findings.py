@@ -227,3 +227,16 @@ def test_a_lock_file_that_is_a_fifo_is_refused(tmp_path):
     os.mkfifo(tmp_path / "train.lock")
     with pytest.raises(UserError, match="train.lock: not a regular file, so not a lock file"):
         PidLock(tmp_path / "train.lock", "being trained").acquire()
+
+
+def test_levels_through_a_link_loop_are_one_line(tmp_path):
+    loop = tmp_path / "loop.npz"
+    loop.symlink_to(tmp_path / "back.npz")
+    (tmp_path / "back.npz").symlink_to(loop)
+    with pytest.raises(UserError, match=rf"^{loop}: a loop of symbolic links \(no file at its "
+                                        r"end\)$"):
+        load_levels(loop)
+    result = run("random-run", "--levels", str(loop), "--episodes", "1", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
+        f"python -m safelife_rl random-run: error: {loop}: a loop of symbolic links (no file at "
+        "its end)")
