@@ -240,3 +240,17 @@ def test_levels_through_a_link_loop_are_one_line(tmp_path):
     assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
         f"python -m safelife_rl random-run: error: {loop}: a loop of symbolic links (no file at "
         "its end)")
+
+
+@pytest.mark.parametrize("override, message", [
+    ("wrappers.side_effect_penalty.ramp.steps=[5,1]", r"^a ramp's steps must increase from 0"),
+    ("wrappers.side_effect_penalty.ramp.steps=[-1,5]", r"^a ramp's steps must increase from 0"),
+    ("wrappers.side_effect_penalty.ramp.values=abc", r"^a ramp's steps and values must be lists"),
+])
+def test_a_bad_ramp_is_one_user_error_before_anything_is_written(tmp_path, train_config,
+                                                                 override, message):
+    from safelife_rl.training.run import train
+
+    with pytest.raises(UserError, match=message):
+        train(train_config(override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
