@@ -62,12 +62,16 @@ ConfigStore.instance().store(name="train_schema", node=TrainSchema)
 #: constructor is refused on its own).
 _POSITIVE = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
              "target_update_interval", "learning_rate", "clip_range", "max_grad_norm")
-_NON_NEGATIVE = ("learning_starts", "ent_coef", "vf_coef", "clip_range_vf", "tau")
+_NON_NEGATIVE = ("learning_starts", "clip_range_vf", "tau")
+#: Weights of the entropy and value losses: beside a policy loss of about 1, a weight past 1000
+#: drowns it (and at 10^12 the loss overflows float32).
+_WEIGHTS = ("ent_coef", "vf_coef")
 _UNIT = ("gamma", "gae_lambda", "exploration_initial_eps", "exploration_final_eps",
          "exploration_fraction")  # fmt: skip
 _RANGES = ((_POSITIVE, lambda v: v > 0, "positive"),
            (_NON_NEGATIVE, lambda v: v >= 0, "non-negative"),
-           (_UNIT, lambda v: 0 <= v <= 1, "in [0, 1]"))  # fmt: skip
+           (_UNIT, lambda v: 0 <= v <= 1, "in [0, 1]"),
+           (_WEIGHTS, lambda v: 0 <= v <= 1000, "in [0, 1000]"))  # fmt: skip
 #: The algorithm settings that count (steps, samples, passes); the others of the ranges above
 #: are numbers.
 _COUNTS = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",

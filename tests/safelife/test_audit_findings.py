@@ -254,3 +254,19 @@ def test_a_bad_ramp_is_one_user_error_before_anything_is_written(tmp_path, train
     with pytest.raises(UserError, match=message):
         train(train_config(override), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("algo.ent_coef=1000000000000", r"^algo.ent_coef must be in \[0, 1000\], got 1000000000000$"),
+    ("algo.vf_coef=1000000000000", r"^algo.vf_coef must be in \[0, 1000\], got 1000000000000$"),
+    ("wrappers.exit_bonus.bonus=1000000000000",
+     r"^the exit bonus must be in \[-1e\+06, 1e\+06\], got 1000000000000.0$"),
+    ("wrappers.movement_bonus.bonus=-1000000000000",
+     r"^the movement bonus must be in \[-1e\+06, 1e\+06\], got -1000000000000.0$"),
+])
+def test_absurd_loss_weights_and_bonuses_are_refused(tmp_path, train_config, override, message):
+    from safelife_rl.training.run import train
+
+    with pytest.raises(UserError, match=message):
+        train(train_config(override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
