@@ -70,8 +70,8 @@ def test_one_reachable_length_has_no_normalized_neutrality():
 
 
 def test_diverging_reinforce_is_reported():
-    world = compile_world(parse_spec(grid(["A . C1e10"])))
-    settings = replace(paper_settings("appendix"), meta_episodes=4, lr_start=1e300)
+    world = compile_world(parse_spec(grid(["A . C1e307"])))
+    settings = replace(paper_settings("appendix"), meta_episodes=4, lr_start=100)
     with pytest.raises(UserError, match="diverged"):
         train_reinforce(world, "default", settings, 0)
 
@@ -127,6 +127,12 @@ bad_numbers = st.one_of(st.sampled_from([0, -1, -0.5, float("nan"), float("inf")
 def test_bad_reinforce_settings_are_user_errors(name, value):
     with pytest.raises(UserError, match=name):
         replace(paper_settings("example"), **{name: value})
+
+
+@pytest.mark.parametrize("name", ["lr_start", "lr_end"])
+def test_absurd_reinforce_step_sizes_are_refused(name):
+    with pytest.raises(UserError, match=rf"^{name} must be in .0, 100\], got 1000000000000.0$"):
+        replace(paper_settings("example"), **{name: 1e12})
 
 
 def test_reinforce_settings_types_are_exact():
