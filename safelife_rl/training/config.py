@@ -131,7 +131,11 @@ def check_settings(cfg: Any) -> None:
     _check_compile(cfg)
     check.value("algo", cfg.algo, lambda v: v is not None and "_target_" in v,
                 "an SB3 algorithm with _target_ (e.g. algo=ppo)")
-    parameters = [p for p in _settings(get_class(cfg.algo._target_)) if p not in ("policy", "env")]
+    algo = get_class(cfg.algo._target_)
+    aliases = tuple(getattr(algo, "policy_aliases", {}))
+    check.value("policy.name", OmegaConf.select(cfg, "policy.name"), lambda v: v in aliases,
+                f"one of {algo.__name__}'s policies ({', '.join(aliases)})")
+    parameters = [p for p in _settings(algo) if p not in ("policy", "env")]
     check.keys((key for key in cfg.algo if key != "_target_"), parameters, "algo.")
     for key, value in cfg.algo.items():
         for keys, ok, allowed in _RANGES:

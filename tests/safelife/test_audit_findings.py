@@ -176,6 +176,8 @@ def test_an_atomic_write_never_replaces_a_special_file(tmp_path):
                                     r"1000; raise it with SAFELIFE_MAX_EPOCHS=<epochs>$"),
     ("n_envs=1000000000000", r"^n_envs is 1000000000000 envs, over the limit of 65536; raise it "
                              r"with SAFELIFE_MAX_ENVS=<envs>$"),
+    ("policy.name=Nope", r"^policy.name must be one of PPO's policies \(MlpPolicy, CnnPolicy, "
+                         r"MultiInputPolicy\), got 'Nope'$"),
     ("torch_threads=1000000000000", r"^torch_threads must be at most \d+ \(4 per CPU core\), "
                                     r"got 1000000000000$"),
 ])
