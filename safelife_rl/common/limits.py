@@ -58,3 +58,10 @@ BANK_LIMIT = Limit("SAFELIFE_MAX_BANK_LEVELS", 1_000_000, "levels")
 ENV_LIMIT = Limit("SAFELIFE_MAX_ENVS", 65_536, "envs")
 #: Passes over one rollout (``algo.n_epochs``): SafeLife's PPO takes 3, SB3's default 10.
 EPOCH_LIMIT = Limit("SAFELIFE_MAX_EPOCHS", 1_000, "epochs")
+
+
+def check_limits() -> None:
+    """Refuse a bad setting of any limit's variable now, before a run writes anything (a limit
+    read only when a file is opened would surface midway, or be taken for a bad file)."""
+    for limit in (READ_LIMIT, SIDE_LIMIT, EPISODE_LIMIT, BANK_LIMIT, ENV_LIMIT, EPOCH_LIMIT):
+        limit.get()

@@ -33,7 +33,7 @@ import numpy as np
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import atomic_path
-from safelife_rl.common.limits import BANK_LIMIT
+from safelife_rl.common.limits import BANK_LIMIT, READ_LIMIT
 from safelife_rl.engine.level_files import level_from_record, read_npz, save_levels
 from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, transform_level
@@ -175,6 +175,7 @@ class LevelBank:
 
     def _read(self) -> list[Level] | None:
         """The cached levels, or ``None`` (with a warning) if the file is not this bank's."""
+        READ_LIMIT.get()  # a bad setting of the limit is refused, not taken for a corrupt bank
         try:
             arrays = read_npz(self.path, "level bank")
             stored = str(arrays[_KEY]) if _KEY in arrays else None

@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT
+from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, check_limits
 from safelife_rl.envs.checks import check
 from safelife_rl.training.lagrangian import check_cost_limit
 
@@ -118,6 +118,7 @@ def _settings(cls: type) -> list[str]:
 
 def check_settings(cfg: Any) -> None:
     """Refuse run settings that would train nonsense or fail deep inside SB3, naming the key."""
+    check_limits()
     check.finite_everywhere(OmegaConf.to_container(cfg, resolve=True))
     _check_method(cfg)
     check.counts(cfg, ("total_timesteps", "n_envs", "torch_threads", "log_interval"))

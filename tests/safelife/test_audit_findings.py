@@ -272,3 +272,21 @@ def test_absurd_loss_weights_and_bonuses_are_refused(tmp_path, train_config, ove
     with pytest.raises(UserError, match=message):
         train(train_config(override), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("variable", ["SAFELIFE_MAX_READ_MB", "SAFELIFE_MAX_ENVS"])
+def test_a_bad_limit_setting_is_refused_before_the_run_starts(tmp_path, train_config,
+                                                               monkeypatch, variable):
+    from safelife_rl.training.run import train
+
+    monkeypatch.setenv(variable, "nan")
+    with pytest.raises(UserError, match=rf"^{variable}='nan': give a positive number of "):
+        train(train_config("env.kwargs.bank={size:4}"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_read_limit_is_not_taken_for_a_corrupt_bank(tmp_path, monkeypatch):
+    LevelBank("append-still", size=2, cache_dir=tmp_path, progress=False)
+    monkeypatch.setenv("SAFELIFE_MAX_READ_MB", "abc")
+    with pytest.raises(UserError, match="^SAFELIFE_MAX_READ_MB='abc'"):
+        LevelBank("append-still", size=2, cache_dir=tmp_path, progress=False)
