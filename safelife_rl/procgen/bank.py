@@ -155,6 +155,8 @@ class LevelBank:
                 raise self._unwritable(unwritable)
             levels = generate_levels(self._source, [int(s) for s in self.seeds],
                                      workers=self.workers, progress=self.progress)
+            if self.path.is_fifo():
+                self.path.unlink()  # a FIFO in the cache holds nothing; a device stays refused
             if len({level.shape for level in levels}) > 1:
                 raise UserError(f"{self.label}: a level bank needs levels of one board shape, "
                                 f"got {sorted({level.shape for level in levels})}")
