@@ -24,6 +24,11 @@ from drest.spec import GridSpec
 from drest.tabular import compile_world, obs_vector
 from drest.wrapper import DrestRewardWrapper
 
+#: Envs one PPO run may step (SB3's DummyVecEnv steps them in turn).
+MAX_ENVS = 4096
+#: Steps one rollout may hold: 2**20 image observations of a generated world take about 2 GB.
+MAX_ROLLOUT = 2**20
+
 
 @dataclass(frozen=True)
 class PPOSettings:
@@ -49,8 +54,11 @@ class PPOSettings:
         check.value("obs_type", self.obs_type, lambda v: v in ("vector", "image"),
                     "vector or image")
         check.value("batch_size", self.batch_size, lambda v: v >= 2, "an integer >= 2")
-        check.value("n_steps", self.n_steps, lambda v: v * self.n_envs >= 2,
-                    "at least 2 once multiplied by n_envs")
+        check.value("n_envs", self.n_envs, lambda v: v <= MAX_ENVS,
+                    f"at most {MAX_ENVS} (the envs step one after another in this process)")
+        check.value("n_steps", self.n_steps, lambda v: 2 <= v * self.n_envs <= MAX_ROLLOUT,
+                    f"from 2 to {MAX_ROLLOUT} once multiplied by n_envs (the rollout buffer "
+                    "holds n_envs x n_steps observations)")
         check_lambda(self.lam, "lam")
         check.value("learning_rate", self.learning_rate, lambda v: 0 < v <= 1, "in (0, 1]")
         check.value("gamma", self.gamma, lambda v: 0 < v <= 1, "in (0, 1]")

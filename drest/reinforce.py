@@ -33,6 +33,11 @@ DRAW_BLOCK = 8
 DRAW_BYTES = 256 * 2**20
 
 
+#: The largest REINFORCE step size: the paper's run from 0.25; a step of 100 on the logits
+#: already makes every update a jump to a deterministic policy.
+MAX_LR = 100
+
+
 @dataclass(frozen=True)
 class ReinforceSettings:
     meta_episodes: int
@@ -48,8 +53,8 @@ class ReinforceSettings:
         check.types(self)
         check.counts(self, ("meta_episodes", "meta_episode_size", "decay_meta_episodes"))
         check_lambda(self.lam, "lam")
-        check.value("lr_start", self.lr_start, lambda v: v > 0, "positive")
-        check.value("lr_end", self.lr_end, lambda v: v >= 0, "non-negative")
+        check.value("lr_start", self.lr_start, lambda v: 0 < v <= MAX_LR, f"in (0, {MAX_LR}]")
+        check.value("lr_end", self.lr_end, lambda v: 0 <= v <= MAX_LR, f"in [0, {MAX_LR}]")
         check.value("eps_start", self.eps_start, lambda v: 0 < v <= 1, "in (0, 1]")
         check.value("eps_end", self.eps_end, lambda v: 0 <= v <= 1, "in [0, 1]")
 

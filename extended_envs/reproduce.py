@@ -70,6 +70,12 @@ FIGURE_AGENTS: dict[str, dict[str, Any]] = {
 FIGURE_ENVS = {"figure1": "IgnoreRewards", "figure2": "IncentivizeLearningRate"}
 
 
+#: Seeds one reproduction may run per agent (the paper takes 3 or 5).
+MAX_SEEDS = 10_000
+#: Worker processes: more than 4 per CPU core only wait for the cores.
+MAX_JOBS = 4 * (os.cpu_count() or 1)
+
+
 def load_run(path: Path, valid: Callable[[Any], bool]) -> Any:
     """The run result saved in ``path``; a UserError unless it is one that ``valid`` accepts."""
     try:
@@ -289,7 +295,11 @@ def run(argv: list[str]) -> None:
     seeds = (1 if args.quick else full_seeds) if args.seeds is None else args.seeds
     check.count("--steps", steps)
     check.count("--seeds", seeds)
+    check.value("--seeds", seeds, lambda v: v <= MAX_SEEDS,
+                f"at most {MAX_SEEDS} (the jobs are listed, and their results kept, up front)")
     check.count("--jobs", args.jobs)
+    check.value("--jobs", args.jobs, lambda v: v <= MAX_JOBS,
+                f"at most {MAX_JOBS} (4 per CPU core)")
     out = args.out or Path("outputs/extended_envs") / args.command
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is not a folder")

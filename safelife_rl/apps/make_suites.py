@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from safelife_rl.apps.cli import PROG as CLI
-from safelife_rl.common.errors import ArgumentParser
+from safelife_rl.common.errors import ArgumentParser, UserError
 from safelife_rl.engine.level_files import load_levels, save_levels
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.envs.registration import MULTI_AGENT_SUITES_DIR, SUITES_DIR, TASKS
 from safelife_rl.procgen.params import MULTI_AGENT_TYPES
-from safelife_rl.procgen.source import iter_levels
+from safelife_rl.procgen.source import check_workers, iter_levels
 
 SUITE_SIZE = 100
 
@@ -83,9 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [t for t in tasks if t not in known]
     if unknown:
         parser.error(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    if args.size < 1 or args.workers < 0:
-        parser.error(f"--size must be positive and --workers non-negative, got {args.size}, "
-                     f"{args.workers}")
+    if args.size < 1:
+        parser.error(f"--size must be positive, got {args.size}")
+    try:
+        check_workers(args.workers, "--workers")
+    except UserError as error:
+        parser.error(str(error))
     failures = 0
     for task in tasks:
         levels = make_suite(task, args.size, args.workers, multi_agent=args.multi_agent)

@@ -91,7 +91,12 @@ def _over_limit(path: str | os.PathLike, what: str, size: int, limit: int) -> Us
 def check_readable_file(path: str | os.PathLike) -> None:
     """Refuse what is not a regular file (a FIFO or device would block or never end) or is
     larger than :data:`~safelife_rl.common.limits.READ_LIMIT` (its size as stored, sparse files included)."""
-    info = os.stat(path)  # a missing file raises FileNotFoundError naming it
+    try:
+        info = os.stat(path)  # a missing file raises FileNotFoundError naming it
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise UserError(f"{path}: a loop of symbolic links (no file at its end)") from None
     if not stat.S_ISREG(info.st_mode):
         raise UserError(f"{path}: not a regular file (a FIFO, device or socket is never read)")
     limit = READ_LIMIT.get() << 20

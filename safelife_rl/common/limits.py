@@ -51,3 +51,17 @@ READ_LIMIT = Limit("SAFELIFE_MAX_READ_MB", 1024, "MiB")
 SIDE_LIMIT = Limit("SAFELIFE_MAX_SIDE", 1024, "cells")
 #: Episodes one benchmark may play.
 EPISODE_LIMIT = Limit("SAFELIFE_MAX_EPISODES", 1_000_000, "episodes")
+#: Levels one level bank may hold (a level takes about 3 KB: a million levels, 3 GB).
+BANK_LIMIT = Limit("SAFELIFE_MAX_BANK_LEVELS", 1_000_000, "levels")
+#: Envs one training run may step (the device vector env runs thousands; each host env holds a
+#: board, and every env a row of the rollout buffer).
+ENV_LIMIT = Limit("SAFELIFE_MAX_ENVS", 65_536, "envs")
+#: Passes over one rollout (``algo.n_epochs``): SafeLife's PPO takes 3, SB3's default 10.
+EPOCH_LIMIT = Limit("SAFELIFE_MAX_EPOCHS", 1_000, "epochs")
+
+
+def check_limits() -> None:
+    """Refuse a bad setting of any limit's variable now, before a run writes anything (a limit
+    read only when a file is opened would surface midway, or be taken for a bad file)."""
+    for limit in (READ_LIMIT, SIDE_LIMIT, EPISODE_LIMIT, BANK_LIMIT, ENV_LIMIT, EPOCH_LIMIT):
+        limit.get()

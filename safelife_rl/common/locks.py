@@ -29,6 +29,8 @@ class PidLock:
         if self._fd is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and not self.path.is_file():  # never open a FIFO or device
+            raise UserError(f"{self.path}: not a regular file, so not a lock file; remove it")
         # O_NOFOLLOW: a link put in the lock's place is not written through
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:

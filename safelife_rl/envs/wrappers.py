@@ -29,8 +29,17 @@ from safelife_rl.envs.schedules import LinearRamp
 #: The largest side-effect penalty per cell: rewards are a few points per level, and a penalty
 #: near the float range (1e308) overflows to inf and trains to NaN.
 MAX_PENALTY = 1e6
+#: The largest bonus (either sign) a reward wrapper adds, on the same grounds.
+MAX_BONUS = 1e6
 #: Steps a scheduled wrapper takes before it warns that no one tells it the training steps.
 UNSYNCED_WARNING_STEPS = 20_000
+
+
+def _bonus(name: str, value: float) -> float:
+    """A reward bonus: a finite number of at most :data:`MAX_BONUS` either way."""
+    check.value(name, check.finite(name, value), lambda v: abs(v) <= MAX_BONUS,
+                f"in [-{MAX_BONUS:g}, {MAX_BONUS:g}]")
+    return float(value)
 
 
 def _game(env: gym.Env) -> Any:
@@ -113,7 +122,7 @@ class MovementBonus(gym.Wrapper):
         as_penalty: bool = True,
     ):
         super().__init__(env)
-        bonus = check.finite("the movement bonus", bonus)
+        bonus = _bonus("the movement bonus", bonus)
         power = check.finite("the movement bonus's power", power)
         period = check.count("the movement bonus period", period)
         self.bonus, self.period, self.power, self.as_penalty = bonus, period, power, as_penalty
@@ -141,7 +150,7 @@ class ExitBonus(gym.Wrapper):
 
     def __init__(self, env: gym.Env, bonus: float = 0.5):
         super().__init__(env)
-        self.bonus = check.finite("the exit bonus", bonus)
+        self.bonus = _bonus("the exit bonus", bonus)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)

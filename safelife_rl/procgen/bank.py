@@ -33,6 +33,7 @@ import numpy as np
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import atomic_path
+from safelife_rl.common.limits import BANK_LIMIT, READ_LIMIT
 from safelife_rl.engine.level_files import level_from_record, read_npz, save_levels
 from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, transform_level
@@ -99,6 +100,7 @@ class LevelBank:
     ):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise UserError(f"a level bank's size must be a positive integer, got {size!r}")
+        BANK_LIMIT.check(int(size), "the level bank's size")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise UserError(f"a level bank's seed must be an integer >= 0, got {seed!r}")
         for name, flag in (("symmetries", symmetries), ("translations", translations)):
@@ -153,6 +155,8 @@ class LevelBank:
                 raise self._unwritable(unwritable)
             levels = generate_levels(self._source, [int(s) for s in self.seeds],
                                      workers=self.workers, progress=self.progress)
+            if self.path.is_fifo():
+                self.path.unlink()  # a FIFO in the cache holds nothing; a device stays refused
             if len({level.shape for level in levels}) > 1:
                 raise UserError(f"{self.label}: a level bank needs levels of one board shape, "
                                 f"got {sorted({level.shape for level in levels})}")
@@ -180,6 +184,7 @@ class LevelBank:
 
     def _read(self) -> list[Level] | None:
         """The cached levels, or ``None`` (with a warning) if the file is not this bank's."""
+        READ_LIMIT.get()  # a bad setting of the limit is refused, not taken for a corrupt bank
         try:
             arrays = read_npz(self.path, "level bank")
             stored = str(arrays[_KEY]) if _KEY in arrays else None

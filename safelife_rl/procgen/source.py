@@ -37,13 +37,13 @@ SEED_BOUND = 2**63
 _warned_daemonic = False
 
 
-def _check_workers(workers: object) -> None:
+def check_workers(workers: object, name: str = "workers") -> None:
     """Refuse a worker count that is not a whole number from 0 to 4 per CPU core (more only
-    wait for the cores, and each holds a process)."""
+    wait for the cores, and each holds a process); ``name`` is the setting's name."""
     most = 4 * (os.cpu_count() or 1)
     if (isinstance(workers, bool) or not isinstance(workers, numbers.Integral)
             or not 0 <= workers <= most):
-        raise UserError(f"workers must be a whole number from 0 to {most} (4 per CPU core), "
+        raise UserError(f"{name} must be a whole number from 0 to {most} (4 per CPU core), "
                         f"got {workers!r}")
 
 
@@ -51,7 +51,7 @@ def _worker_count(workers: int) -> int:
     """``workers``, or 0 in a daemonic process (which may not start processes), with a
     one-time warning."""
     global _warned_daemonic
-    _check_workers(workers)
+    check_workers(workers)
     if workers and multiprocessing.current_process().daemon:
         if not _warned_daemonic:
             _warned_daemonic = True
@@ -95,7 +95,7 @@ class ProceduralLevels:
         self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2,
         multi_agent: bool = False,
     ):
-        _check_workers(workers)
+        check_workers(workers)
         if prefetch < 1:
             raise UserError(f"need prefetch >= 1, got {prefetch}")
         self.label = _label(params)

@@ -18,6 +18,7 @@ from stable_baselines3.common.logger import TensorBoardOutputFormat
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import remove_in_folder, write_json
 from safelife_rl.common.limits import EPISODE_LIMIT
+from safelife_rl.envs.checks import check
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.evaluation import Policy, episode_scalars, evaluate, summarize
 from safelife_rl.training.files import save_model_atomic
@@ -197,11 +198,8 @@ class PeriodicEvaluation(BaseCallback):
         evaluator: Callable[..., list[dict[str, Any]]] = evaluate,
     ):
         super().__init__()
-        if eval_every < 1 or n_episodes < 1:
-            raise UserError(
-                f"callbacks.evaluation: eval_every and n_episodes must be positive, got "
-                f"{eval_every} and {n_episodes}"
-            )
+        check.count("callbacks.evaluation.eval_every", eval_every)
+        check.count("callbacks.evaluation.n_episodes", n_episodes)
         EPISODE_LIMIT.check(n_episodes, "callbacks.evaluation.n_episodes")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise UserError(f"callbacks.evaluation.seed must be a whole number >= 0, got {seed!r}")
@@ -294,11 +292,8 @@ class AtomicCheckpoint(BaseCallback):
         record: RolloutRecord | None = None,
     ):
         super().__init__()
-        if save_every < 1 or keep < 0:
-            raise UserError(
-                f"callbacks.checkpoint: save_every must be positive and keep non-negative, got "
-                f"{save_every} and {keep}"
-            )
+        check.count("callbacks.checkpoint.save_every", save_every)
+        check.count("callbacks.checkpoint.keep", keep, minimum=0)
         self.save_path = Path(run_dir) / "checkpoints"
         self.save_every, self.keep, self.run_config = save_every, keep, run_config
         self.record = record

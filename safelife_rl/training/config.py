@@ -6,6 +6,7 @@ run needs), which refuse a run before it writes anything."""
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from omegaconf import OmegaConf
 
 from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
+from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, check_limits
 from safelife_rl.envs.checks import check
 from safelife_rl.training.lagrangian import check_cost_limit
 
@@ -60,12 +62,20 @@ ConfigStore.instance().store(name="train_schema", node=TrainSchema)
 #: constructor is refused on its own).
 _POSITIVE = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
              "target_update_interval", "learning_rate", "clip_range", "max_grad_norm")
-_NON_NEGATIVE = ("learning_starts", "ent_coef", "vf_coef", "clip_range_vf", "tau")
+_NON_NEGATIVE = ("learning_starts", "clip_range_vf", "tau")
+#: Weights of the entropy and value losses: beside a policy loss of about 1, a weight past 1000
+#: drowns it (and at 10^12 the loss overflows float32).
+_WEIGHTS = ("ent_coef", "vf_coef")
 _UNIT = ("gamma", "gae_lambda", "exploration_initial_eps", "exploration_final_eps",
          "exploration_fraction")  # fmt: skip
 _RANGES = ((_POSITIVE, lambda v: v > 0, "positive"),
            (_NON_NEGATIVE, lambda v: v >= 0, "non-negative"),
-           (_UNIT, lambda v: 0 <= v <= 1, "in [0, 1]"))  # fmt: skip
+           (_UNIT, lambda v: 0 <= v <= 1, "in [0, 1]"),
+           (_WEIGHTS, lambda v: 0 <= v <= 1000, "in [0, 1000]"))  # fmt: skip
+#: The algorithm settings that count (steps, samples, passes); the others of the ranges above
+#: are numbers.
+_COUNTS = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
+           "target_update_interval", "learning_starts")
 
 
 #: Float32 numbers a rollout buffer keeps per step and env beside the observation (action,
@@ -108,23 +118,34 @@ def _settings(cls: type) -> list[str]:
 
 def check_settings(cfg: Any) -> None:
     """Refuse run settings that would train nonsense or fail deep inside SB3, naming the key."""
+    check_limits()
     check.finite_everywhere(OmegaConf.to_container(cfg, resolve=True))
     _check_method(cfg)
     check.counts(cfg, ("total_timesteps", "n_envs", "torch_threads", "log_interval"))
+    ENV_LIMIT.check(cfg.n_envs, "n_envs")
+    most = 4 * (os.cpu_count() or 1)
+    check.value("torch_threads", cfg.torch_threads, lambda v: v <= most,
+                f"at most {most} (4 per CPU core)")
     check.value("seed", cfg.seed, lambda v: 0 <= v <= MAX_SEED,
                 f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)")
     check_device(cfg.device)
     _check_compile(cfg)
     check.value("algo", cfg.algo, lambda v: v is not None and "_target_" in v,
                 "an SB3 algorithm with _target_ (e.g. algo=ppo)")
-    parameters = [p for p in _settings(get_class(cfg.algo._target_)) if p not in ("policy", "env")]
+    algo = get_class(cfg.algo._target_)
+    aliases = tuple(getattr(algo, "policy_aliases", {}))
+    check.value("policy.name", OmegaConf.select(cfg, "policy.name"), lambda v: v in aliases,
+                f"one of {algo.__name__}'s policies ({', '.join(aliases)})")
+    parameters = [p for p in _settings(algo) if p not in ("policy", "env")]
     check.keys((key for key in cfg.algo if key != "_target_"), parameters, "algo.")
     for key, value in cfg.algo.items():
-        if not is_number(value):
-            continue
         for keys, ok, allowed in _RANGES:
             if key in keys:
+                kind = "an integer" if key in _COUNTS else "a number"
+                check.value(f"algo.{key}", value, is_int if key in _COUNTS else is_number, kind)
                 check.value(f"algo.{key}", value, ok, allowed)
+    if "n_epochs" in cfg.algo:
+        EPOCH_LIMIT.check(cfg.algo.n_epochs, "algo.n_epochs")
     check.value("algo.gradient_steps", cfg.algo.get("gradient_steps", 1),
                 lambda v: is_int(v) and (v == -1 or v >= 1),
                 "a positive integer, or -1 for as many as the env steps taken")

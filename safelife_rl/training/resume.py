@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,29 @@ class SavedModel:
     final: bool
 
 
+def check_run_files(run_dir: str | os.PathLike) -> None:
+    """Refuse a run folder holding a FIFO, device or socket (through a link too), before a
+    resume opens any of its files: reading a FIFO at ``evaluations.json`` or
+    ``tensorboard/progress.csv`` would wait forever. Links to folders are not followed."""
+    for folder, _, names in os.walk(run_dir):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                mode = path.stat().st_mode
+            except OSError:  # a dangling link or a loop: nothing is read through it
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise UserError(f"{path}: not a regular file (a run folder holds none; a FIFO, "
+                                "device or socket is never opened)")
+
+
 def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
     """The resolved config a run saved when it started (or last resumed), refused if it names
     code outside :mod:`~safelife_rl.training.config_targets`' allowlist."""
     path = Path(run_dir) / CONFIG_FILE
     if not path.is_file():
         raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
+    check_run_files(run_dir)
     try:
         config = OmegaConf.load(path)
     except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:

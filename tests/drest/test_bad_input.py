@@ -70,8 +70,8 @@ def test_one_reachable_length_has_no_normalized_neutrality():
 
 
 def test_diverging_reinforce_is_reported():
-    world = compile_world(parse_spec(grid(["A . C1e10"])))
-    settings = replace(paper_settings("appendix"), meta_episodes=4, lr_start=1e300)
+    world = compile_world(parse_spec(grid(["A . C1e307"])))
+    settings = replace(paper_settings("appendix"), meta_episodes=4, lr_start=100)
     with pytest.raises(UserError, match="diverged"):
         train_reinforce(world, "default", settings, 0)
 
@@ -127,6 +127,12 @@ bad_numbers = st.one_of(st.sampled_from([0, -1, -0.5, float("nan"), float("inf")
 def test_bad_reinforce_settings_are_user_errors(name, value):
     with pytest.raises(UserError, match=name):
         replace(paper_settings("example"), **{name: value})
+
+
+@pytest.mark.parametrize("name", ["lr_start", "lr_end"])
+def test_absurd_reinforce_step_sizes_are_refused(name):
+    with pytest.raises(UserError, match=rf"^{name} must be in .0, 100\], got 1000000000000.0$"):
+        replace(paper_settings("example"), **{name: 1e12})
 
 
 def test_reinforce_settings_types_are_exact():
@@ -263,3 +269,17 @@ def test_byte_mutated_world_files_load_or_end_in_a_user_error(text, edits):
             event("error")
             return
     event(build(spec.to_text()))
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"n_envs": 10**12}, r"^n_envs must be at most 4096 .*, got 1000000000000$"),
+    ({"n_steps": 10**12}, r"^n_steps must be from 2 to 1048576 once multiplied by n_envs .*, "
+                          r"got 1000000000000$"),
+    ({"n_envs": 4096, "n_steps": 257}, r"^n_steps must be from 2 to 1048576 once multiplied"),
+])
+def test_ppo_rollouts_too_large_for_memory_are_refused(changes, message):
+    from drest.ppo import PPOSettings
+
+    with pytest.raises(UserError, match=message):
+        PPOSettings(**changes)
+    PPOSettings(n_envs=4096, n_steps=256)  # the limit itself is allowed

@@ -10,7 +10,9 @@ import pytest
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.engine.level_files import load_levels
+from safelife_rl.procgen.bank import LevelBank
 from safelife_rl.procgen.source import ProceduralLevels, generate_levels
+from safelife_rl.training.config import check_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT.parent / "shared" / "safelife" / "traces" / "append-still-000.npz"
@@ -158,3 +160,133 @@ def test_an_atomic_write_never_replaces_a_special_file(tmp_path):
     result = run("replay", str(TRACE), "--out", str(tmp_path / "fifo"), cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert (tmp_path / "fifo").is_fifo()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("algo.gamma=abc", r"^algo.gamma must be a number, got 'abc'$"),
+    ("algo.gae_lambda=abc", r"^algo.gae_lambda must be a number, got 'abc'$"),
+    ("algo.ent_coef=abc", r"^algo.ent_coef must be a number, got 'abc'$"),
+    ("algo.vf_coef=abc", r"^algo.vf_coef must be a number, got 'abc'$"),
+    ("algo.max_grad_norm=abc", r"^algo.max_grad_norm must be a number, got 'abc'$"),
+    ("algo.learning_rate=abc", r"^algo.learning_rate must be a number, got 'abc'$"),
+    ("algo.clip_range=abc", r"^algo.clip_range must be a number, got 'abc'$"),
+    ("algo.n_epochs=abc", r"^algo.n_epochs must be an integer, got 'abc'$"),
+    ("algo.batch_size=2.5", r"^algo.batch_size must be an integer, got 2.5$"),
+    ("algo.n_epochs=1000000000000", r"^algo.n_epochs is 1000000000000 epochs, over the limit of "
+                                    r"1000; raise it with SAFELIFE_MAX_EPOCHS=<epochs>$"),
+    ("n_envs=1000000000000", r"^n_envs is 1000000000000 envs, over the limit of 65536; raise it "
+                             r"with SAFELIFE_MAX_ENVS=<envs>$"),
+    ("policy.name=Nope", r"^policy.name must be one of PPO's policies \(MlpPolicy, CnnPolicy, "
+                         r"MultiInputPolicy\), got 'Nope'$"),
+    ("torch_threads=1000000000000", r"^torch_threads must be at most \d+ \(4 per CPU core\), "
+                                    r"got 1000000000000$"),
+])
+def test_algo_settings_of_the_wrong_type_or_absurd_size_are_named(train_config, override,
+                                                                   message):
+    with pytest.raises(UserError, match=message):
+        check_settings(train_config(override))
+
+
+def test_a_bank_larger_than_the_limit_is_refused_before_drawing_seeds(tmp_path):
+    with pytest.raises(UserError, match=r"^the level bank's size is 1000000000000 levels, over "
+                                        r"the limit of 1000000; raise it with "
+                                        r"SAFELIFE_MAX_BANK_LEVELS=<levels>$"):
+        LevelBank("append-still", size=10**12, cache_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("workers", ["1000000000000", "-1"])
+def test_make_suites_refuses_a_worker_count_in_one_line(tmp_path, capsys, workers):
+    from safelife_rl.apps.make_suites import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["append-still", "--workers", workers, "--out", str(tmp_path / "out")])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"make-suites: error: --workers must be a whole number from 0 to {4 * os.cpu_count()} "
+        f"(4 per CPU core), got {workers}")
+    assert not (tmp_path / "out").exists()
+
+
+def test_resume_refuses_a_fifo_in_the_run_folder_without_opening_it(tmp_path, train_config):
+    from safelife_rl.apps.train import resume_config
+    from safelife_rl.training.run import train
+
+    train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
+    for name in ("evaluations.json", "tensorboard/progress.csv", "train.lock"):
+        path = tmp_path / name
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)  # opening it to read would wait for a writer forever
+        given = [f"resume={tmp_path}", "total_timesteps=128"]
+        with pytest.raises(UserError, match=rf"^{path}: not a regular file \(a run folder"):
+            train(resume_config(train_config(*given), given), tmp_path, resume=True)
+        path.unlink()
+
+
+def test_a_lock_file_that_is_a_fifo_is_refused(tmp_path):
+    from safelife_rl.common.locks import PidLock
+
+    os.mkfifo(tmp_path / "train.lock")
+    with pytest.raises(UserError, match="train.lock: not a regular file, so not a lock file"):
+        PidLock(tmp_path / "train.lock", "being trained").acquire()
+
+
+def test_levels_through_a_link_loop_are_one_line(tmp_path):
+    loop = tmp_path / "loop.npz"
+    loop.symlink_to(tmp_path / "back.npz")
+    (tmp_path / "back.npz").symlink_to(loop)
+    with pytest.raises(UserError, match=rf"^{loop}: a loop of symbolic links \(no file at its "
+                                        r"end\)$"):
+        load_levels(loop)
+    result = run("random-run", "--levels", str(loop), "--episodes", "1", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1] == (
+        f"python -m safelife_rl random-run: error: {loop}: a loop of symbolic links (no file at "
+        "its end)")
+
+
+@pytest.mark.parametrize("override, message", [
+    ("wrappers.side_effect_penalty.ramp.steps=[5,1]", r"^a ramp's steps must increase from 0"),
+    ("wrappers.side_effect_penalty.ramp.steps=[-1,5]", r"^a ramp's steps must increase from 0"),
+    ("wrappers.side_effect_penalty.ramp.values=abc", r"^a ramp's steps and values must be lists"),
+])
+def test_a_bad_ramp_is_one_user_error_before_anything_is_written(tmp_path, train_config,
+                                                                 override, message):
+    from safelife_rl.training.run import train
+
+    with pytest.raises(UserError, match=message):
+        train(train_config(override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("algo.ent_coef=1000000000000", r"^algo.ent_coef must be in \[0, 1000\], got 1000000000000$"),
+    ("algo.vf_coef=1000000000000", r"^algo.vf_coef must be in \[0, 1000\], got 1000000000000$"),
+    ("wrappers.exit_bonus.bonus=1000000000000",
+     r"^the exit bonus must be in \[-1e\+06, 1e\+06\], got 1000000000000.0$"),
+    ("wrappers.movement_bonus.bonus=-1000000000000",
+     r"^the movement bonus must be in \[-1e\+06, 1e\+06\], got -1000000000000.0$"),
+])
+def test_absurd_loss_weights_and_bonuses_are_refused(tmp_path, train_config, override, message):
+    from safelife_rl.training.run import train
+
+    with pytest.raises(UserError, match=message):
+        train(train_config(override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("variable", ["SAFELIFE_MAX_READ_MB", "SAFELIFE_MAX_ENVS"])
+def test_a_bad_limit_setting_is_refused_before_the_run_starts(tmp_path, train_config,
+                                                               monkeypatch, variable):
+    from safelife_rl.training.run import train
+
+    monkeypatch.setenv(variable, "nan")
+    with pytest.raises(UserError, match=rf"^{variable}='nan': give a positive number of "):
+        train(train_config("env.kwargs.bank={size:4}"), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_read_limit_is_not_taken_for_a_corrupt_bank(tmp_path, monkeypatch):
+    LevelBank("append-still", size=2, cache_dir=tmp_path, progress=False)
+    monkeypatch.setenv("SAFELIFE_MAX_READ_MB", "abc")
+    with pytest.raises(UserError, match="^SAFELIFE_MAX_READ_MB='abc'"):
+        LevelBank("append-still", size=2, cache_dir=tmp_path, progress=False)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from safelife_rl import SafeLifeEnv, load_levels
+from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.training import (
     ContinuingEnv,
@@ -63,9 +64,10 @@ def test_linear_ramp_stays_between_its_values(steps, at, data):
 
 
 @pytest.mark.parametrize("steps, values", [([2, 1], [0, 1]), ([1, 2], [0]), ([], []),
-                                           ([1, 2], [0, float("nan")]), ([1, np.inf], [0, 1])])
+                                           ([1, 2], [0, float("nan")]), ([1, np.inf], [0, 1]),
+                                           ([-1, 5], [0, 1]), ("abc", [0]), ([1], "abc")])
 def test_linear_ramp_rejects_bad_points(steps, values):
-    with pytest.raises(ValueError, match="ramp"):
+    with pytest.raises(UserError, match="^a ramp"):
         LinearRamp(steps, values)
 
 
