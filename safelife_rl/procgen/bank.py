@@ -161,7 +161,6 @@ class LevelBank:
                 raise UserError(f"{self.label}: a level bank needs levels of one board shape, "
                                 f"got {sorted({level.shape for level in levels})}")
             try:
-                self._remove_special_file()
                 with atomic_path(self.path) as tmp:
                     save_levels(levels, tmp)
                     with zipfile.ZipFile(tmp, "a") as archive, \
@@ -170,12 +169,6 @@ class LevelBank:
             except OSError as error:  # a full disk
                 raise self._unwritable(error) from None
             return levels
-
-    def _remove_special_file(self) -> None:
-        """A FIFO, device or socket at the bank's path is an entry of the bank's own cache:
-        removed (never read or written through), the new bank takes its place."""
-        if self.path.exists() and not (self.path.is_file() or self.path.is_dir()):
-            self.path.unlink()
 
     def _unwritable(self, error: OSError) -> UserError:
         return UserError(f"cannot write the level bank {self.path}: "
