@@ -30,7 +30,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
-from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvStepReturn
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 from tqdm.auto import trange
 
@@ -45,7 +45,12 @@ from safelife_rl.training.auxiliary_rewards import (
     fit_auxiliary_reward,
 )
 from safelife_rl.training.callbacks import TrainingClock
-from safelife_rl.training.device.adapters import NumpyView, TensorStep, TensorVecEnv
+from safelife_rl.training.device.adapters import (
+    Forwarding,
+    NumpyView,
+    TensorStep,
+    TensorVecEnv,
+)
 
 AUXILIARY_FILE = "aup_auxiliary.pt"
 
@@ -164,7 +169,7 @@ class AUPPenalty(_Penalty, VecEnvWrapper):
         return obs, rewards - penalties, dones, infos
 
 
-class DeviceAUPPenalty(_Penalty, TensorVecEnv):
+class DeviceAUPPenalty(_Penalty, Forwarding, TensorVecEnv):
     """:class:`AUPPenalty` on a :class:`~safelife_rl.training.device.TensorVecEnv`
     (``vec_env=device``): the penalty is computed on the device from the step's tensors and
     taken off its reward tensor, so a step waits for nothing; the statistics stay on the
@@ -199,28 +204,6 @@ class DeviceAUPPenalty(_Penalty, TensorVecEnv):
 
     def check_actions(self) -> None:
         self.venv.check_actions()
-
-    def seed(self, seed: int | None = None) -> Sequence[int | None]:
-        return self.venv.seed(seed)
-
-    def close(self) -> None:
-        self.venv.close()
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return self.venv.get_attr(attr_name, indices)
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        self.venv.set_attr(attr_name, value, indices)
-
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
-        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return self.venv.env_is_wrapped(wrapper_class, indices)
-
-    def has_attr(self, attr_name: str) -> bool:
-        return self.venv.has_attr(attr_name)
 
 
 #: The twin of each AUP wrapper on a tensor env (``vec_env=device``), by ``_target_``.

@@ -57,6 +57,35 @@ class TensorStep(NamedTuple):
     costs: torch.Tensor | None = None
 
 
+class Forwarding:
+    """The rest of SB3's ``VecEnv`` interface, forwarded to the wrapped env ``self.venv``
+    (listed before the ``VecEnv`` base, whose abstract methods it provides)."""
+
+    venv: Any
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        return self.venv.seed(seed)
+
+    def close(self) -> None:
+        self.venv.close()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return self.venv.get_attr(attr_name, indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        self.venv.set_attr(attr_name, value, indices)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
+                   **method_kwargs: Any) -> list[Any]:
+        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return self.venv.env_is_wrapped(wrapper_class, indices)
+
+    def has_attr(self, attr_name: str) -> bool:
+        return self.venv.has_attr(attr_name)
+
+
 class TensorVecEnv(VecEnv):
     """A vector env stepped with tensors on :attr:`device`; see the module docstring.
 
@@ -93,7 +122,7 @@ class TensorVecEnv(VecEnv):
         raise NotImplementedError(f"{type(self).__name__} steps with tensors: call step()")
 
 
-class NumpyVecEnvAdapter(TensorVecEnv):
+class NumpyVecEnvAdapter(Forwarding, TensorVecEnv):
     """An SB3 NumPy ``VecEnv`` as a :class:`TensorVecEnv`: actions go to the CPU, observations
     and rewards come back as tensors on ``device``; timeouts (``TimeLimit.truncated``) become
     ``truncated``, ``terminal_observation`` the final observations.
@@ -134,28 +163,6 @@ class NumpyVecEnvAdapter(TensorVecEnv):
             ended,
             costs=costs,
         )
-
-    def seed(self, seed: int | None = None) -> Sequence[int | None]:
-        return self.venv.seed(seed)
-
-    def close(self) -> None:
-        self.venv.close()
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return self.venv.get_attr(attr_name, indices)
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        self.venv.set_attr(attr_name, value, indices)
-
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
-        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return self.venv.env_is_wrapped(wrapper_class, indices)
-
-    def has_attr(self, attr_name: str) -> bool:
-        return self.venv.has_attr(attr_name)
 
 
 def ended_infos(final_info: dict[str, Any], ended: torch.Tensor) -> dict[int, dict[str, Any]]:
@@ -286,7 +293,7 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
                 or self._owner(attr_name) is not self.venv)
 
 
-class NumpyView(VecEnv):
+class NumpyView(Forwarding, VecEnv):
     """A :class:`TensorVecEnv` as an SB3 NumPy ``VecEnv``, for SB3's own algorithms on a device
     env (AUP's auxiliary DQN, whose replay buffer is NumPy on the host): each step's actions go
     to the device and its results come back to the host, with SB3's ``terminal_observation``,
@@ -328,24 +335,5 @@ class NumpyView(VecEnv):
             infos[k]["TimeLimit.truncated"] = bool(truncated[k])
         return observations, rewards, dones, infos
 
-    def seed(self, seed: int | None = None) -> Sequence[int | None]:
-        return self.venv.seed(seed)
-
     def close(self) -> None:
-        pass
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return self.venv.get_attr(attr_name, indices)
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        self.venv.set_attr(attr_name, value, indices)
-
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
-        return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return self.venv.env_is_wrapped(wrapper_class, indices)
-
-    def has_attr(self, attr_name: str) -> bool:
-        return self.venv.has_attr(attr_name)
+        pass  # the envs are borrowed
