@@ -119,7 +119,7 @@ def test_train_cli_user_error_is_one_line(tmp_path):
     ("agent=ppo agent.total_timesteps=-1", "agent.total_timesteps must be a positive integer"),
     ("agent=ppo agent.gamma=0", "agent.gamma must be in (0, 1], got 0"),
     ("agent=ppo agent.batch_size=1", "agent.batch_size must be an integer >= 2"),
-    ("agent=ppo agent.n_steps=1 agent.n_envs=1", "agent.n_steps must be at least 2"),
+    ("agent=ppo agent.n_steps=1 agent.n_envs=1", "agent.n_steps must be from 2 to 1048576 once multiplied by n_envs"),
     ("agent=ppo agent.ent_coef=yes", "agent.ent_coef must be a number, got 'yes'"),
     (f"agent=ppo agent.ent_coef={10**30}", "agent.ent_coef must be in [0, 1]"),
     ("agent=ppo agent.learning_rate=1e30", "agent.learning_rate must be in (0, 1], got 1e+30"),
