@@ -152,3 +152,21 @@ def test_the_compiled_step_replays_a_batch_of_traces_as_the_eager_step_bit_for_b
             assert np.array_equal(compiled.boards[k].numpy(), arrays["boards"][t + 1]), (k, t)
     assert torch.equal(eager.observe(), compiled.observe())
     assert counters["stats"]["unique_graphs"] == graphs + 1  # one graph for both chunks
+
+
+def test_the_compiled_step_in_chunks_draws_the_spawners_numbers_of_the_eager_step(monkeypatch):
+    """The compiled CPU step writes each chunk's games over the batch in place: on spawner
+    levels (moving goals among them), in three chunks of unequal size, every state tensor
+    equals the eager step's at every step (each game's random numbers follow its index)."""
+    levels = [load_trace(trace)[0] for trace in STOCHASTIC[:4]] * 2 + [load_trace(STOCHASTIC[0])[0]]
+    monkeypatch.setattr(torch_game, "_COMPILED_CHUNK", 4)
+    eager, compiled = TorchGame(levels, seed=5), TorchGame(levels, seed=5, compile=True)
+    assert eager._spawning
+    actions = torch.randint(0, 9, (12, len(levels), 1), generator=torch.Generator().manual_seed(1))
+    for t, step in enumerate(actions):
+        ours, theirs = eager.step(step), compiled.step(step)
+        for a, b in zip(ours, theirs):
+            assert torch.equal(a, b), t
+        for name, value in eager.game.items():
+            assert torch.equal(value, compiled.game[name]), (name, t)
+    assert not torch.equal(eager.boards, TorchGame(levels, seed=5).boards)  # the boards moved
