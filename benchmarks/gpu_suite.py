@@ -8,13 +8,15 @@ conformance on the device and a real training run, written as one markdown repor
 Sections, each at every size N that fits in the device's free memory:
 
 1. **engine**: board steps/s of the torch engine (``TorchGame.step``: actions, board and goal
-   update, exits, points; no observation) and, on the CPU, of the Numba engine beside it;
+   update, exits, points; no observation), eager and compiled, and, on the CPU, of the Numba
+   engine beside it;
 2. **vector env**: env steps/s of :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`
    with observations and the training wrappers, eager, compiled and (CUDA only) replayed as a
    CUDA graph, with the kernel ops, syncs and copies of one eager step;
 3. **PPO**: env steps/s of ``DevicePPO`` with the SafeLife CNN end to end (the paper's 20-step
-   rollouts, 3 epochs, 4 minibatches, at N envs), with the syncs and copies of one rollout and
-   of one update;
+   rollouts, 3 epochs, 4 minibatches, at N envs), eager and (CUDA only) with the env's step
+   and the policy's network replayed as CUDA graphs, with the syncs and copies of one rollout
+   and of one update;
 4. **conformance**: the tests that run on each torch device (recorded traces bit for bit, both
    engines through one interface, the device algorithms against stock SB3) run on this device
    (``--tiny``: only the device algorithms against stock SB3);
@@ -77,11 +79,12 @@ def engine_section(levels, sizes: list[int], device: torch.device, seconds: floa
     rows = []
     for n in sizes:
         fits = n * TORCH_BYTES_PER_BOARD < free_bytes(device)
-        torch_steps = torch_rate(levels, n, device, seconds)[0] if fits else float("nan")
+        eager, compiled = ((torch_rate(levels, n, device, seconds, compile)[0] if fits
+                            else float("nan")) for compile in (False, True))
         numba = numba_rate(levels, n, seconds) if device.type == "cpu" else float("nan")
-        rows.append([f"{n:,}", rate_text(torch_steps), rate_text(numba)])
+        rows.append([f"{n:,}", rate_text(eager), rate_text(compiled), rate_text(numba)])
     return ("## Engine: board steps/s\n\n"
-            + table(["N", f"torch {device.type}", "Numba (CPU)"], rows))
+            + table(["N", f"torch {device.type}", "compiled", "Numba (CPU)"], rows))
 
 
 def vector_section(levels, sizes: list[int], device: torch.device, seconds: float) -> str:
@@ -112,12 +115,15 @@ def paper_config(overrides: list[str]):
         return compose("train", overrides=["experiment=paper", *overrides])
 
 
-def ppo_rate(n: int, device: torch.device, seconds: float) -> tuple[float, OpCounts, OpCounts]:
+def ppo_rate(n: int, device: torch.device, seconds: float, compile: bool | str = False
+             ) -> tuple[float, tuple[OpCounts, OpCounts]]:
     """Env steps/s of DevicePPO with the SafeLife CNN on n envs of the prune-still suite (the
-    paper's rollouts and update), and the counts of one rollout and one update."""
+    paper's rollouts and update), and the counts of one rollout and one update; ``compile``:
+    the env's step mode (``"cudagraphs"`` also captures the policy's network)."""
     cfg = paper_config([f"n_envs={n}", f"device={device}", "vec_env=device"])
     kwargs = {**plain(cfg.env.kwargs), "levels": str(suite_file("prune-still"))}
-    env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device))
+    env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device),
+                              compile)
     try:
         model = build_model(cfg, env)
         steps = n * model.n_steps
@@ -130,24 +136,34 @@ def ppo_rate(n: int, device: torch.device, seconds: float) -> tuple[float, OpCou
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
         per_rollout = timed(lambda: model.learn(steps, reset_num_timesteps=False), sync,
                             seconds)
-        return steps / per_rollout, rollout, update
+        return steps / per_rollout, (rollout, update)
     finally:
         env.close()
 
 
 def ppo_section(sizes: list[int], device: torch.device, seconds: float) -> str:
+    """Eager, and on CUDA with the env's step and the policy's network as CUDA graphs."""
+    modes = [False] + (["cudagraphs"] if device.type == "cuda" else [])
     rows = []
     for n in sizes:
         if n * _PPO_BYTES_PER_ENV > free_bytes(device):
-            rows.append([f"{n:,}", "-", "does not fit", ""])
+            rows.append([f"{n:,}", *("-" for _ in modes), "does not fit", ""])
             continue
-        rate, rollout, update = ppo_rate(n, device, seconds)
-        rows.append([f"{n:,}", rate_text(rate), f"{rollout.syncs} syncs, {rollout.copies} copies",
+        rates = []
+        for mode in modes:
+            rate, counts = ppo_rate(n, device, seconds, mode)
+            rates.append(rate_text(rate))
+            if mode is False:
+                rollout, update = counts
+        rows.append([f"{n:,}", *rates, f"{rollout.syncs} syncs, {rollout.copies} copies",
                      f"{update.syncs} syncs, {update.copies} copies"])
+    names = {False: "env steps/s", "cudagraphs": "CUDA graphs"}
     return ("## PPO with the SafeLife CNN, end to end: env steps/s\n\n20-step rollouts, 3 epochs, "
-            "4 minibatches (the paper's, at N envs); what one whole rollout (20 steps) and one "
-            "whole update ask of the device beside each rate.\n\n"
-            + table(["N", "env steps/s", "one rollout", "one update"], rows))
+            "4 minibatches (the paper's, at N envs); what one whole eager rollout (20 steps) "
+            "and one whole update ask of the device beside each rate. CUDA graphs: the env's "
+            "compiled step and the policy's network each replayed as a CUDA graph "
+            "(`compile=cudagraphs`).\n\n"
+            + table(["N", *(names[m] for m in modes), "one rollout", "one update"], rows))
 
 
 #: the tests run on each torch device (``torch_device``), and a CPU-only smoke of them

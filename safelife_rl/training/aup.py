@@ -202,6 +202,10 @@ class DeviceAUPPenalty(_Penalty, Forwarding, TensorVecEnv):
     def level_names(self) -> list[str] | None:
         return self.venv.level_names
 
+    @property
+    def cuda_graphs(self) -> bool:
+        return self.venv.cuda_graphs
+
     def check_actions(self) -> None:
         self.venv.check_actions()
 

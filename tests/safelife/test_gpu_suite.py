@@ -21,7 +21,7 @@ def test_the_gpu_suite_writes_its_whole_report_on_a_cpu(tmp_path):
     rows = re.findall(r"^\| 16 \| (.*) \|$", text, re.MULTILINE)
     assert len(rows) == 3  # engine, vector env and PPO at N = 16, all measured
     engine, vector, ppo = (row.split(" | ") for row in rows)
-    assert all(re.fullmatch(r"[\d,]+", cell) for cell in [engine[0], *vector, ppo[0]])
+    assert all(re.fullmatch(r"[\d,]+", cell) for cell in [*engine, *vector, ppo[0]])
     assert "0 syncs, 0 copies" in text  # the vector env's step
     assert re.search(r"\| 16 \| [\d,]+ \| 3 syncs, 2 copies \| 0 syncs", text)
     assert "PASSED: 2 passed" in text

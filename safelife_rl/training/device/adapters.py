@@ -115,6 +115,12 @@ class TensorVecEnv(VecEnv):
         """Raise if an invalid action was given since the last reset, for envs that remember
         them on the device (the device algorithms call it once per rollout)."""
 
+    @property
+    def cuda_graphs(self) -> bool:
+        """Whether the env replays its step as a CUDA graph (the device algorithms then
+        capture the policy's network too)."""
+        return False
+
     def step_async(self, actions: np.ndarray) -> None:
         raise NotImplementedError(f"{type(self).__name__} steps with tensors: call step()")
 
@@ -248,6 +254,10 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
     @property
     def level_names(self) -> list[str] | None:
         return getattr(self.venv, "level_names", None)
+
+    @property
+    def cuda_graphs(self) -> bool:
+        return bool(getattr(self.venv, "cuda_graphs", False))
 
     def check_actions(self) -> None:
         check = getattr(self.venv, "check_actions", None)

@@ -34,6 +34,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from safelife_rl.common.errors import UserError
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
+from safelife_rl.training.device.captured_policy import CapturedPolicy
 from safelife_rl.training.device.deferred import (
     deferred_scalars,
     no_argument_checks,
@@ -46,7 +47,11 @@ class DeviceRollouts:
     """Mixin for an SB3 on-policy algorithm: a device rollout buffer, a ``collect_rollouts``
     over a :class:`~.adapters.TensorVecEnv` and a ``train`` that reads SB3's loss statistics
     once (see the module docstring). Adam is fused (no host read of its step count) unless
-    ``policy_kwargs["optimizer_kwargs"]`` says otherwise."""
+    ``policy_kwargs["optimizer_kwargs"]`` says otherwise. When the env replays its step as a
+    CUDA graph (``compile=cudagraphs``), the policy's network is replayed as one too
+    (:class:`~.captured_policy.CapturedPolicy`)."""
+
+    _captured: CapturedPolicy | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("rollout_buffer_class", TensorRolloutBuffer)
@@ -66,6 +71,19 @@ class DeviceRollouts:
             self._last_episode_starts, dtype=torch.bool, device=self.device
         )
         return result
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_captured"]  # type: ignore[misc]
+
+    def _forward(self, env: TensorVecEnv) -> Callable[
+            [torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """The rollout's forward pass: the policy, or with ``env.cuda_graphs`` the policy with
+        its network captured (once per policy object)."""
+        if not env.cuda_graphs:
+            return self.policy
+        if self._captured is None or self._captured.policy is not self.policy:
+            self._captured = CapturedPolicy(self.policy)
+        return self._captured
 
     def _timeout_bootstraps(
         self, buffer: TensorRolloutBuffer
@@ -118,12 +136,13 @@ class DeviceRollouts:
         recorder = EpisodeRecorder(env.level_names)
         infos: list[dict[str, Any]] = []  # per step: none (they come at the rollout's end)
         dones = np.zeros(0, dtype=bool)
+        forward = self._forward(env)
 
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
             with torch.no_grad(), no_argument_checks():
-                actions, values, log_probs = self.policy(self._last_obs.to(self.device))
+                actions, values, log_probs = forward(self._last_obs.to(self.device))
             clipped_actions = actions
             if box:
                 clipped_actions = (self.policy.unscale_action(actions) if self.policy.squash_output
