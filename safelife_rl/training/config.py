@@ -48,6 +48,7 @@ class TrainSchema:
     device: str = "cpu"
     vec_env: VecEnvKind = VecEnvKind.auto
     compile: Any = False  # vec_env=device: False, True or "cudagraphs" (COMPILE_MODES)
+    cudnn_deterministic: bool = False  # CUDA: cuDNN's deterministic kernels (see run.py)
     torch_threads: int = 1
     log_interval: int = 1
     progress_bar: bool = True

@@ -120,6 +120,15 @@ def _build(config: Any, *args: Any, **kwargs: Any) -> Any:
         return instantiate(config, *args, _convert_="all", **kwargs)
 
 
+def cudnn_kernels(deterministic: bool) -> None:
+    """Choose cuDNN's kernels after the model is built or loaded: SB3 turns on the deterministic
+    ones and turns off the autotuner whenever it seeds a model on CUDA, which slows the CNN's
+    convolutions; a run asks for them with ``cudnn_deterministic=true``. (Flags of the torch
+    build: on a CPU they choose nothing.)"""
+    torch.backends.cudnn.deterministic = deterministic
+    torch.backends.cudnn.benchmark = not deterministic
+
+
 def _finished_summary(run_dir: Path, saved: SavedModel) -> dict[str, Any] | None:
     """The saved summary of a run that finished at ``saved`` (``None`` if it has none yet)."""
     path = run_dir / "evaluation.json"
@@ -239,6 +248,7 @@ def _learn(
                 model = build_model(cfg, env)
             else:
                 model = load_model(saved.path, cfg, env, cfg.device, trusted)
+            cudnn_kernels(cfg.get("cudnn_deterministic", False))
             callbacks = _callbacks(cfg, run_dir, run_config, record)
         # Once the envs, model and callbacks are built (a refused setting leaves nothing
         # behind), the run can be resumed from here on.

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 
@@ -191,3 +192,16 @@ def test_command_line_rejects_unknown_keys():
     )
     assert result.returncode != 0
     assert "Could not override 'n_env'" in result.stderr
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_cudnn_deterministic_kernels_only_where_asked(tmp_path, train_config, monkeypatch, asked):
+    """SB3 turns on cuDNN's deterministic kernels (and off its autotuner) whenever it seeds a
+    model on CUDA; a run leaves them on only with ``cudnn_deterministic=true``."""
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", not asked)
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", asked)
+    train(train_config("total_timesteps=16", f"cudnn_deterministic={str(asked).lower()}",
+                       "callbacks.checkpoint=null", "callbacks.evaluation.eval_every=1000000"),
+          tmp_path)
+    assert torch.backends.cudnn.deterministic is asked
+    assert torch.backends.cudnn.benchmark is not asked
