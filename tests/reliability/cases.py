@@ -80,6 +80,7 @@ TRAIN_OTHER = [
       ("[-1,5]", "[5,1]", "[nan,1]", "[1]", "abc")),
     *((f"device={v}", False) for v in ("meta", "gpu", "cuda", "cuda:99", "abc", "nan", "''")),
     *((f"vec_env={v}", False) for v in ("abc", "nan", "null")),
+    *((f"cudnn_deterministic={v}", False) for v in ("abc", "null")),
     *((f"env.kwargs.bank={v}", False) for v in
       ("{size:0}", "{size:-1}", "{size:nan}", "{size:abc}", "{bogus:1}", "abc", "[1]",
        "{size:1000000000000}")),
