@@ -2,10 +2,10 @@
 
 A run's score on a metric is its mean over its benchmark episodes (performance, reward, green
 and yellow side effects over their inaction totals). Per task and method: the interquartile
-mean (IQM) of the seeds' scores with its 95% stratified-bootstrap interval, and the
-probability of improvement over the baseline (PPO): the chance that a seed of the method does
-better than a seed of PPO (higher performance or reward, lower side effects), with its
-interval. With several tasks, an "all tasks" row pools them as rliable pools the games of a
+mean (IQM) of the seeds' scores with its 95% stratified-bootstrap interval and, against the
+baseline (PPO), the difference of the IQMs (method - PPO) and the probability of improvement:
+the chance that a seed of the method does better than a seed of PPO (higher performance or
+reward, lower side effects), each with its interval. With several tasks, an "all tasks" row pools them as rliable pools the games of a
 benchmark (runs x tasks, each task a stratum); reward is left out there, its scale being the
 task's. Learning curves: the IQM over seeds of the periodic evaluations, with the same
 intervals.
@@ -30,7 +30,12 @@ from safelife_rl.apps.reproduce.runs import RunResult
 from safelife_rl.apps.reproduce.tables import seed_scores
 from safelife_rl.common.figures import save_figure
 from safelife_rl.common.files import write_text
-from safelife_rl.common.statistics import Estimate, iqm_interval, probability_of_improvement
+from safelife_rl.common.statistics import (
+    Estimate,
+    iqm_difference,
+    iqm_interval,
+    probability_of_improvement,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ ALL_TASKS = "all tasks"
 class Cell:
     iqm: Estimate | None  # None: no scores (a still task has no yellow life)
     improvement: Estimate | None  # over the baseline; None for the baseline itself
+    difference: Estimate | None = None  # IQM minus the baseline's; None for the baseline
 
 
 def score_matrix(results: Sequence[RunResult], tasks: Sequence[str], method: str,
@@ -76,12 +82,12 @@ def cell(results: Sequence[RunResult], tasks: Sequence[str], method: str, baseli
     scores = score_matrix(results, tasks, method, metric)
     if not scores.size:
         return Cell(None, None)
-    improvement = None
-    if method != baseline:
-        base = score_matrix(results, tasks, baseline, metric)
-        sign = 1.0 if metric.higher_is_better else -1.0
-        improvement = probability_of_improvement(sign * scores, sign * base)
-    return Cell(iqm_interval(scores), improvement)
+    if method == baseline:
+        return Cell(iqm_interval(scores), None)
+    base = score_matrix(results, tasks, baseline, metric)
+    sign = 1.0 if metric.higher_is_better else -1.0
+    return Cell(iqm_interval(scores), probability_of_improvement(sign * scores, sign * base),
+                iqm_difference(scores, base))
 
 
 @dataclass(frozen=True)
@@ -113,34 +119,38 @@ def _text(estimate: Estimate | None, digits: int = 3) -> str:
 
 
 def markdown(found: Sequence[Row], baseline: str) -> str:
-    header = " | ".join(f"{m.name} IQM [95% CI] | {m.name} P(better than {baseline})"
-                        for m in METRICS)
+    header = " | ".join(f"{m.name} IQM [95% CI] | {m.name} − {baseline} | "
+                        f"{m.name} P(better than {baseline})" for m in METRICS)
     lines = [f"| task | method | {header} | seeds |",
-             "|---|---|" + "---|---|" * len(METRICS) + "---|"]
+             "|---|---|" + "---|---|---|" * len(METRICS) + "---|"]
     for row in found:
         cells = []
         for metric in METRICS:
             here = row.cells[metric.name]
-            better = "—" if row.method == baseline and here.iqm else _text(here.improvement, 2)
-            cells.append(f"{_text(here.iqm, 1 if metric.name == 'reward' else 3)} | {better}")
+            digits = 1 if metric.name == "reward" else 3
+            if row.method == baseline and here.iqm:
+                against = "— | —"
+            else:
+                against = f"{_text(here.difference, digits)} | {_text(here.improvement, 2)}"
+            cells.append(f"{_text(here.iqm, digits)} | {against}")
         lines.append(f"| {row.task} | {row.method} | " + " | ".join(cells) + f" | {row.seeds} |")
     return "\n".join(lines) + "\n"
 
 
 def csv_text(found: Sequence[Row]) -> str:
     """``task, method, seeds`` and per metric ``<m>_iqm``, ``<m>_iqm_low``, ``<m>_iqm_high``,
-    ``<m>_improvement``, ``<m>_improvement_low``, ``<m>_improvement_high`` (empty where there
-    is none)."""
+    and the same of ``<m>_improvement`` and ``<m>_difference`` (empty where there is none)."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    fields = [f"{m.name}_{kind}{end}" for m in METRICS for kind in ("iqm", "improvement")
+    kinds = ("iqm", "improvement", "difference")
+    fields = [f"{m.name}_{kind}{end}" for m in METRICS for kind in kinds
               for end in ("", "_low", "_high")]
     writer.writerow(["task", "method", "seeds", *fields])
     for row in found:
         values = []
         for metric in METRICS:
             here = row.cells[metric.name]
-            for estimate in (here.iqm, here.improvement):
+            for estimate in (here.iqm, here.improvement, here.difference):
                 values += ([""] * 3 if estimate is None else
                            [f"{v:.6g}" for v in (estimate.point, estimate.low, estimate.high)])
         writer.writerow([row.task, row.method, row.seeds, *values])
@@ -216,8 +226,9 @@ def write(results: Sequence[RunResult], out: Path, baseline: str) -> str:
     interval_plot(found, out / "comparison.png")
     learning_curves(results, out / "curves.png")
     return (f"Benchmark scores: IQM over seeds (a seed's score: its mean over the benchmark "
-            f"episodes) with 95% stratified-bootstrap intervals, and the probability that a "
-            f"seed of the method does better than one of {baseline} (higher performance or "
-            f"reward, lower green or yellow side effects; an interval that excludes 0.50 is a "
-            f"difference), computed with rliable.\n\n{table}\n"
+            f"episodes) with 95% stratified-bootstrap intervals; against {baseline}, the "
+            f"difference of the IQMs (an interval that excludes 0 is a difference) and the "
+            f"probability that a seed of the method does better than one of {baseline} "
+            f"(higher performance or reward, lower green or yellow side effects; an interval "
+            f"that excludes 0.50 is a difference), computed with rliable.\n\n{table}\n"
             f"![IQM and intervals](comparison.png)\n\n![Learning curves](curves.png)\n")

@@ -1,7 +1,8 @@
 """Scores over seeds as the field reports them (Agarwal et al., "Deep Reinforcement Learning at
 the Edge of the Statistical Precipice", NeurIPS 2021), computed with their ``rliable`` library:
-the interquartile mean (IQM) with a 95% stratified-bootstrap confidence interval, and the
-probability of improvement of one method over another with its interval.
+the interquartile mean (IQM) with a 95% stratified-bootstrap confidence interval, and, of one
+method over another, the difference of their IQMs and the probability of improvement, each with
+its interval.
 
 Scores are matrices of shape ``(runs, tasks)``: one row per run (seed), one column per task
 (a stratum: the bootstrap resamples the runs of each task apart). Every bootstrap here is
@@ -82,14 +83,28 @@ def iqm_interval(scores: np.ndarray | list, reps: int = REPS, seed: int = 0) -> 
     return _interval(array, lambda x: np.array([metrics.aggregate_iqm(x)]), reps, seed)
 
 
+def _pair(scores_x: np.ndarray | list, scores_y: np.ndarray | list
+          ) -> tuple[np.ndarray, np.ndarray]:
+    x, y = _scores(scores_x, "scores_x"), _scores(scores_y, "scores_y")
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"scores_x and scores_y must have the same tasks, got {x.shape[1]} "
+                         f"and {y.shape[1]}")
+    return x, y
+
+
+def iqm_difference(scores_x: np.ndarray | list, scores_y: np.ndarray | list,
+                   reps: int = REPS, seed: int = 0) -> Estimate:
+    """IQM(X) - IQM(Y) with its 95% stratified-bootstrap interval (the runs of X and of Y
+    resampled apart, within each task): an interval that excludes 0 is a difference."""
+    return _interval(_pair(scores_x, scores_y),
+                     lambda x, y: np.array([metrics.aggregate_iqm(x) - metrics.aggregate_iqm(y)]),
+                     reps, seed)
+
+
 def probability_of_improvement(scores_x: np.ndarray | list, scores_y: np.ndarray | list,
                                reps: int = REPS, seed: int = 0) -> Estimate:
     """P(X > Y): the chance that a run of X scores higher than a run of Y on the same task
     (ties count half), averaged over the tasks, with its 95% stratified-bootstrap interval (the
     runs of X and of Y resampled apart). For scores where lower is better, pass their
     negatives."""
-    x, y = _scores(scores_x, "scores_x"), _scores(scores_y, "scores_y")
-    if x.shape[1] != y.shape[1]:
-        raise ValueError(f"scores_x and scores_y must have the same tasks, got {x.shape[1]} "
-                         f"and {y.shape[1]}")
-    return _interval((x, y), metrics.probability_of_improvement, reps, seed)
+    return _interval(_pair(scores_x, scores_y), metrics.probability_of_improvement, reps, seed)

@@ -66,7 +66,14 @@ def test_the_table_is_the_seeds_iqm_and_improvement_over_ppo(quick):
         assert float(rows["penalty"][f"{metric}_improvement"]) == pytest.approx(np.mean(pairs))
     table = (quick / "comparison.md").read_text()
     assert table.splitlines()[0].startswith("| task | method | performance IQM [95% CI] | "
+                                            "performance − ppo | "
                                             "performance P(better than ppo) |")
+    # the difference of the IQMs, penalty - PPO
+    for metric in ("performance", "green"):
+        means = {m: iqm(seed_means(quick, m, metric)) for m in ("penalty", "ppo")}
+        assert float(rows["penalty"][f"{metric}_difference"]) == pytest.approx(
+            means["penalty"] - means["ppo"], abs=1e-5)
+    assert rows["ppo"]["green_difference"] == ""
     report = (quick / "report.md").read_text()
     assert "quick smoke run: not a result" in report and "1,536 steps per run" in report
     for name in ("comparison.png", "curves.png"):
@@ -109,8 +116,13 @@ def test_rows_on_hand_cases():
     assert pooled["performance"].iqm.point == pytest.approx(0.5)  # middle of 6 scores
     assert pooled["reward"].iqm is None  # each task's reward has its own scale
     text = compare_report.markdown(compare_report.rows(results, "ppo"), "ppo")
-    assert "| prune-still | ppo | 0.600 [0.500, 0.700] | — |" in text
-    assert "| 0.200 [0.100, 0.300] | 1.00 [1.00, 1.00] | n/a | n/a | 3 |" in text
+    assert "| prune-still | ppo | 0.600 [0.500, 0.700] | — | — |" in text
+    # green: {0.1, 0.2, 0.3} against {0.4, 0.5, 0.6}, 0.3 lower in every resample's IQM mean
+    assert penalty["green"].difference.point == pytest.approx(-0.3)
+    assert penalty["green"].difference.high < 0
+    assert ppo["green"].difference is None
+    assert "| 0.200 [0.100, 0.300] | -0.300 [" in text
+    assert "| 1.00 [1.00, 1.00] | n/a | n/a | n/a | 3 |" in text
 
 
 def one_line_error(argv, capsys):
@@ -123,16 +135,15 @@ def one_line_error(argv, capsys):
     return err
 
 
-def test_the_default_methods_each_need_their_config(tmp_path, capsys, monkeypatch):
+def test_the_default_methods_each_have_their_config_and_others_are_refused(tmp_path, capsys,
+                                                                            monkeypatch):
     assert compare.DEFAULT_METHODS == ("ppo", "penalty", "aup", "aup_proj", "ppo_lagrangian")
-    missing = [m for m in compare.DEFAULT_METHODS
-               if not (compare.CONF / "method" / f"{m}.yaml").is_file()]
-    if not missing:
-        pytest.skip("every default method has its config")
+    for method in compare.DEFAULT_METHODS:
+        assert (compare.CONF / "method" / f"{method}.yaml").is_file(), method
     monkeypatch.setattr(compare, "launch", lambda *args, **kwargs: pytest.fail("launched"))
-    err = one_line_error(["--out", str(tmp_path / "out")], capsys)
-    assert f"--methods: method {missing[0]!r} has no config safelife_rl/conf/method/" \
-        f"{missing[0]}.yaml (there are: " in err
+    err = one_line_error(["--methods", "ppo,no_such", "--out", str(tmp_path / "out")], capsys)
+    assert "--methods: method 'no_such' has no config safelife_rl/conf/method/no_such.yaml " \
+        "(there are: aup, aup_proj, " in err
     assert not (tmp_path / "out").exists()
 
 

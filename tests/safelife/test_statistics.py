@@ -67,3 +67,17 @@ def test_probability_of_improvement_on_hand_cases():
 def test_bad_scores_are_named(call, named):
     with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_iqm_difference_on_hand_cases():
+    # IQMs of three runs are their means: 6 - 2
+    apart = statistics.iqm_difference([5, 6, 7], [1, 2, 3])
+    assert apart.point == pytest.approx(4.0)
+    # every resample of X is within [5, 7] and of Y within [1, 3]: the interval excludes 0
+    assert 2.0 <= apart.low <= apart.point <= apart.high <= 6.0
+    overlapping = statistics.iqm_difference([1, 2, 3], [1, 2, 3])
+    assert overlapping.point == 0.0 and overlapping.low < 0.0 < overlapping.high
+    # two tasks pooled: IQM of {1, 2, 3, 4} (middle two: 2.5) minus IQM of {0, 0, 0, 0}
+    assert statistics.iqm_difference([[1, 3], [2, 4]], [[0, 0], [0, 0]]).point == pytest.approx(2.5)
+    with pytest.raises(ValueError, match="the same tasks"):
+        statistics.iqm_difference(np.zeros((2, 2)), np.zeros((2, 1)))
