@@ -1,11 +1,11 @@
 """``python -m safelife_rl compare``: train safety methods on SafeLife tasks x seeds, benchmark
 every agent on its task's fixed suite with side effects, and compare them as the field reports
-it: interquartile means with 95% stratified-bootstrap intervals and the probability of
-improvement over PPO (rliable).
+it: interquartile means with 95% stratified-bootstrap intervals and, against PPO, the
+difference of the IQMs and the probability of improvement (rliable).
 
     python -m safelife_rl compare [--methods M,...] [--tasks T,...] [--seeds N] [--steps N]
-        [--quick] [--out DIR] [--launcher local|submitit|slurm] [--levels N] [--episodes N]
-        [OVERRIDE ...]
+        [--cost-limit C] [--quick] [--out DIR] [--launcher local|submitit|slurm] [--levels N]
+        [--episodes N] [OVERRIDE ...]
 
 Methods are the training app's ``method=`` choices (``safelife_rl/conf/method/``; default
 ``ppo,penalty,aup,aup_proj,ppo_lagrangian``, each needing its config file), trained in the
@@ -13,7 +13,8 @@ original SafeLife setup (``experiment=paper``) for 6M steps, as the original tra
 (``--steps`` to choose); ``--quick`` is a smoke run (``experiment=paper-quick``, 1,536 steps, 3
 levels played twice). The runs are the reproduction's (:mod:`safelife_rl.apps.reproduce.sweep`:
 one Hydra multirun, resumable: run the same command again). ``OVERRIDE``s go to every job
-(``device=cuda vec_env=device ...``). Bad input ends the command with one line
+(``device=cuda vec_env=device ...``); ``--cost-limit`` is PPO-Lagrangian's budget alone (the
+other methods take none, so it cannot be an override). Bad input ends the command with one line
 ``safelife_rl compare: error: ...`` (exit status 2) before anything runs.
 """
 
@@ -23,6 +24,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib.resources import files
 
 from safelife_rl.apps import compare_report
@@ -40,6 +42,7 @@ from safelife_rl.common.errors import ArgumentParser, UserError, one_line_errors
 from safelife_rl.common.files import write_text
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 from safelife_rl.envs.registration import TASKS
+from safelife_rl.training.lagrangian import check_cost_limit
 
 PROG = "safelife_rl compare"
 BASELINE = "ppo"
@@ -81,8 +84,30 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                         f"{','.join(DEFAULT_METHODS)})")
     parser.add_argument("--tasks", metavar="T,...", help=f"tasks (default "
                         f"{','.join(DEFAULT_TASKS)})")
+    parser.add_argument("--cost-limit", type=float, metavar="C", help="the per-episode cost "
+                        "budget of the ppo_lagrangian runs (default: its config's, "
+                        "safelife_rl/conf/method/ppo_lagrangian.yaml)")
     add_sweep_options(parser, NAME, "method", SEEDS)
     return parse_with_overrides(parser, argv)
+
+
+def check_budget(cost_limit: float | None, methods: Sequence[str],
+                 overrides: Sequence[str]) -> None:
+    """A budget is a finite non-negative number, given only with ppo_lagrangian, and only as
+    ``--cost-limit`` (an override would reach every method's runs)."""
+    for override in overrides:
+        if override.lstrip("+~").split("=", 1)[0] == "cost_limit":
+            raise UserError(f"{override!r}: the budget of ppo_lagrangian is --cost-limit (an "
+                            "override would reach the other methods' runs)")
+    if cost_limit is None:
+        return
+    if "ppo_lagrangian" not in methods:
+        raise UserError("--cost-limit is the budget of ppo_lagrangian, which --methods does "
+                        "not include")
+    try:
+        check_cost_limit(cost_limit)
+    except UserError as error:
+        raise UserError(f"--cost-limit: {error}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,7 +124,9 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     methods = choose("--methods", args.methods, DEFAULT_METHODS, str)
     check_methods(methods)
     tasks = choose("--tasks", args.tasks, DEFAULT_TASKS, str, task_names())
+    check_budget(args.cost_limit, methods, args.overrides)
     settings, seeds = sweep_settings(args, "method", SEEDS)
+    settings = replace(settings, cost_limit=args.cost_limit)
     out = output_folder(args, NAME, settings)
     runs = grid(tasks, methods, seeds)
     start = time.perf_counter()
@@ -107,12 +134,14 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start
     table = compare_report.write(results, out, BASELINE)
+    budget = ("" if settings.cost_limit is None else
+              f"ppo_lagrangian's budget {settings.cost_limit:g} per episode; ")
     header = (f"# Comparison of {', '.join(methods)}"
               + (" (quick smoke run: not a result)" if args.quick else "") + "\n\n"
               f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "
               f"({schedules(results[0], out)}), {seeds} seed(s), tasks {', '.join(tasks)}, "
               f"benchmark: {settings.levels or 100} levels x {settings.episodes} episodes per "
-              f"agent; overrides: {' '.join(settings.overrides) or 'none'}. Wall time "
+              f"agent; {budget}overrides: {' '.join(settings.overrides) or 'none'}. Wall time "
               f"{wall:.0f} s ({len(runs)} runs, those finished before included as saved).\n\n")
     write_text(out / "report.md", header + table)
     print(header + table)

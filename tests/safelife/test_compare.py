@@ -156,6 +156,14 @@ def test_the_default_methods_each_have_their_config_and_others_are_refused(tmp_p
     (["--methods", "ppo", "method=penalty"], "'method=penalty': method is set by the sweep"),
     (["--methods", "ppo", "env=navigation"], "env is set by the sweep"),
     (["--methods", "ppo", "--penalties", "0"], "unrecognized arguments: --penalties"),
+    (["--methods", "ppo,aup", "--cost-limit", "2"],
+     "--cost-limit is the budget of ppo_lagrangian, which --methods does not include"),
+    (["--methods", "ppo,ppo_lagrangian", "--cost-limit", "-1"],
+     "--cost-limit: cost_limit must be a finite non-negative number (a per-episode cost "
+     "budget), got -1.0"),
+    (["--methods", "ppo,ppo_lagrangian", "--cost-limit", "nan"], "got nan"),
+    (["--methods", "ppo,ppo_lagrangian", "cost_limit=2"],
+     "'cost_limit=2': the budget of ppo_lagrangian is --cost-limit"),
 ])
 def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys,
                                                      monkeypatch):
@@ -163,3 +171,28 @@ def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, caps
     out = tmp_path / "out"
     assert named in one_line_error([*argv, "--out", str(out)], capsys)
     assert not out.exists()
+
+
+def test_the_budget_reaches_the_lagrangian_runs_only(tmp_path):
+    """``--cost-limit``: recorded with the sweep's settings (a folder of other budgets is
+    refused), passed to every job, and set in the PPO-Lagrangian runs' configs alone."""
+    from hydra import compose, initialize_config_module
+
+    from safelife_rl.apps.reproduce import job, sweep
+
+    settings = sweep.Settings("paper", 5000, None, 1, (), axis="method", cost_limit=2.5)
+    assert settings.as_json()["cost_limit"] == 2.5
+    assert "cost_limit" not in sweep.Settings("paper", 5000, None, 1, (), "method").as_json()
+    command = sweep.job_command([Run("prune-still", "ppo_lagrangian", 0)], settings, "local",
+                                tmp_path)
+    assert "+reproduce.cost_limit=2.5" in command
+    with initialize_config_module("safelife_rl.conf", version_base=None):
+        configs = {method: compose("train", overrides=[
+            f"method={method}", "+reproduce.cost_limit=2.5", f"+reproduce.out={tmp_path}"])
+            for method in ("ppo", "ppo_lagrangian")}
+    lagrangian, ppo = (job.training_config(configs[m]) for m in ("ppo_lagrangian", "ppo"))
+    assert lagrangian.cost_limit == 2.5 and lagrangian.algo.cost_limit == 2.5
+    assert ppo.cost_limit is None and "reproduce" not in ppo
+    sweep.check_settings(tmp_path, settings)
+    with pytest.raises(sweep.UserError, match="holds runs made with other settings"):
+        sweep.check_settings(tmp_path, sweep.Settings("paper", 5000, None, 1, (), "method"))

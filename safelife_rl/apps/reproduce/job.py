@@ -7,7 +7,8 @@ trained agent on its task's fixed suite as ``safelife_rl benchmark`` does (every
 :mod:`safelife_rl.apps.reproduce.sweep` builds its command line; its config is the training
 app's (``safelife_rl/conf/train.yaml``) with ``+reproduce.out``, ``+reproduce.axis`` (what the
 runs of a task differ by: ``penalty`` or ``method``), ``+reproduce.levels`` (the suite's first
-N levels, ``null``: all) and ``+reproduce.episodes`` added.
+N levels, ``null``: all), ``+reproduce.episodes`` and, optionally, ``+reproduce.cost_limit``
+(the budget of the PPO-Lagrangian runs, which the other methods do not take) added.
 """
 
 from __future__ import annotations
@@ -55,9 +56,13 @@ def run_of(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
 
 def training_config(cfg: DictConfig) -> DictConfig:
     """The run's training config: the job's without the reproduction's own settings (so a run
-    folder moved elsewhere still resumes)."""
+    folder moved elsewhere still resumes), with the sweep's PPO-Lagrangian budget if it has
+    one and the run is PPO-Lagrangian's."""
     config = copy.deepcopy(cfg)
+    budget = OmegaConf.select(cfg, "reproduce.cost_limit")
     with open_dict(config):
+        if budget is not None and OmegaConf.select(cfg, "method.name") == "ppo_lagrangian":
+            config.cost_limit = budget
         del config["reproduce"]
     return config
 

@@ -56,6 +56,7 @@ class Settings:
     episodes: int  # plays per level
     overrides: tuple[str, ...]  # the user's Hydra overrides
     axis: str = "penalty"  # what the runs of a task differ by: a key of AXES
+    cost_limit: float | None = None  # the PPO-Lagrangian runs' budget (None: their config's)
 
     def training_overrides(self) -> list[str]:
         """The overrides that change what a run learns or how it is benchmarked (launcher
@@ -64,9 +65,11 @@ class Settings:
                 and o.lstrip("+~").split("=", 1)[0] not in RESUME_OVERRIDES]
 
     def as_json(self) -> dict:
+        budget = {} if self.cost_limit is None else {"cost_limit": self.cost_limit}
         return {"experiment": self.experiment, "steps": self.steps, "axis": self.axis,
                 "levels": self.levels, "episodes": self.episodes,
-                "benchmark_actions": BENCHMARK_ACTIONS, "overrides": self.training_overrides()}
+                "benchmark_actions": BENCHMARK_ACTIONS, "overrides": self.training_overrides(),
+                **budget}
 
 
 def check_settings(out: Path, settings: Settings) -> None:
@@ -106,6 +109,8 @@ def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Pat
         f"+reproduce.axis={settings.axis}",
         f"+reproduce.levels={'null' if settings.levels is None else settings.levels}",
         f"+reproduce.episodes={settings.episodes}",
+        *([] if settings.cost_limit is None else
+          [f"+reproduce.cost_limit={settings.cost_limit!r}"]),
         f"hydra.sweep.dir={out}/hydra/{time.strftime('%Y-%m-%d_%H-%M-%S')}",
         *settings.overrides,
     ]  # fmt: skip
