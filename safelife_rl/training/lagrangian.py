@@ -60,6 +60,8 @@ from safelife_rl.training.device.buffer import TensorRolloutBuffer
 
 #: The entries of :attr:`PPOLagrangian.lagrange_state`.
 MULTIPLIER, INTEGRAL, PREVIOUS_COST = range(3)
+#: Added to a standard deviation before dividing by it (a rollout of equal advantages).
+STD_EPSILON = 1e-8
 
 
 def check_cost_limit(cost_limit: Any) -> None:
@@ -118,11 +120,14 @@ class CostRolloutBuffer(RolloutBuffer):
         self.cost_advantages, self.cost_returns = self.advantages, self.returns
         self.rewards, self.values, self.advantages, self.returns = kept
 
-    def penalise_advantages(self, multiplier: th.Tensor) -> None:
-        """``(A_r - lambda A_c) / (1 + lambda)`` in place of the advantages."""
+    def penalise_advantages(self, multiplier: th.Tensor, standardize: bool) -> None:
+        """``(A_r - lambda A_c) / (1 + lambda)`` in place of the advantages, ``A_r`` and ``A_c``
+        first standardized over the rollout if ``standardize``."""
         m = float(multiplier)
-        self.advantages = ((self.advantages - m * self.cost_advantages) / (1.0 + m)
-                           ).astype(np.float32)
+        rewards, costs = (a.astype(np.float64) for a in (self.advantages, self.cost_advantages))
+        if standardize:
+            rewards, costs = ((a - a.mean()) / (a.std() + STD_EPSILON) for a in (rewards, costs))
+        self.advantages = ((rewards - m * costs) / (1.0 + m)).astype(np.float32)
 
     def cost_batches(self, n_epochs: int, batch_size: int
                      ) -> Iterator[tuple[th.Tensor, th.Tensor]]:
@@ -164,8 +169,13 @@ class TensorCostRolloutBuffer(TensorRolloutBuffer):
         finally:
             self.rewards, self._values, self.advantages, self._returns = kept
 
-    def penalise_advantages(self, multiplier: th.Tensor) -> None:
-        self.advantages.sub_(multiplier * self.cost_advantages).div_(1.0 + multiplier)
+    def penalise_advantages(self, multiplier: th.Tensor, standardize: bool) -> None:
+        rewards, costs = (a.double() for a in (self.advantages, self.cost_advantages))
+        if standardize:
+            rewards, costs = ((a - a.mean()) / (a.std(correction=0) + STD_EPSILON)
+                              for a in (rewards, costs))
+        multiplier = multiplier.to(rewards.device)
+        self.advantages.copy_((rewards - multiplier * costs) / (1.0 + multiplier))
 
     def cost_batches(self, n_epochs: int, batch_size: int
                      ) -> Iterator[tuple[th.Tensor, th.Tensor]]:
@@ -233,6 +243,13 @@ class LagrangianMixin:
         unit of cost over the budget.
     :param pid_kp: ``k_p``, the proportional gain (0: the plain Lagrangian).
     :param pid_kd: ``k_d``, the derivative gain on rises of the episode cost.
+    :param standardize_advantages: standardize the reward and the cost advantages over each
+        rollout before weighing them, as OmniSafe's PPO-Lagrangian does by default
+        (``standardized_rew_adv``, ``standardized_cost_adv``; SafeLife's method config turns it
+        on). Without it, the ``1 + lambda`` division shrinks the advantages as the multiplier
+        grows until SB3's entropy bonus outweighs them (docs/safelife/methods.md: on
+        prune-still-easy the policy went back to nearly uniform, entropy 2.09 of 2.20, at a
+        multiplier of 55).
 
     Costs are discounted with ``gamma`` and ``gae_lambda``, as the rewards.
     """
@@ -252,6 +269,7 @@ class LagrangianMixin:
         multiplier_lr: float = 0.01,
         pid_kp: float = 0.0,
         pid_kd: float = 0.0,
+        standardize_advantages: bool = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
@@ -268,6 +286,7 @@ class LagrangianMixin:
         self.multiplier_init = float(multiplier_init)
         self.multiplier_lr = float(multiplier_lr)
         self.pid_kp, self.pid_kd = float(pid_kp), float(pid_kd)
+        self.standardize_advantages = bool(standardize_advantages)
         super().__init__(policy, env, _init_setup_model=False, **kwargs)  # type: ignore[call-arg]
         if _init_setup_model:
             self._setup_model()
@@ -377,7 +396,7 @@ class LagrangianMixin:
     def train(self) -> None:
         report = self._update_multiplier()
         multiplier = self.lagrange_state[MULTIPLIER]
-        self.rollout_buffer.penalise_advantages(multiplier)
+        self.rollout_buffer.penalise_advantages(multiplier, self.standardize_advantages)
         super().train()  # type: ignore[misc]
         loss = self._train_cost_critic()
         count, cost, update, multiplier_now, loss_now = th.stack(

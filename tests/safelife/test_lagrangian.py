@@ -284,3 +284,38 @@ def test_an_env_without_cost_is_refused_before_anything_is_written(tmp_path, tra
                                         "CartPole-v1 does not"):
         train(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_the_penalised_advantages_by_hand_on_both_buffers(standardize):
+    """``(A_r - lambda A_c) / (1 + lambda)``, with A_r and A_c first standardized over the
+    rollout (population standard deviation) when asked; the device buffer's equal the NumPy
+    buffer's."""
+    from safelife_rl.training.lagrangian import CostRolloutBuffer, TensorCostRolloutBuffer
+
+    rewards = np.array([[1.0, 3.0], [5.0, 7.0]], np.float32)  # mean 4, std sqrt(5)
+    costs = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)  # mean 0.5, std sqrt(0.75)
+    if standardize:
+        expected_r, expected_c = (rewards - 4) / np.sqrt(5), (costs - 0.5) / np.sqrt(0.75)
+    else:
+        expected_r, expected_c = rewards, costs
+    expected = (expected_r - 3 * expected_c) / 4
+    space = spaces.Box(0, 1, (1,), np.float32)
+    found = []
+    for buffer_class in (CostRolloutBuffer, TensorCostRolloutBuffer):
+        buffer = buffer_class(2, space, spaces.Discrete(2), "cpu", n_envs=2)
+        if buffer_class is CostRolloutBuffer:
+            buffer.advantages, buffer.cost_advantages = rewards.copy(), costs.copy()
+        else:
+            buffer.reset()
+            buffer.advantages.copy_(torch.as_tensor(rewards))
+            buffer.cost_advantages.copy_(torch.as_tensor(costs))
+        buffer.penalise_advantages(torch.tensor(3.0, dtype=torch.float64), standardize)
+        found.append(np.asarray(torch.as_tensor(buffer.advantages)))
+    np.testing.assert_allclose(found[0], expected, rtol=1e-6)
+    assert np.array_equal(found[0], found[1])
+
+
+def test_safelifes_method_config_standardizes_the_advantages(train_config):
+    assert train_config("method=ppo_lagrangian").algo.standardize_advantages is True
+    assert model().standardize_advantages is False  # the class: the textbook Lagrangian
