@@ -5,10 +5,10 @@ and yellow side effects over their inaction totals). Per task and method: the in
 mean (IQM) of the seeds' scores with its 95% stratified-bootstrap interval and, against the
 baseline (PPO), the difference of the IQMs (method - PPO) and the probability of improvement:
 the chance that a seed of the method does better than a seed of PPO (higher performance or
-reward, lower side effects), each with its interval. With several tasks, an "all tasks" row pools them as rliable pools the games of a
-benchmark (runs x tasks, each task a stratum); reward is left out there, its scale being the
-task's. Learning curves: the IQM over seeds of the periodic evaluations, with the same
-intervals.
+reward, lower side effects), each with its interval. With several tasks, an "all tasks" row
+pools them as rliable pools the games of a benchmark (runs x tasks, each task a stratum);
+reward is left out there, its scale being the task's. Learning curves: the IQM over seeds of
+the periodic evaluations, with the same intervals.
 """
 
 from __future__ import annotations
