@@ -94,11 +94,16 @@ class _Penalty:
         self.noop_action = noop_action_of(venv, noop_action)
         self.q_network: nn.Module | None = None
         self.coefficient = 0.0
-        self._sums: torch.Tensor | None = None  # q differences, penalties, steps
+        # q differences, penalties, steps; of the steps with a known cost: q differences,
+        # steps, and both again of the costly ones among them
+        self._sums: torch.Tensor | None = None
 
-    def penalties(self, obs: Any, actions: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def penalties(self, obs: Any, actions: Any, costs: Any = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
         """``|Q_aux(s, a) - Q_aux(s, noop)|`` of observations and actions (arrays or tensors),
-        and ``coefficient`` times it, as float32 tensors on the Q-network's device."""
+        and ``coefficient`` times it, as float32 tensors on the Q-network's device. The steps'
+        ``costs`` (``info["cost"]``, ``None`` where the env reports none) only split the
+        statistics into costly and cost-free steps."""
         if self.q_network is None:
             raise RuntimeError("AUP's penalty has no auxiliary Q-network yet: train with the "
                                "AuxiliaryPhase callback, or set q_network")
@@ -108,21 +113,35 @@ class _Penalty:
             differences = attainable_utility_penalty(
                 q_values, torch.as_tensor(actions, device=device), self.noop_action).float()
         penalties = self.coefficient * differences
-        step = torch.stack([differences.sum(dtype=torch.float64),
-                            penalties.sum(dtype=torch.float64),
-                            torch.full((), float(len(differences)), dtype=torch.float64,
-                                       device=device)])
+        sums = [differences.sum(dtype=torch.float64), penalties.sum(dtype=torch.float64),
+                torch.full((), float(len(differences)), dtype=torch.float64, device=device)]
+        if costs is None:
+            sums += [torch.zeros((), dtype=torch.float64, device=device)] * 4
+        else:  # products, not masked indexing, which would wait for the mask's count
+            costly = torch.as_tensor(costs, device=device) > 0
+            sums += [sums[0], sums[2], (differences * costly).sum(dtype=torch.float64),
+                     costly.sum(dtype=torch.float64)]
+        step = torch.stack(sums)
         self._sums = step if self._sums is None else self._sums + step
         return differences, penalties
 
-    def take_statistics(self) -> tuple[float, float] | None:
-        """The mean Q difference and penalty of the steps since the last call (one read),
-        ``None`` if there were none."""
+    def take_statistics(self) -> dict[str, float] | None:
+        """Means over the steps since the last call (one read), ``None`` if there were none:
+        ``q_difference`` and ``penalty``, and, of the steps whose env reported a cost, the
+        ``q_difference`` of the ``costly`` ones (cost above 0) and of the ``cost_free`` ones
+        where there were any: the penalty can only lower side effects if it is larger on the
+        steps that cause them."""
         if self._sums is None:
             return None
-        differences, penalties, steps = self._sums.tolist()
+        differences, penalties, steps, known, known_steps, costly, costly_steps = (
+            self._sums.tolist())
         self._sums = None
-        return differences / steps, penalties / steps
+        statistics = {"q_difference": differences / steps, "penalty": penalties / steps}
+        if costly_steps:
+            statistics["q_difference_costly"] = costly / costly_steps
+        if known_steps > costly_steps:
+            statistics["q_difference_cost_free"] = (known - costly) / (known_steps - costly_steps)
+        return statistics
 
 
 class AUPPenalty(_Penalty, VecEnvWrapper):
@@ -159,8 +178,10 @@ class AUPPenalty(_Penalty, VecEnvWrapper):
         if self.q_network is None:  # a resume's replay, before the callback loads it: the
             self._obs = obs  # rewards of replayed steps are not trained on
             return obs, rewards, dones, infos
-        differences, penalties = (x.cpu().numpy() for x in self.penalties(self._obs,
-                                                                           self._actions))
+        costs = ([info["cost"] for info in infos]
+                 if all("cost" in info for info in infos) else None)
+        differences, penalties = (x.cpu().numpy()
+                                  for x in self.penalties(self._obs, self._actions, costs))
         penalties = penalties.astype(rewards.dtype)
         for info, difference, penalty in zip(infos, differences, penalties):
             info["aup_q_difference"] = float(difference)
@@ -195,7 +216,7 @@ class DeviceAUPPenalty(_Penalty, Forwarding, TensorVecEnv):
         acted_in, self._obs = self._obs, step.observations
         if self.q_network is None:  # a resume's replay, as AUPPenalty's
             return step
-        penalties = self.penalties(acted_in, actions)[1].to(step.rewards.device)
+        penalties = self.penalties(acted_in, actions, step.costs)[1].to(step.rewards.device)
         return step._replace(rewards=step.rewards - penalties.to(step.rewards.dtype))
 
     @property
@@ -256,7 +277,10 @@ class AuxiliaryPhase(BaseCallback):
     Phase 2: at each rollout ``lambda`` (``coefficient``) ramps linearly from
     ``lambda_values[0]`` at the end of phase 1 to ``lambda_values[1]`` at ``lambda_ramp_end``
     (the authors': 0.001 to 0.1 over the whole second phase). Logged: ``aup/lambda``, and per
-    rollout ``aup/penalty`` and ``aup/q_difference`` (means over its steps).
+    rollout ``aup/penalty`` and ``aup/q_difference`` (means over its steps), and on an env
+    that reports ``info["cost"]`` ``aup/q_difference_costly`` and ``aup/q_difference_cost_free``
+    (the means over its costly and cost-free steps: whether the penalty singles out the steps
+    with side effects).
 
     Place it before callbacks that read the step count when they start (the app builds the
     method's callbacks first).
@@ -420,7 +444,5 @@ class AuxiliaryPhase(BaseCallback):
         return True
 
     def _on_rollout_end(self) -> None:
-        statistics = self.penalty.take_statistics()
-        if statistics is not None:
-            self.logger.record("aup/q_difference", statistics[0])
-            self.logger.record("aup/penalty", statistics[1])
+        for name, value in (self.penalty.take_statistics() or {}).items():
+            self.logger.record(f"aup/{name}", value)

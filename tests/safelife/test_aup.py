@@ -84,6 +84,14 @@ class WalkWithNoop(Walk):
     noop_action = 0
 
 
+class CostlyWalk(WalkWithNoop):
+    """Each step costs 1 when it takes the longest stride (action 2), else 0."""
+
+    def step(self, action):
+        *step, info = super().step(action)
+        return *step, {**info, "cost": float(action == 2)}
+
+
 class TableQ(nn.Module):
     """Q(s) = [s, 3s, 1 - 2s]: |Q(s,1) - Q(s,0)| = 2s, |Q(s,2) - Q(s,0)| = |1 - 3s|."""
 
@@ -100,6 +108,11 @@ class TableQ(nn.Module):
 # reset to 0, where they take 2 and 1: the actions and the rewards less 0.25 x Q difference
 WALK_STEPS = [([1, 2], [1.0, 0.75]), ([2, 0], [-0.25, 1.0]), ([0, 1], [1.0, -1.0]),
               ([2, 1], [0.75, 1.0])]
+# their Q differences (4 x the penalties): action 2's steps (costly in CostlyWalk) 1, 5, 1;
+# the others 0, 0, 0, 8, 0
+WALK_STATISTICS = {"q_difference": 15 / 8, "penalty": 15 / 32}
+COSTLY_WALK_STATISTICS = {**WALK_STATISTICS, "q_difference_costly": 7 / 3,
+                          "q_difference_cost_free": 8 / 5}
 
 
 def test_the_penalty_is_lambda_times_the_q_difference_to_the_noop_of_the_state_acted_in():
@@ -112,6 +125,24 @@ def test_the_penalty_is_lambda_times_the_q_difference_to_the_noop_of_the_state_a
         assert [i["aup_penalty"] for i in infos] == [1.0 - r for r in expected]
         assert [i["aup_q_difference"] for i in infos] == [4 * (1.0 - r) for r in expected]
     assert dones.tolist() == [False, False] and obs[:, 0].tolist() == [3.0, 2.0]
+    assert env.take_statistics() == pytest.approx(WALK_STATISTICS)
+    assert env.take_statistics() is None
+
+
+@pytest.mark.parametrize("device_path", [False, True])
+def test_the_statistics_split_the_q_differences_of_costly_and_cost_free_steps(device_path):
+    """On an env that reports ``info["cost"]`` the rollout's statistics add the mean Q
+    difference of its costly and of its cost-free steps (on both paths); the penalty is the
+    same."""
+    venv = DummyVecEnv([CostlyWalk, CostlyWalk])
+    env = (DeviceAUPPenalty(NumpyVecEnvAdapter(venv)) if device_path else AUPPenalty(venv))
+    env.q_network, env.coefficient = TableQ(), 0.25
+    env.reset()
+    for actions, expected in WALK_STEPS:
+        rewards = (env.step(torch.tensor(actions)).rewards.tolist() if device_path
+                   else env.step(np.array(actions))[1].tolist())
+        assert rewards == expected
+    assert env.take_statistics() == pytest.approx(COSTLY_WALK_STATISTICS)
 
 
 def test_on_the_device_path_the_penalty_is_taken_off_the_reward_tensor():
@@ -120,12 +151,10 @@ def test_on_the_device_path_the_penalty_is_taken_off_the_reward_tensor():
     env = DeviceAUPPenalty(NumpyVecEnvAdapter(DummyVecEnv([WalkWithNoop, WalkWithNoop])))
     env.q_network, env.coefficient = TableQ(), 0.25
     env.reset()
-    penalties = []
     for actions, expected in WALK_STEPS:
         step = env.step(torch.tensor(actions))
         assert isinstance(step.rewards, torch.Tensor) and step.rewards.tolist() == expected
-        penalties += [1.0 - r for r in expected]
-    assert env.take_statistics() == pytest.approx((4 * np.mean(penalties), np.mean(penalties)))
+    assert env.take_statistics() == pytest.approx(WALK_STATISTICS)
     assert env.take_statistics() is None
 
 
@@ -224,6 +253,8 @@ def test_aup_trains_both_phases_through_the_app(tmp_path, tb_scalars):
     expected = [0.001 + 0.099 * (s - ROLLOUT - PHASE_STEPS) / PHASE_STEPS for s in steps]
     assert [v for _, v in lambdas] == pytest.approx(expected)
     assert all(e.value > 0 for e in logged["aup/q_difference"])
+    # SafeLife reports costs: every rollout has cost-free steps (the no-op's among them)
+    assert [e.step for e in logged["aup/q_difference_cost_free"]] == steps
 
 
 def test_aup_trains_both_phases_on_the_device_path(tmp_path, train_config, tb_scalars):
@@ -240,6 +271,7 @@ def test_aup_trains_both_phases_on_the_device_path(tmp_path, train_config, tb_sc
     assert [e.value for e in logged["aup/lambda"]] == pytest.approx(expected)
     assert [e.step for e in logged["aup/q_difference"]] == steps
     assert all(e.value > 0 for e in logged["aup/q_difference"])
+    assert [e.step for e in logged["aup/q_difference_cost_free"]] == steps
     for lam, difference, penalty in zip(logged["aup/lambda"], logged["aup/q_difference"],
                                         logged["aup/penalty"]):  # each rollout's, in one dump
         assert penalty.value == pytest.approx(lam.value * difference.value, rel=1e-5)
