@@ -206,7 +206,8 @@ def _check_compile(cfg: Any) -> None:
 
 
 def _check_method(cfg: Any) -> None:
-    """The method's own settings: a cost budget only for, and always with, PPO-Lagrangian."""
+    """The method's own settings: a cost budget only for, and always with, PPO-Lagrangian,
+    whose constraint must start within the run."""
     name = (cfg.get("method") or {}).get("name", "ppo")
     cost_limit = cfg.get("cost_limit")
     if name != "ppo_lagrangian":
@@ -214,3 +215,7 @@ def _check_method(cfg: Any) -> None:
                     f"null (unset) with method={name} (a budget only for method=ppo_lagrangian)")
         return
     check_cost_limit(cost_limit)
+    start, total = cfg.method.get("constraint_start", 0), cfg.get("total_timesteps")
+    if isinstance(start, int) and isinstance(total, int) and start >= total:
+        raise UserError(f"method.constraint_start ({start}) must be below total_timesteps "
+                        f"({total}): the budget would never be enforced")

@@ -11,7 +11,9 @@ The constrained problem ``max J_r  s.t.  J_c <= cost_limit`` becomes
    2020): with the error ``e = J_c - cost_limit``, the integral ``I <- max(0, I + k_i e)`` and
    ``lambda = max(0, k_p e + I + k_d max(0, J_c - J_c_previous))``. With ``k_p = k_d = 0``
    (the default) this is the plain Lagrangian: projected gradient ascent on ``lambda`` with
-   step ``k_i``;
+   step ``k_i``. Before ``constraint_start`` training steps the multiplier stays at its
+   initial value (the costs are only watched), as SafeLife's own side-effect penalty is
+   ramped in only after the agent has learned its task;
 2. PPO's own update (:meth:`stable_baselines3.PPO.train`, unchanged) runs on the advantages
    ``(A_r - lambda A_c) / (1 + lambda)``, where ``A_c`` is the GAE of the costs under a cost
    critic: the scale stays that of the reward's for any ``lambda``;
@@ -243,6 +245,11 @@ class LagrangianMixin:
         unit of cost over the budget.
     :param pid_kp: ``k_p``, the proportional gain (0: the plain Lagrangian).
     :param pid_kd: ``k_d``, the derivative gain on rises of the episode cost.
+    :param constraint_start: the training step from which the multiplier is updated; before
+        it the multiplier stays at ``multiplier_init`` while the episode costs are counted and
+        logged. A budget far below what exploring costs can otherwise drive the multiplier up
+        before the agent has learned its task, and the agent learns to avoid cost by giving
+        the task up (docs/safelife/methods.md, the comparison on prune-still-easy).
     :param standardize_advantages: standardize the reward and the cost advantages over each
         rollout before weighing them, as OmniSafe's PPO-Lagrangian does by default
         (``standardized_rew_adv``, ``standardized_cost_adv``; SafeLife's method config turns it
@@ -269,6 +276,7 @@ class LagrangianMixin:
         multiplier_lr: float = 0.01,
         pid_kp: float = 0.0,
         pid_kd: float = 0.0,
+        constraint_start: int = 0,
         standardize_advantages: bool = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
@@ -278,6 +286,10 @@ class LagrangianMixin:
                             ("pid_kp", pid_kp), ("pid_kd", pid_kd)):
             if not math.isfinite(value) or value < 0:
                 raise UserError(f"{name} must be a finite non-negative number, got {value!r}")
+        if isinstance(constraint_start, bool) or not isinstance(constraint_start, int) or (
+                constraint_start < 0):
+            raise UserError(f"constraint_start must be a non-negative integer (a training step), "
+                            f"got {constraint_start!r}")
         kwargs.setdefault("rollout_buffer_class", self.cost_buffer_class)
         if not issubclass(kwargs["rollout_buffer_class"], self.cost_buffer_class):
             raise UserError(f"{type(self).__name__} needs a {self.cost_buffer_class.__name__} "
@@ -286,6 +298,7 @@ class LagrangianMixin:
         self.multiplier_init = float(multiplier_init)
         self.multiplier_lr = float(multiplier_lr)
         self.pid_kp, self.pid_kd = float(pid_kp), float(pid_kd)
+        self.constraint_start = constraint_start
         self.standardize_advantages = bool(standardize_advantages)
         super().__init__(policy, env, _init_setup_model=False, **kwargs)  # type: ignore[call-arg]
         if _init_setup_model:
@@ -380,7 +393,8 @@ class LagrangianMixin:
 
     def _update_multiplier(self) -> th.Tensor:
         """The PID update from the episodes ended since the last one (none: kept), on the
-        device. Returns (episodes counted, their mean cost, the multiplier's change)."""
+        device; before ``constraint_start`` only the previous cost moves. Returns (episodes
+        counted, their mean cost, the multiplier's change)."""
         total, count = self._ended
         state = self.lagrange_state
         cost = total / count.clamp(min=1.0)
@@ -388,6 +402,8 @@ class LagrangianMixin:
         integral = (state[INTEGRAL] + self.multiplier_lr * error).clamp(min=0.0)
         rise = (cost - state[PREVIOUS_COST]).clamp(min=0.0)
         multiplier = (self.pid_kp * error + integral + self.pid_kd * rise).clamp(min=0.0)
+        if self.num_timesteps < self.constraint_start:  # type: ignore[attr-defined]
+            multiplier, integral = state[MULTIPLIER], state[INTEGRAL]
         report = th.stack([count, cost, multiplier - state[MULTIPLIER]])
         state.copy_(th.where(count > 0, th.stack([multiplier, integral, cost]), state))
         self._ended.zero_()

@@ -117,6 +117,20 @@ def test_pid_rule_by_hand():
     assert torch.equal(agent.lagrange_state, before)
 
 
+def test_before_the_constraint_starts_the_multiplier_is_held_and_the_costs_watched():
+    agent = model(cost_limit=4.0, multiplier_init=0.5, multiplier_lr=0.1, pid_kp=0.2,
+                  pid_kd=0.3, constraint_start=100)
+    agent.set_logger(configure(None, []))
+    agent.num_timesteps = 99
+    steps(agent, ([7, 9, 0, 0], [0, 1]))  # mean 8: error 4, a rise of 8
+    assert agent._update_multiplier().tolist() == [2.0, 8.0, 0.0]
+    assert agent.lagrange_state.tolist() == [0.5, 0.5, 8.0]  # only the previous cost moved
+    agent.num_timesteps = 100
+    steps(agent, ([10, 0, 0, 0], [0]))  # error 6, a rise of 2 from the 8 watched
+    agent._update_multiplier()
+    assert agent.multiplier == pytest.approx(0.2 * 6 + 0.5 + 0.1 * 6 + 0.3 * 2)
+
+
 class Multipliers(BaseCallback):
     """The multiplier at the start of each rollout (after the update that preceded it)."""
 
@@ -268,6 +282,12 @@ def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, overr
     (("method=ppo_lagrangian", "cost_limit=-1", *DEVICE), "cost_limit must be a finite"),
     (("method=ppo_lagrangian", "cost_limit=2", "method.multiplier_lr=-1", *DEVICE),
      "multiplier_lr must be a finite non-negative number"),
+    (("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=-5"),
+     r"constraint_start must be a non-negative integer \(a training step\), got -5"),
+    (("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=1000",
+      "total_timesteps=1000"),
+     r"^method.constraint_start \(1000\) must be below total_timesteps \(1000\): the budget "
+     "would never be enforced$"),
 ])
 def test_bad_method_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message
