@@ -92,8 +92,11 @@ TRAIN_OTHER = [
         "+callbacks.bogus=1", "resume=", "trust_pickle=abc", "progress_bar=abc",
     )),
     *((f"cost_limit={v}", False) for v in ("nan", "-1", "inf", "abc")),
+    *((f"method.constraint_start={v}", False) for v in
+      ("nan", "-1", "1.5", "abc", "null", "true", "1000000000000")),
 ]
-TRAIN_METHOD = {"cost_limit": "method=ppo_lagrangian"}
+TRAIN_METHOD = {"cost_limit": "method=ppo_lagrangian",
+                "method.constraint_start": "method=ppo_lagrangian"}
 
 DREST_BASE = ("agent.meta_episodes=8", "agent.eval_every=4")
 DREST_PPO = ("agent=ppo", "agent.total_timesteps=256", "agent.n_steps=32", "agent.batch_size=32",
