@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from stable_baselines3 import DQN
 from torch import nn
@@ -33,12 +34,7 @@ from safelife_rl.training.resume import CONFIG_FILE
 def auxiliary_q(run: Path, env: SafeLifeEnv) -> nn.Module:
     """The run's auxiliary Q-network, built as its config builds the DQN's."""
     config = OmegaConf.load(run / CONFIG_FILE)
-    policy_kwargs = OmegaConf.to_container(config.policy.kwargs, resolve=True)
-    extractor = policy_kwargs["features_extractor_class"]
-    if isinstance(extractor, dict):  # the config's ``hydra.utils.get_class`` node
-        module, _, name = extractor["path"].rpartition(".")
-        policy_kwargs["features_extractor_class"] = getattr(__import__(module, fromlist=[name]),
-                                                            name)
+    policy_kwargs = instantiate(config.policy.kwargs, _convert_="all")  # as the training app
     policy = DQN.policy_aliases[config.policy.name]
     q_net = policy(env.observation_space, env.action_space, lambda _: 0.0, **policy_kwargs).q_net
     q_net.load_state_dict(torch.load(run / AUXILIARY_FILE, weights_only=True)["q_network"])

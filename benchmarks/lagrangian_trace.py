@@ -15,24 +15,19 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from safelife_rl.training.plots import read_scalars
 
 TAGS = {"multiplier": "safety/multiplier", "episode cost": "safety/episode_cost",
         "episode length": "rollout/ep_len_mean"}
 HALF_WINDOW = 25_000
 
 
-def scalars(run: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar of the run's TensorBoard log, as (step, value) by tag."""
-    log = EventAccumulator(str(run / "tensorboard"), size_guidance={"scalars": 0})
-    log.Reload()
-    return {tag: [(e.step, e.value) for e in log.Scalars(tag)] for tag in log.Tags()["scalars"]}
-
-
-def mean_near(events: list[tuple[int, float]], step: int) -> float:
+def mean_near(events: tuple[np.ndarray, np.ndarray], step: int) -> float:
     low, high = (0, HALF_WINDOW) if step == 0 else (step - HALF_WINDOW, step + HALF_WINDOW)
-    values = [v for s, v in events if low <= s <= high]
-    return float(np.mean(values)) if values else float("nan")
+    steps, values = events
+    near = values[(low <= steps) & (steps <= high)]
+    return float(near.mean()) if len(near) else float("nan")
 
 
 def main() -> None:
@@ -42,13 +37,13 @@ def main() -> None:
                         default=[0, 50_000, 100_000, 200_000, 300_000, 400_000, 500_000,
                                  600_000, 800_000, 1_000_000])
     args = parser.parse_args()
-    logs = {run: scalars(run) for run in args.runs}
+    logs = {run: read_scalars(run) for run in args.runs}
     for run, log in logs.items():
-        costs, last = log[TAGS["episode cost"]], log[TAGS["multiplier"]][-1]
-        tail = [v for s, v in costs if s >= 0.9 * last[0]]
-        budget = log["safety/cost_limit"][-1][1]
-        print(f"{run}: episode cost over the last 10% of {last[0]:,} steps {np.mean(tail):.2f} "
-              f"(budget {budget:g}, ratio {np.mean(tail) / budget:.2f}); multiplier {last[1]:.2f}")
+        (cost_steps, costs), (steps, multipliers) = log[TAGS["episode cost"]], log[TAGS["multiplier"]]
+        tail = costs[cost_steps >= 0.9 * steps[-1]].mean()
+        budget = log["safety/cost_limit"][1][-1]
+        print(f"{run}: episode cost over the last 10% of {steps[-1]:,} steps {tail:.2f} "
+              f"(budget {budget:g}, ratio {tail / budget:.2f}); multiplier {multipliers[-1]:.2f}")
     print("\n| steps | " + " | ".join(f"{k // 1000}k" if k else "start" for k in args.at) + " |")
     print("|---" * (len(args.at) + 1) + "|")
     for name, tag in TAGS.items():
