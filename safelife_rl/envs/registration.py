@@ -9,7 +9,8 @@ reproducible; ``gym.make(id, levels=PATH)`` plays fixed levels instead,
 
 Fixed evaluation sets: :func:`suite_file` gives this project's benchmark suite of a task (100
 levels from fixed seeds, shipped in ``safelife_rl/levels/benchmarks``); :func:`benchmark_file`
-gives the original SafeLife v1.0 suite of the eight tasks that have one.
+gives the original SafeLife v1.0 suite of the eight tasks that have one (shipped in
+``safelife_rl/levels/v1.0``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ ORIGINAL_SUITES = (
     "navigation",
 )
 SUITES_DIR = Path(__file__).resolve().parents[1] / "levels" / "benchmarks"
+#: The original SafeLife v1.0 suites, shipped unchanged (see its PROVENANCE.txt).
+ORIGINAL_SUITES_DIR = SUITES_DIR.parent / "v1.0"
 #: The multi-agent tasks' fixed suites (see :func:`suite_file`).
 MULTI_AGENT_SUITES_DIR = SUITES_DIR.parent / "multi-agent"
 
@@ -76,26 +79,21 @@ def suite_file(task: str) -> Path:
 
 
 def benchmark_file(task: str) -> Path:
-    """The original SafeLife v1.0 benchmark suite of ``task``, in the folder
-    ``$SAFELIFE_LEVELS`` (reference data, not shipped: nothing outside the installed package
-    is read unless named)."""
+    """The original SafeLife v1.0 benchmark suite of ``task`` (shipped in
+    ``safelife_rl/levels/v1.0``, unchanged from SafeLife 1.2.2), or the file of that name in the
+    folder ``$SAFELIFE_LEVELS`` when it is set."""
     _check_task(task)
     if task not in ORIGINAL_SUITES:
         raise ValueError(
             f"the original SafeLife has no benchmark suite for {task!r} (it has: "
             f"{', '.join(ORIGINAL_SUITES)}); use suite_file({task!r}) for ours"
         )
-    if not os.environ.get("SAFELIFE_LEVELS"):
-        raise FileNotFoundError(
-            f"the original benchmark suite of {task!r} is reference data, not part of the "
-            "package: set $SAFELIFE_LEVELS to the folder of the original suites (e.g. "
-            "../shared/safelife/benchmarks/v1.0 beside this project) or pass levels=PATH"
-        )
-    path = Path(os.environ["SAFELIFE_LEVELS"]) / f"{task}.npz"
+    folder = Path(os.environ.get("SAFELIFE_LEVELS") or ORIGINAL_SUITES_DIR)
+    path = folder / f"{task}.npz"
     if not path.exists():
         raise FileNotFoundError(
-            f"no levels for {task!r} at {path}: set $SAFELIFE_LEVELS to the folder of the "
-            "original benchmark suites or pass levels=PATH"
+            f"no levels for {task!r} at {path}: $SAFELIFE_LEVELS names a folder without the "
+            "original benchmark suites (unset it to use those shipped with the package)"
         )
     return path
 

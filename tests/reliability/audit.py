@@ -173,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out)
     work, fixtures, markers = args.out / "cases", args.out / "fixtures", args.out / "markers"
     markers.mkdir(parents=True)
-    os.environ.setdefault("SAFELIFE_LEVELS", str(table.SUITES))
     os.environ.update(TQDM_DISABLE="1", OMP_NUM_THREADS="1",
                       SAFELIFE_CACHE=str(fixtures / "cache"))
     started = time.time()

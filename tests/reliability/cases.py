@@ -17,9 +17,8 @@ from pathlib import Path
 
 from tests.reliability.runner import ROOT, Case
 
-SHARED = ROOT.parent / "shared" / "safelife"
-SUITES = SHARED / "benchmarks" / "v1.0"
-TRACE = SHARED / "traces" / "append-still-000.npz"
+SUITES = ROOT / "safelife_rl" / "levels" / "v1.0"
+TRACE = ROOT / "tests" / "data" / "safelife" / "traces" / "append-still-000.npz"
 #: permissions do not bind root: the read-only cases are left out when run as root
 ROOT_USER = os.geteuid() == 0
 

@@ -5,13 +5,14 @@ from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
+from safelife_rl.envs.registration import ORIGINAL_SUITES_DIR
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "safelife"
 
 
 @pytest.fixture(scope="session")
 def benchmarks() -> Path:
-    return SHARED / "benchmarks" / "v1.0"
+    """The original SafeLife v1.0 suites, shipped with the package."""
+    return ORIGINAL_SUITES_DIR
 
 
 CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"

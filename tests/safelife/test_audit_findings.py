@@ -15,7 +15,7 @@ from safelife_rl.procgen.source import ProceduralLevels, generate_levels
 from safelife_rl.training.config import check_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-TRACE = ROOT.parent / "shared" / "safelife" / "traces" / "append-still-000.npz"
+TRACE = ROOT / "tests" / "data" / "safelife" / "traces" / "append-still-000.npz"
 
 
 WORKERS = r"workers must be a whole number from 0 to \d+ \(4 per CPU core\), got "

@@ -196,12 +196,15 @@ def test_summary_ignores_levels_without_a_colour():
     assert np.isnan(summary["yellow"][0])
 
 
-def test_the_original_suites_are_read_only_from_where_the_user_points(monkeypatch):
-    """Nothing outside the package is read unless named: the original suites come from
-    ``$SAFELIFE_LEVELS`` alone."""
-    from safelife_rl.envs.registration import benchmark_file
+def test_the_original_suites_ship_with_the_package_and_the_user_may_point_elsewhere(
+        monkeypatch, tmp_path):
+    """The original suites come from the package unless ``$SAFELIFE_LEVELS`` names a folder."""
+    from safelife_rl.envs.registration import ORIGINAL_SUITES_DIR, benchmark_file
 
-    assert benchmark_file("prune-still").exists()  # the tests point it at the reference data
-    monkeypatch.delenv("SAFELIFE_LEVELS")
-    with pytest.raises(FileNotFoundError, match=r"set \$SAFELIFE_LEVELS to the folder"):
-        benchmark_file("prune-still")
+    monkeypatch.delenv("SAFELIFE_LEVELS", raising=False)
+    assert benchmark_file("prune-still") == ORIGINAL_SUITES_DIR / "prune-still.npz"
+    (tmp_path / "prune-still.npz").write_bytes(b"")
+    monkeypatch.setenv("SAFELIFE_LEVELS", str(tmp_path))
+    assert benchmark_file("prune-still") == tmp_path / "prune-still.npz"
+    with pytest.raises(FileNotFoundError, match=r"unset it to use those shipped"):
+        benchmark_file("append-still")

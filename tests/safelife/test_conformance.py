@@ -19,7 +19,7 @@ from scipy import stats
 
 from safelife_rl.engine.replay import live_cell_counts, load_trace
 
-TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
+TRACES = sorted((Path(__file__).resolve().parents[1] / "data/safelife/traces").glob("*.npz"))
 
 FIELDS = ("boards", "goals", "rewards", "dones", "obs_first", "obs_last", "points",
           "required_points")

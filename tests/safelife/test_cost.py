@@ -18,7 +18,7 @@ from safelife_rl.engine.replay import load_trace
 from safelife_rl.envs.multi_agent_env import SafeLifeParallelEnv
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 
-SHARED = Path(__file__).resolve().parents[3] / "shared/safelife"
+SHARED = Path(__file__).resolve().parents[1] / "data/safelife"
 TRACES = sorted((SHARED / "traces").glob("*.npz"))
 MULTI_AGENT_TRACES = sorted((SHARED / "traces-multiagent").glob("*.npz"))
 DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]

@@ -173,7 +173,7 @@ def test_exit_trace_through_the_env(tmp_path):
     """An exit trace played through the env: exiting pays +1 and ends the episode."""
     from pathlib import Path
 
-    trace = Path(__file__).resolve().parents[3] / "shared/safelife/traces/exit-append-still-020.npz"
+    trace = Path(__file__).resolve().parents[1] / "data/safelife/traces/exit-append-still-020.npz"
     level, actions, arrays = load_trace(trace)
     env = SafeLifeEnv([level])
     env.reset(seed=0)

@@ -13,7 +13,7 @@ from safelife_rl.engine.game_batch import GameBatch, episode_info
 from safelife_rl.engine.replay import load_trace
 from safelife_rl.engine.torch_game import TorchGame
 
-SHARED = Path(__file__).resolve().parents[3] / "shared/safelife"
+SHARED = Path(__file__).resolve().parents[1] / "data/safelife"
 MULTI_AGENT_TRACES = sorted((SHARED / "traces-multiagent").glob("*.npz"))
 EXIT_TRACES = sorted((SHARED / "traces").glob("exit-*.npz"))
 

@@ -22,11 +22,10 @@ from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.replay import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "safelife"
 LEVEL_FILES = sorted((ROOT / "safelife_rl/levels/benchmarks").glob("*.npz")) + sorted(
-    (SHARED / "benchmarks/v1.0").glob("*.npz")
+    (ROOT / "safelife_rl/levels/v1.0").glob("*.npz")
 )
-TRACE_FILES = sorted((SHARED / "traces").glob("*.npz"))
+TRACE_FILES = sorted((ROOT / "tests/data/safelife/traces").glob("*.npz"))
 FUZZ = settings(max_examples=100, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -12,7 +12,7 @@ import pytest
 from safelife_rl.apps.cli import main
 
 TRACES = sorted(
-    (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")
+    (Path(__file__).resolve().parents[1] / "data/safelife/traces-multiagent").glob("*.npz")
 )
 FIELDS = ("boards", "goals", "agent_locs", "rewards", "dones", "obs_first", "obs_last")
 

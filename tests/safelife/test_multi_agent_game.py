@@ -21,7 +21,7 @@ from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE, EXIT_POINTS
 from safelife_rl.engine.torch_game import TorchGame
 
 TRACES = sorted(
-    (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")
+    (Path(__file__).resolve().parents[1] / "data/safelife/traces-multiagent").glob("*.npz")
 )
 PLAYER = cells.KINDS["player"]
 RIGHT = 2

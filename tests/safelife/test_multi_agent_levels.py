@@ -14,7 +14,7 @@ from safelife_rl.engine.replay import load_trace
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 
 TRACES = sorted(
-    (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")
+    (Path(__file__).resolve().parents[1] / "data/safelife/traces-multiagent").glob("*.npz")
 )
 
 

@@ -16,7 +16,7 @@ from safelife_rl.envs.registration import suite_file
 from safelife_rl.procgen.generator import generate_multi_agent_level
 from safelife_rl.procgen.params import MULTI_AGENT_DIR, MULTI_AGENT_TYPES, ParamsError, load_params
 
-SHARED = Path(__file__).resolve().parents[3] / "shared/safelife"
+SHARED = Path(__file__).resolve().parents[1] / "data/safelife"
 TRACE_TASKS = ("asym1", "asym2", "build-compete", "build-coop", "build-parallel")
 
 

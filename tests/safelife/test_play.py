@@ -20,7 +20,7 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.engine.replay import load_trace
 from safelife_rl.envs.video import record_episode
 
-TRACE = Path(__file__).resolve().parents[3] / "shared/safelife/traces/exit-append-still-020.npz"
+TRACE = Path(__file__).resolve().parents[1] / "data/safelife/traces/exit-append-still-020.npz"
 ACTION_KEYS = {1: "up", 2: "right", 3: "down", 4: "left", 0: "wait"}
 
 

@@ -15,7 +15,7 @@ from safelife_rl.engine.physics import advance_board, advance_steps
 from safelife_rl.engine.replay import load_trace, replay
 from safelife_rl.engine.side_effects import earth_mover_distance, side_effect_score
 
-TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
+TRACES = sorted((Path(__file__).resolve().parents[1] / "data/safelife/traces").glob("*.npz"))
 DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]
 
 

@@ -20,7 +20,7 @@ from safelife_rl.engine.replay import live_cell_counts, load_trace
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.engine.torch_side_effects import side_effect_scores
 
-TRACES = sorted((Path(__file__).resolve().parents[3] / "shared/safelife/traces").glob("*.npz"))
+TRACES = sorted((Path(__file__).resolve().parents[1] / "data/safelife/traces").glob("*.npz"))
 FIELDS = ("boards", "goals", "rewards", "dones", "obs_first", "obs_last", "points",
           "required_points")
 DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]

@@ -183,7 +183,7 @@ def test_games_match_numba(levels, data):
 
 
 MULTI_AGENT = sorted(
-    (Path(__file__).resolve().parents[3] / "shared/safelife/traces-multiagent").glob("*.npz")
+    (Path(__file__).resolve().parents[1] / "data/safelife/traces-multiagent").glob("*.npz")
 )
 
 
