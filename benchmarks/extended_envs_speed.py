@@ -1,5 +1,5 @@
 """Extended-environment speed: steps per second of our agents in TemptingButton, beside the
-ExtendedEnvironments library's agents run by ``../shared/reference/baselines.sh extended`` in the
+ExtendedEnvironments library's agents run by ``baselines.sh extended`` in the
 same run ("x ref"; target 2x), with the simulated copy's updates shared (the default, :mod:`extended_envs.agents.shared_updates`)
 and not ("unshared"), and the framework's overhead: the same two learners (true agent and
 simulation) acting and training on a plain loop with the same observations and rewards, sharing

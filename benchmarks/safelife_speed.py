@@ -5,7 +5,7 @@ Usage: python benchmarks/safelife_speed.py [--steps 20000] [--levels PATH]
 
 The baseline is the original SafeLife 1.2.2 (C extension) under the same random actions on the
 same append-still suite and on procedural append-still levels, run by
-``../shared/reference/baselines.sh safelife-env`` in the same run.
+``baselines.sh safelife-env`` in the same run.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Training speed: env steps per second of PPO on SafeLife in the SafeLife paper's setup
 (prune-still, 16 envs x 20 steps, 3 epochs, 4 minibatches, 25x25 view, the SafeLife CNN),
-beside the original SafeLife PPO run by ``../shared/reference/baselines.sh`` in the same run.
+beside the original SafeLife PPO run by ``baselines.sh`` in the same run.
 
     .venv/bin/python benchmarks/train_speed.py [--steps 32000] [--warmup 3200] [--repeats 1]
         [--baseline-output FILE | --no-baseline] [OVERRIDE ...]

@@ -13,8 +13,9 @@ The rules (also on the site's Development page):
 * No comment in a Python block may state a decimal number (``# 0.55``): a result belongs in an
   Output block or an ``assert``, where this test checks it.
 * A ```` ```bash ```` block of one ``.venv/bin/python -m ...`` command followed directly by an
-  Output block is run too (with this interpreter, in an empty folder beside a link to
-  ``../shared``), and its standard output must match the Output block the same way.
+  Output block is run too (with this interpreter, in an empty folder that shows the
+  repository's data where the repository root does), and its standard output must match the
+  Output block the same way.
 * A ```` ```console ```` block is a terminal session: each ``$ .venv/bin/python ...`` line is
   run the same way, and what it prints (standard output and error together) must match the
   lines under it, up to the next ``$`` line.
@@ -85,12 +86,25 @@ SESSIONS = [(e, i) for e in ALL if e.language == "console"
             for i in range(sum(line.startswith("$ ") for line in e.code.splitlines()))]
 
 
+#: What the docs' examples read, by its path from the repository root (where the docs run them).
+DATA = ("tests/data", "safelife_rl/levels")
+
+
+def work_folder(tmp_path: Path) -> Path:
+    """An empty folder ``work`` in which :data:`DATA` lies where it lies in the repository, so
+    an example's relative paths read as from the root (and nothing beside the root)."""
+    work = tmp_path / "work"
+    for name in DATA:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).symlink_to(ROOT / name)
+    return work
+
+
 def run_command(line: str, tmp_path: Path) -> subprocess.CompletedProcess:
-    """``.venv/bin/python ...`` with this interpreter, in an empty folder ``work`` beside a link
-    to ``../shared``, the project importable."""
+    """``.venv/bin/python ...`` with this interpreter, in :func:`work_folder`, the project
+    importable."""
     assert line.startswith(".venv/bin/python "), line
-    (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
-    (tmp_path / "work").mkdir()
+    work_folder(tmp_path)
     return subprocess.run(
         [sys.executable, *shlex.split(line)[1:]], cwd=tmp_path / "work", capture_output=True,
         text=True, timeout=600, check=False,
@@ -144,10 +158,8 @@ def torch_one_thread():
 
 @pytest.fixture
 def example_dir(tmp_path, monkeypatch):
-    """An empty folder, with ``../shared`` reachable as from the project."""
-    (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
-    work = tmp_path / "work"
-    work.mkdir()
+    """:func:`work_folder`, the current folder while an example runs."""
+    work = work_folder(tmp_path)
     monkeypatch.chdir(work)
     return work
 
