@@ -111,3 +111,18 @@ def test_each_package_trains_from_the_installed_files(venv, tmp_path):
     assert "USEFULNESS" in results["drest"].stdout
     assert (tmp_path / "drest" / "metrics.json").is_file()
     assert (tmp_path / "extended_envs" / "results.csv").is_file()
+
+
+def test_the_original_suites_come_with_the_wheel(venv, tmp_path):
+    """The paper's levels need no environment variable and nothing beside the install."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SAFELIFE_LEVELS")}
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import safelife_rl\n"
+         "from safelife_rl.engine.level_files import load_levels\n"
+         "path = safelife_rl.envs.registration.benchmark_file('prune-still')\n"
+         "print(path)\nprint(len(load_levels(path)))"],
+        capture_output=True, text=True, cwd=tmp_path, env=environ, timeout=300)
+    assert done.returncode == 0, done.stderr
+    path, count = done.stdout.split()
+    assert Path(path).is_relative_to(venv) and Path(path).name == "prune-still.npz"
+    assert count == "100"
