@@ -38,6 +38,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from safelife_rl.common.errors import UserError
+from safelife_rl.common.yaml_files import load_yaml
+
 PARAMS_DIR = Path(__file__).resolve().parent / "params"
 #: The level types with a parameter file in :data:`PARAMS_DIR`.
 LEVEL_TYPES = tuple(sorted(p.stem for p in PARAMS_DIR.glob("*.yaml") if p.stem != "_defaults"))
@@ -290,8 +293,10 @@ def check_params(params: dict[str, Any], where: str, multi_agent: bool = False) 
 @lru_cache(maxsize=None)
 def _read_yaml(path: Path) -> Any:
     try:
-        with open(path) as handle:
-            return yaml.safe_load(handle)
+        with open(path, "rb") as handle:
+            return load_yaml(handle.read(), str(path))
+    except UserError as error:  # expands past the node limit
+        raise ParamsError(str(error)) from None
     except yaml.YAMLError as error:
         raise ParamsError(f"{path}: not valid YAML ({error})") from error
 

@@ -25,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import check_archive, check_readable_file, remove_in_folder
+from safelife_rl.common.yaml_files import check_yaml_text, load_yaml
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
@@ -77,6 +78,7 @@ def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
         raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
     check_run_files(run_dir)
     try:
+        check_yaml_text(path.read_bytes(), str(path))
         config = OmegaConf.load(path)
     except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:
         raise UserError(f"{path}: not a readable config ({error})") from None
@@ -132,7 +134,7 @@ def trained_config(path: Path) -> dict[str, Any] | None:
             raise UserError(f"{path}: its {CONFIG_ENTRY} inflates to {size} bytes; a run's "
                             f"config takes a few KB (at most {MAX_CONFIG_BYTES})")
         try:
-            config = yaml.safe_load(archive.read(CONFIG_ENTRY))
+            config = load_yaml(archive.read(CONFIG_ENTRY), f"{path} ({CONFIG_ENTRY})")
         except (yaml.YAMLError, zipfile.BadZipFile, OSError) as error:
             raise UserError(f"{path}: damaged {CONFIG_ENTRY} ({error})") from None
     if not isinstance(config, dict):
