@@ -148,7 +148,8 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
     **Rewards.** The change in the board's point value each step, plus 1 for exiting.
 
     **Cost** (``info["cost"]`` after every step, Safety-Gymnasium's convention: a non-negative
-    float): how much the step raised the episode's peak *departed weight*, the number of cells
+    float; 0.0 in the info of a reset, so the step of a vector env that resets an ended env
+    carries it too): how much the step raised the episode's peak *departed weight*, the number of cells
     departed from the level's starting board, green life weighing 1, yellow spawners 2, all
     else 0 (the side-effect score's weights; reward cells, the agent and exits ignored, as by
     the naive impact penalty: see :mod:`safelife_rl.engine.departures`). An episode's costs sum
@@ -251,7 +252,7 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         self._cost = PeakCost(self.game)
         self._frames = []
         self._show()
-        return self._observe(), self._info()
+        return self._observe(), {**self._info(), "cost": 0.0}
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self.game is None:

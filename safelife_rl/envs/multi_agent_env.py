@@ -172,7 +172,7 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         self._cost = PeakCost(self.game)
         self._frames = []
         self._show()
-        return self._observations(), {agent: self._info(i) for i, agent in
+        return self._observations(), {agent: {**self._info(i), "cost": 0.0} for i, agent in
                                       enumerate(self.possible_agents)}
 
     def _observations(self) -> dict[str, np.ndarray]:

@@ -226,7 +226,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     last such episode of each env since the previous read. Read once per rollout: an env whose
     several episodes end between two reads has only its last one scored.
 
-    **Cost**, ``info["cost"]`` at every step: float64 ``(num_envs,)``, each env's step cost as
+    **Cost**, ``info["cost"]`` at every step (zeros at a reset): float64 ``(num_envs,)``, each env's step cost as
     :class:`~safelife_rl.envs.env.SafeLifeEnv` reports it (:func:`.torch_wrappers.step_cost`).
     """
 
@@ -454,7 +454,8 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.params["seed"] = torch.tensor(int(self.np_random.integers(2**31)),
                                            device=self.device)
         self.state = self.start_state(self.params["seed"])
-        return self._observe(self.state), {}
+        cost = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
+        return self._observe(self.state), {"cost": cost}
 
     def _actions(self, actions: torch.Tensor | np.ndarray | Sequence[int]) -> torch.Tensor:
         on_host = not isinstance(actions, torch.Tensor)

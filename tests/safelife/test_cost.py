@@ -171,3 +171,16 @@ def test_disturbed_green_block_costs_the_peak_of_green_cells_changed():
     env.reset(seed=0)
     costs = [env.step(a)[4]["cost"] for a in (4, 4, 1, 4, 8, 0, 0)]
     assert costs == [0, 0, 0, 0, 1, 3, 0]
+
+
+def test_a_reset_costs_nothing_in_every_env():
+    """The info of a reset holds ``cost`` 0 (Gymnasium's next-step autoreset hands it to the
+    step that resets an ended env), in the single, multi-agent and device vector envs."""
+    level, _, _ = load_trace(TRACES[0])
+    assert SafeLifeEnv([level]).reset(seed=0)[1]["cost"] == 0.0
+    multi, _, _ = load_trace(MULTI_AGENT_TRACES[0])
+    env = SafeLifeParallelEnv([multi])
+    assert [info["cost"] for info in env.reset(seed=0)[1].values()] == [0.0] * len(env.agents)
+    vec = SafeLifeVectorEnv(SafeLifeEnv([level]), 3)
+    cost = vec.reset(seed=0)[1]["cost"]
+    assert cost.dtype == torch.float64 and cost.tolist() == [0.0] * 3
