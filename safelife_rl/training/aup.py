@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from torch import nn
 from tqdm.auto import trange
 
 from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import atomic_path
+from safelife_rl.common.files import atomic_path, check_readable_file
 from safelife_rl.envs.schedules import LinearRamp
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.auxiliary_rewards import (
@@ -404,8 +406,15 @@ class AuxiliaryPhase(BaseCallback):
         """The saved auxiliary model; its networks are built (their initial weights drawn, then
         overwritten) without touching torch's generator, which a resumed run has set back to
         where the run was."""
+        check_readable_file(self.path)
         try:
             saved = torch.load(self.path, map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError,
+                zipfile.BadZipFile) as error:
+            what = "empty" if isinstance(error, EOFError) else "not a torch file of tensors"
+            raise UserError(f"{self.path}: not this run's auxiliary model ({what}); delete it "
+                            "to train the auxiliary phase again") from None
+        try:
             settings = saved["settings"]
             with torch.random.fork_rng(devices=[]):
                 q_network = self._q_network(self.training_env.observation_space)

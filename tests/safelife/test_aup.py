@@ -1,6 +1,7 @@
 """AUP (safelife_rl.training.aup): the penalty on hand cases with a known Q-network, the
 auxiliary rewards, both phases through the training app, resuming, and refused settings."""
 
+import pickle
 import subprocess
 import sys
 import zipfile
@@ -327,6 +328,15 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (tmp_path / AUXILIARY_FILE).unlink()
     with pytest.raises(UserError, match=f"{AUXILIARY_FILE} is missing"):
         train(resumed(train_config, tmp_path), tmp_path, resume=True)
+    damaged = {b"": "empty", pickle.dumps({"settings": print}): "not a torch file of tensors",
+               b"PK\x03\x04 truncated": "not a torch file of tensors"}
+    for content, what in damaged.items():  # one line naming the file, nothing of torch's
+        (tmp_path / AUXILIARY_FILE).write_bytes(content)
+        with pytest.raises(UserError) as refused:
+            train(resumed(train_config, tmp_path), tmp_path, resume=True)
+        assert str(refused.value) == (f"{tmp_path / AUXILIARY_FILE}: not this run's auxiliary "
+                                      f"model ({what}); delete it to train the auxiliary phase "
+                                      "again")
 
 
 @pytest.mark.parametrize("overrides, message", [
