@@ -27,7 +27,8 @@ from safelife_rl.apps.benchmark import load_policy
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.envs.env import SafeLifeEnv
 from safelife_rl.envs.registration import suite_file
-from safelife_rl.training.aup import AUXILIARY_FILE, attainable_utility_penalty
+from safelife_rl.training.methods.aup import AUXILIARY_FILE
+from safelife_rl.training.methods.aup.penalty import attainable_utility_penalty
 from safelife_rl.training.resume import CONFIG_FILE
 
 

@@ -42,7 +42,7 @@ from safelife_rl.common.errors import ArgumentParser, UserError, one_line_errors
 from safelife_rl.common.files import write_text
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 from safelife_rl.envs.registration import TASKS
-from safelife_rl.training.lagrangian import check_cost_limit
+from safelife_rl.training.methods.ppo_lagrangian import check_cost_limit
 
 PROG = "safelife_rl compare"
 BASELINE = "ppo"

@@ -183,6 +183,13 @@ class ExitCurriculum(ScheduledWrapper):
         return obs, info
 
 
+def check_penalty(penalty: Any, name: str = "the side-effect penalty") -> float:
+    """``penalty``, a number in [0, :data:`MAX_PENALTY`], as a float."""
+    penalty = check.finite(name, penalty)
+    check.value(name, penalty, lambda v: 0 <= v <= MAX_PENALTY, f"in [0, {MAX_PENALTY:g}]")
+    return penalty
+
+
 class SideEffectPenalty(ScheduledWrapper):
     """The starting-state impact penalty of the SafeLife paper.
 
@@ -201,10 +208,7 @@ class SideEffectPenalty(ScheduledWrapper):
         ignore_reward_cells: bool = True,
     ):
         super().__init__(env)
-        penalty = check.finite("the side-effect penalty", penalty)
-        check.value("the side-effect penalty", penalty, lambda v: 0 <= v <= MAX_PENALTY,
-                    f"in [0, {MAX_PENALTY:g}]")
-        self.penalty = penalty
+        self.penalty = check_penalty(penalty)
         self.ramp = ramp if ramp is not None else LinearRamp([1_000_000, 2_000_000], [0.0, 1.0])
         self.ignore_reward_cells = ignore_reward_cells
 

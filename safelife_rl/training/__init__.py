@@ -15,7 +15,6 @@ from safelife_rl.envs.wrappers import (
     sync_training_steps,
 )
 from safelife_rl.training import config  # noqa: F401  (registers the train_schema config)
-from safelife_rl.training.aup import AUPPenalty, AuxiliaryPhase
 from safelife_rl.training.callbacks import (
     AtomicCheckpoint,
     EpisodeLogger,
@@ -23,7 +22,8 @@ from safelife_rl.training.callbacks import (
     TrainingClock,
 )
 from safelife_rl.training.features import SafeLifeCNN
-from safelife_rl.training.lagrangian import PPOLagrangian
+from safelife_rl.training.methods.aup import AUPPenalty, AuxiliaryPhase
+from safelife_rl.training.methods.ppo_lagrangian import PPOLagrangian
 
 
 def _minibatch_size(n_envs: int, n_steps: int, n_minibatches: int) -> int:

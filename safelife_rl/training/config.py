@@ -22,7 +22,7 @@ from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, check_limits
 from safelife_rl.envs.checks import check
-from safelife_rl.training.lagrangian import check_cost_limit
+from safelife_rl.training.methods import method_of
 
 
 class VecEnvKind(str, Enum):
@@ -206,16 +206,11 @@ def _check_compile(cfg: Any) -> None:
 
 
 def _check_method(cfg: Any) -> None:
-    """The method's own settings: a cost budget only for, and always with, PPO-Lagrangian,
-    whose constraint must start within the run."""
-    name = (cfg.get("method") or {}).get("name", "ppo")
-    cost_limit = cfg.get("cost_limit")
-    if name != "ppo_lagrangian":
-        check.value("cost_limit", cost_limit, lambda v: v is None,
-                    f"null (unset) with method={name} (a budget only for method=ppo_lagrangian)")
-        return
-    check_cost_limit(cost_limit)
-    start, total = cfg.method.get("constraint_start", 0), cfg.get("total_timesteps")
-    if isinstance(start, int) and isinstance(total, int) and start >= total:
-        raise UserError(f"method.constraint_start ({start}) must be below total_timesteps "
-                        f"({total}): the budget would never be enforced")
+    """The method's own settings (its plug-in's check); a cost budget only for a method that
+    takes one."""
+    method = method_of(cfg)
+    if not method.cost_limit:
+        check.value("cost_limit", cfg.get("cost_limit"), lambda v: v is None,
+                    f"null (unset) with method={method.name} (a budget only for a method "
+                    "that takes one, such as method=ppo_lagrangian)")
+    method.check(cfg)

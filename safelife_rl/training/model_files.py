@@ -147,8 +147,12 @@ def load_model(
         custom_objects = _rebuilt_values(data, fresh, path)
         del fresh
     try:
-        return cls.load(io.BytesIO(content), env=env, device=device,
-                        custom_objects=custom_objects)
+        model = cls.load(io.BytesIO(content), env=env, device=device,
+                         custom_objects=custom_objects)
     except LOAD_ERRORS as error:
         raise UserError(f"{path}: cannot be loaded as the {algo} model of this run: "
                         f"{' '.join(str(error).split())[:300]}") from error
+    check_loaded = getattr(model, "check_loaded", None)  # a method's own state, e.g. a multiplier
+    if check_loaded is not None:
+        check_loaded(str(path))
+    return model

@@ -9,13 +9,14 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from safelife_rl.training.device import device_algorithm
+from safelife_rl.training.methods import device_twins
 
 
 def training_target(cfg: DictConfig) -> str:
     """The class the run trains with: the config's algorithm, or its device twin, which steps
     the tensor env, with ``vec_env=device``."""
     if cfg.get("vec_env") == "device":
-        return device_algorithm(cfg.algo._target_)
+        return device_algorithm(cfg.algo._target_, device_twins("algorithms"))
     return cfg.algo._target_
 
 

@@ -22,7 +22,6 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.common.files import write_json, write_text
 from safelife_rl.common.locks import PidLock
 from safelife_rl.envs.wrappers import sync_training_steps
-from safelife_rl.training.aup import device_wrapper
 from safelife_rl.training.callbacks import (
     PeriodicEvaluation,
     RunStopped,
@@ -40,8 +39,8 @@ from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
 from safelife_rl.training.evaluation import random_policy
 from safelife_rl.training.files import save_model_atomic
-from safelife_rl.training.lagrangian import check_env_reports_cost
 from safelife_rl.training.logs import run_logger
+from safelife_rl.training.methods import device_twins, method_of
 from safelife_rl.training.model_files import load_model
 from safelife_rl.training.models import build_model
 from safelife_rl.training.plots import plot_runs
@@ -171,7 +170,7 @@ def train(
             lock.acquire()
         saved = _resumable_model(cfg, run_dir) if resume else None
         check_settings(cfg)
-        _check_method_env(cfg)
+        method_of(cfg).check_env(cfg)
         if saved is not None and saved.steps >= cfg.total_timesteps:
             summary = _finished_summary(run_dir, saved)
             if summary is not None:  # finished, perhaps stopped while plotting
@@ -187,16 +186,15 @@ def train(
         lock.release()
 
 
-def _check_method_env(cfg: DictConfig) -> None:
-    """Refuse, before anything is built, an env the method cannot train on: PPO-Lagrangian
-    needs ``info["cost"]`` (one env is made and stepped once to see it)."""
-    if OmegaConf.select(cfg, "method.name") != "ppo_lagrangian":
-        return
-    if multi_agent_task(cfg.env.id) is not None:
-        raise UserError(f"method=ppo_lagrangian trains single-agent envs; {cfg.env.id} is "
-                        "multi-agent")
-    check_env_reports_cost(partial(make_env, cfg.env.id, plain(cfg.env.kwargs),
-                                   plain(cfg.wrappers)), cfg.env.id)
+def _device_twin(target: str) -> str:
+    """The ``_target_`` of the tensor-env twin of the method's vec-env wrapper ``target``."""
+    twins = device_twins("wrappers")
+    if target in twins.values():
+        return target
+    if target not in twins:
+        raise UserError(f"vec_env=device has no tensor twin of the vec-env wrapper {target}; "
+                        "use another vec_env")
+    return twins[target]
 
 
 class Learnt(NamedTuple):
@@ -240,7 +238,7 @@ def _learn(
         wrapper = _method(cfg).get("vec_env_wrapper")
         if wrapper is not None:
             if isinstance(env, TensorVecEnv):  # vec_env=device: the wrapper's tensor twin
-                wrapper = OmegaConf.merge(wrapper, {"_target_": device_wrapper(wrapper._target_)})
+                wrapper = OmegaConf.merge(wrapper, {"_target_": _device_twin(wrapper._target_)})
             env = _build(wrapper, env)
         check_rollout_memory(cfg, env)
         with user_errors_of_instantiate():

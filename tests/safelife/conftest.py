@@ -8,7 +8,6 @@ import safelife_rl.training  # noqa: F401  (config resolvers and schema)
 from safelife_rl.envs.registration import ORIGINAL_SUITES_DIR
 
 
-
 @pytest.fixture(scope="session")
 def benchmarks() -> Path:
     """The original SafeLife v1.0 suites, shipped with the package."""

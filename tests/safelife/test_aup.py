@@ -1,4 +1,4 @@
-"""AUP (safelife_rl.training.aup): the penalty on hand cases with a known Q-network, the
+"""AUP (safelife_rl.training.methods.aup): the penalty on hand cases with a known Q-network, the
 auxiliary rewards, both phases through the training app, resuming, and refused settings."""
 
 import pickle
@@ -18,15 +18,18 @@ from torch import nn
 from safelife_rl.apps.train import resume_config
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.torch_counts import counting
-from safelife_rl.training.aup import (
+from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, NumpyView
+from safelife_rl.training.methods.aup import (
     AUXILIARY_FILE,
     AUPPenalty,
     AuxiliaryPhase,
     DeviceAUPPenalty,
 )
-from safelife_rl.training.auxiliary_rewards import RandomProjection, fit_auxiliary_reward
-from safelife_rl.training.cb_vae import log_normaliser
-from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, NumpyView
+from safelife_rl.training.methods.aup.auxiliary_rewards import (
+    RandomProjection,
+    fit_auxiliary_reward,
+)
+from safelife_rl.training.methods.aup.cb_vae import log_normaliser
 from safelife_rl.training.run import train
 
 from .test_device_step import vector_env
@@ -349,6 +352,19 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (["method.noop_action=9"], "method.noop_action must be an action 0-8, got 9"),
     (["method.noop_action=9", "vec_env=device"], "method.noop_action must be an action 0-8"),
     (["method.aux_steps=600", "vec_env=device"], "must be shorter than the run"),
+    (["method.lambda_values=[1e308,1e308]"],
+     r"^method.lambda_values must be two numbers in \[0, 1000\]"),
+    (["method.lambda_values=[a,b]"], r"^method.lambda_values must be two numbers .*\['a', 'b'\]$"),
+    (["method.lambda_values=[0.1]"], r"^method.lambda_values must be two numbers"),
+    (["method.lambda_ramp_end=abc"], r"^method.lambda_ramp_end must be a positive integer"),
+    (["method.vae.batch_size=0"], r"^method.vae.batch_size must be a positive integer"),
+    (["method.vae.hidden=[0]"], r"^method.vae.hidden must be a list of layer widths"),
+    (["method.vae.learning_rate=abc"], r"^method.vae.learning_rate must be a positive"),
+    (["+method.vae.dropout=0.1"], r"^unknown key 'method.vae.dropout'"),
+    (["method.aux_agent.gamma=2"], r"^method.aux_agent.gamma must be a number in \[0, 1\]"),
+    (["method.aux_agent.batch_size=x"], r"^method.aux_agent.batch_size must be a positive"),
+    (["method.buffer_steps=abc"], r"^method.buffer_steps must be a positive integer"),
+    (["method.noop_action=x"], r"^method.noop_action must be null \(the env's own\) or an"),
 ])
 def test_bad_aup_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message

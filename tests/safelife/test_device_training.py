@@ -4,6 +4,7 @@ the updates stock SB3 makes, and train from the SafeLife vector env with its epi
 from __future__ import annotations
 
 import copy
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -201,6 +202,8 @@ def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, trai
     from safelife_rl.common.errors import UserError
     from safelife_rl.training.run import train
 
-    with pytest.raises(UserError, match="vec_env=device trains PPO, A2C or PPO-Lagrangian"):
+    with pytest.raises(UserError, match=re.escape(
+            "vec_env=device trains the algorithms with a device twin (A2C, PPO, PPOLagrangian), "
+            "not stable_baselines3.DQN")):
         train(train_config("total_timesteps=64", *on_the_device(tmp_path), "algo=dqn"),
               tmp_path)

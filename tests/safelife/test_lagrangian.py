@@ -2,6 +2,7 @@
 rule, saving and resuming, the training app's method, and bad input."""
 
 import copy
+import io
 import math
 import zipfile
 
@@ -19,7 +20,7 @@ from safelife_rl.apps.train import resume_config
 from safelife_rl.common.errors import UserError
 from safelife_rl.training import PPOLagrangian
 from safelife_rl.training.device import NumpyVecEnvAdapter
-from safelife_rl.training.lagrangian import DevicePPOLagrangian
+from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
 from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, restore
 from safelife_rl.training.run import train
 
@@ -257,6 +258,33 @@ def test_app_trains_on_the_device_path(tmp_path, train_config, tb_scalars):
     assert logged["safety/cost_limit"][-1].value == 2.0
 
 
+@pytest.mark.parametrize("state, message", [
+    ([float("nan"), 0.0, 0.0], "is not a multiplier state"),
+    ([float("inf"), 0.0, 0.0], "is not a multiplier state"),
+    ([1e30, 1e30, 0.0], "is not a multiplier state"),
+    ([-1.0, 0.0, 0.0], "is not a multiplier state"),
+    ([0.0, 0.0], "must be 3 numbers"),
+])
+def test_a_damaged_multiplier_state_is_refused_at_resume(tmp_path, train_config, state,
+                                                         message):
+    train(train_config(*LAGRANGIAN, "total_timesteps=64", "callbacks.evaluation=null"),
+          tmp_path)
+    final = tmp_path / "final_model.zip"
+    with zipfile.ZipFile(final) as archive:
+        entries = {name: archive.read(name) for name in archive.namelist()}
+    variables = torch.load(io.BytesIO(entries["pytorch_variables.pth"]), weights_only=True)
+    variables["lagrange_state"] = torch.tensor(state, dtype=torch.float64)
+    buffer = io.BytesIO()
+    torch.save(variables, buffer)
+    entries["pytorch_variables.pth"] = buffer.getvalue()
+    with zipfile.ZipFile(final, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    given = [f"resume={tmp_path}", "total_timesteps=128"]
+    with pytest.raises(UserError, match=f"final_model.zip: its lagrange_state .*{message}"):
+        train(resume_config(train_config(*given), given), tmp_path, resume=True)
+
+
 @pytest.mark.parametrize("override, named", [
     ("cost_limit=3", "cost_limit"), ("method=ppo", "method"),
 ])
@@ -278,12 +306,23 @@ def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, overr
 @pytest.mark.parametrize("overrides, message", [
     (("method=ppo_lagrangian", "cost_limit=-1"), "cost_limit must be a finite non-negative"),
     (("method=ppo_lagrangian", "cost_limit=nan"), "cost_limit must be a finite number"),
-    (("cost_limit=2",), r"^cost_limit must be null \(unset\) with method=ppo \(a budget only for method=ppo_lagrangian\), got 2.0$"),
+    (("cost_limit=2",), r"^cost_limit must be null \(unset\) with method=ppo \(a budget only "
+                        r"for a method that takes one, such as method=ppo_lagrangian\), got 2.0$"),
+    (("method=ppo_lagrangian", "method.multiplier_init=1e308"),
+     r"^method.multiplier_init must be a finite non-negative number up to 1e\+06, got 1e\+308$"),
+    (("method=ppo_lagrangian", "method.multiplier_init=abc"),
+     r"^method.multiplier_init must be a finite .*, got 'abc'$"),
+    (("method=ppo_lagrangian", "method.multiplier_init=null"),
+     r"^method.multiplier_init must be a finite .*, got None$"),
+    (("method=ppo_lagrangian", "method.pid_kp=true"), r"^method.pid_kp must be a finite"),
+    (("method=ppo_lagrangian", "method.standardize_advantages=maybe"),
+     r"^method.standardize_advantages must be true or false, got 'maybe'$"),
+    (("method=ppo_lagrangian", "cost_limit=1e300"), r"^cost_limit must be a finite non-negative"),
     (("method=ppo_lagrangian", "cost_limit=-1", *DEVICE), "cost_limit must be a finite"),
     (("method=ppo_lagrangian", "cost_limit=2", "method.multiplier_lr=-1", *DEVICE),
-     "multiplier_lr must be a finite non-negative number"),
+     "method.multiplier_lr must be a finite non-negative number"),
     (("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=-5"),
-     r"constraint_start must be a non-negative integer \(a training step\), got -5"),
+     r"method.constraint_start must be a non-negative integer \(a training step\), got -5"),
     (("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=1000",
       "total_timesteps=1000"),
      r"^method.constraint_start \(1000\) must be below total_timesteps \(1000\): the budget "
@@ -311,7 +350,10 @@ def test_the_penalised_advantages_by_hand_on_both_buffers(standardize):
     """``(A_r - lambda A_c) / (1 + lambda)``, with A_r and A_c first standardized over the
     rollout (population standard deviation) when asked; the device buffer's equal the NumPy
     buffer's."""
-    from safelife_rl.training.lagrangian import CostRolloutBuffer, TensorCostRolloutBuffer
+    from safelife_rl.training.methods.ppo_lagrangian import (
+        CostRolloutBuffer,
+        TensorCostRolloutBuffer,
+    )
 
     rewards = np.array([[1.0, 3.0], [5.0, 7.0]], np.float32)  # mean 4, std sqrt(5)
     costs = np.array([[0.0, 0.0], [0.0, 2.0]], np.float32)  # mean 0.5, std sqrt(0.75)

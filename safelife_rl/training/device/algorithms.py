@@ -21,7 +21,7 @@ they ended (read from the device in one copy). SB3's ``ep_info_buffer`` gets the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -191,24 +191,25 @@ class DeviceA2C(DeviceRollouts, A2C):
     """SB3's A2C trained from a :class:`~.adapters.TensorVecEnv` on the device."""
 
 
-#: The device algorithm of each SB3 algorithm that has one, by ``_target_``.
+#: The device algorithm of each SB3 algorithm that has one, by ``_target_`` (the methods'
+#: algorithms declare their own twins).
 DEVICE_ALGORITHMS = {
     "stable_baselines3.PPO": "safelife_rl.training.device.DevicePPO",
     "stable_baselines3.ppo.PPO": "safelife_rl.training.device.DevicePPO",
     "stable_baselines3.A2C": "safelife_rl.training.device.DeviceA2C",
     "stable_baselines3.a2c.A2C": "safelife_rl.training.device.DeviceA2C",
-    "safelife_rl.training.PPOLagrangian": "safelife_rl.training.lagrangian.DevicePPOLagrangian",
-    "safelife_rl.training.lagrangian.PPOLagrangian":
-        "safelife_rl.training.lagrangian.DevicePPOLagrangian",
 }
 
 
-def device_algorithm(target: str) -> str:
-    """The ``_target_`` of the device algorithm for the SB3 algorithm ``target``, or a
-    :class:`~safelife_rl.common.errors.UserError` for one without (e.g. DQN)."""
-    if target in DEVICE_ALGORITHMS.values():
+def device_algorithm(target: str, more: Mapping[str, str] | None = None) -> str:
+    """The ``_target_`` of the device algorithm for the SB3 algorithm ``target`` (looked up in
+    :data:`DEVICE_ALGORITHMS` and ``more``), or a :class:`~safelife_rl.common.errors.UserError`
+    for one without (e.g. DQN)."""
+    twins = {**DEVICE_ALGORITHMS, **(more or {})}
+    if target in twins.values():
         return target
-    if target not in DEVICE_ALGORITHMS:
-        raise UserError(f"vec_env=device trains PPO, A2C or PPO-Lagrangian (algo=ppo, algo=a2c "
-                        f"or method=ppo_lagrangian), not {target}")
-    return DEVICE_ALGORITHMS[target]
+    if target not in twins:
+        names = sorted({t.rpartition(".")[2] for t in twins})
+        raise UserError(f"vec_env=device trains the algorithms with a device twin "
+                        f"({', '.join(names)}), not {target}")
+    return twins[target]

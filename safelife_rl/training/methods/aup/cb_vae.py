@@ -1,6 +1,6 @@
 """A continuous-Bernoulli variational autoencoder (Loaiza-Ganem & Cunningham 2019) of
 observations scaled to [0, 1]: AUP's learned auxiliary reward is its latent mean
-(:class:`~safelife_rl.training.auxiliary_rewards.EncoderReward`).
+(:class:`~safelife_rl.training.methods.aup.auxiliary_rewards.EncoderReward`).
 
 The continuous Bernoulli with parameter ``p`` has density ``C(p) p^x (1-p)^(1-x)`` on [0, 1];
 in terms of the decoder's logit ``l`` (``p = sigmoid(l)``) the normaliser is

@@ -3,7 +3,7 @@ observations of random play, standardised over them, and a vec env that pays it 
 task's reward (for training the auxiliary agent).
 
 Two kinds (``kind`` in :func:`fit_auxiliary_reward`): ``"cb_vae"``, the 1-D latent mean of a
-:class:`~safelife_rl.training.cb_vae.ContinuousBernoulliVAE` (AUP), and ``"projection"``, a
+:class:`~safelife_rl.training.methods.aup.cb_vae.ContinuousBernoulliVAE` (AUP), and ``"projection"``, a
 fixed random projection of the observation with weights uniform on [0, 1] (AUP_proj).
 """
 
@@ -19,7 +19,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 
-from safelife_rl.training.cb_vae import ContinuousBernoulliVAE, train_vae
+from safelife_rl.training.methods.aup.cb_vae import ContinuousBernoulliVAE, train_vae
 
 KINDS = ("cb_vae", "projection")
 _BATCH = 1024  # observations per forward pass when standardising
@@ -113,7 +113,7 @@ def fit_auxiliary_reward(
     """The auxiliary reward of ``kind`` fitted to ``observations`` (of ``space``), standardised
     over them.
 
-    :param vae: settings of :func:`~safelife_rl.training.cb_vae.train_vae` (``hidden``,
+    :param vae: settings of :func:`~safelife_rl.training.methods.aup.cb_vae.train_vae` (``hidden``,
         ``epochs``, ``batch_size``, ``learning_rate``) for ``"cb_vae"``.
     :returns: the reward (eval mode) and numbers to log (the VAE's last epoch loss).
     """

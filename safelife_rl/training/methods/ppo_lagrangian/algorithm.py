@@ -38,12 +38,10 @@ TensorBoard (``safety/``): ``episode_cost`` (the mean ``J_c`` the update used), 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch as th
 from gymnasium import spaces
@@ -59,38 +57,16 @@ from safelife_rl.common.errors import UserError
 from safelife_rl.training.device.adapters import TensorStep
 from safelife_rl.training.device.algorithms import DeviceRollouts
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
+from safelife_rl.training.methods.ppo_lagrangian.checks import (
+    check_lagrange_state,
+    check_lagrangian_settings,
+    check_reports_cost,
+)
 
 #: The entries of :attr:`PPOLagrangian.lagrange_state`.
 MULTIPLIER, INTEGRAL, PREVIOUS_COST = range(3)
 #: Added to a standard deviation before dividing by it (a rollout of equal advantages).
 STD_EPSILON = 1e-8
-
-
-def check_cost_limit(cost_limit: Any) -> None:
-    """Refuse a cost budget that is not a finite non-negative number."""
-    if isinstance(cost_limit, bool) or not isinstance(cost_limit, (int, float)) \
-            or not math.isfinite(cost_limit) or cost_limit < 0:
-        raise UserError(f"cost_limit must be a finite non-negative number (a per-episode cost "
-                        f"budget), got {cost_limit!r}")
-
-
-def check_reports_cost(info: dict[str, Any], env_name: str) -> None:
-    """Refuse an env whose step ``info`` has no ``"cost"``, naming it."""
-    if "cost" not in info:
-        raise UserError(f"method=ppo_lagrangian needs an env that reports a per-step cost in "
-                        f"info['cost'] (every SafeLife id does); {env_name} does not")
-
-
-def check_env_reports_cost(make_env: Callable[[], gym.Env], env_name: str) -> None:
-    """Step a fresh env from ``make_env`` once and refuse it if it reports no cost."""
-    env = make_env()
-    try:
-        env.reset(seed=0)
-        env.action_space.seed(0)
-        info = env.step(env.action_space.sample())[4]
-    finally:
-        env.close()
-    check_reports_cost(info, env_name)
 
 
 class CostRolloutBuffer(RolloutBuffer):
@@ -281,15 +257,11 @@ class LagrangianMixin:
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
-        check_cost_limit(cost_limit)
-        for name, value in (("multiplier_init", multiplier_init), ("multiplier_lr", multiplier_lr),
-                            ("pid_kp", pid_kp), ("pid_kd", pid_kd)):
-            if not math.isfinite(value) or value < 0:
-                raise UserError(f"{name} must be a finite non-negative number, got {value!r}")
-        if isinstance(constraint_start, bool) or not isinstance(constraint_start, int) or (
-                constraint_start < 0):
-            raise UserError(f"constraint_start must be a non-negative integer (a training step), "
-                            f"got {constraint_start!r}")
+        check_lagrangian_settings({
+            "cost_limit": cost_limit, "multiplier_init": multiplier_init,
+            "multiplier_lr": multiplier_lr, "pid_kp": pid_kp, "pid_kd": pid_kd,
+            "constraint_start": constraint_start,
+            "standardize_advantages": standardize_advantages}, prefix="")
         kwargs.setdefault("rollout_buffer_class", self.cost_buffer_class)
         if not issubclass(kwargs["rollout_buffer_class"], self.cost_buffer_class):
             raise UserError(f"{type(self).__name__} needs a {self.cost_buffer_class.__name__} "
@@ -331,6 +303,11 @@ class LagrangianMixin:
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()  # type: ignore[misc]
         return [*state_dicts, "cost_critic", "cost_optimizer"], [*variables, "lagrange_state"]
+
+    def check_loaded(self, source: str) -> None:
+        """Refuse a loaded model whose multiplier state is damaged (called by
+        :func:`~safelife_rl.training.model_files.load_model`)."""
+        check_lagrange_state(self.lagrange_state, source)
 
     def _excluded_save_params(self) -> list[str]:
         # the episodes in progress: an exact resume counts them again as it replays the steps

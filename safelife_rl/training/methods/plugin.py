@@ -1,0 +1,82 @@
+"""What a method plug-in declares (:class:`Method`) and the registry that finds them: every
+sub-package of :mod:`safelife_rl.training.methods` with a ``METHODS`` tuple."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from safelife_rl.common.errors import UserError
+
+#: The method of a config without ``method.name``: plain PPO (the algorithm chosen).
+DEFAULT = "ppo"
+
+
+def _nothing(cfg: Any) -> None:
+    """No check."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A training method as the run sees it.
+
+    :param name: the config's ``method.name`` (and its file ``conf/method/NAME.yaml``).
+    :param check: refuses bad settings of the composed config (``method.*`` and what the
+        method reads elsewhere), before anything is built or written.
+    :param check_env: refuses an env the method cannot train on (it may make one env).
+    :param device_algorithms: the ``_target_`` of each of the method's SB3 algorithms -> that
+        of its twin that trains on the device vector env (``vec_env=device``).
+    :param device_wrappers: the same for the method's vec-env wrappers (``method.vec_env_wrapper``).
+    :param cost_limit: whether the method takes the config's ``cost_limit`` (a per-episode
+        budget of ``info["cost"]``); every other method refuses one.
+    """
+
+    name: str
+    check: Callable[[Any], None] = _nothing
+    check_env: Callable[[Any], None] = _nothing
+    device_algorithms: Mapping[str, str] = field(default_factory=dict)
+    device_wrappers: Mapping[str, str] = field(default_factory=dict)
+    cost_limit: bool = False
+
+
+@cache
+def registry() -> dict[str, Method]:
+    """Every method of every plug-in folder, by name."""
+    found: dict[str, Method] = {}
+    folder = Path(__file__).resolve().parent
+    for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{__package__}.{info.name}")
+        for method in getattr(module, "METHODS", ()):
+            if method.name in found:
+                raise RuntimeError(f"two plug-ins define method {method.name!r}")
+            found[method.name] = method
+    return found
+
+
+def method_of(cfg: Any) -> Method:
+    """The method a composed training config asks for (``method.name``; plain PPO without)."""
+    name = OmegaConf.select(cfg, "method.name") if OmegaConf.is_config(cfg) else None
+    name = DEFAULT if name is None else name
+    methods = registry()
+    if name not in methods:
+        raise UserError(f"method.name must be a method of safelife_rl.training.methods "
+                        f"({', '.join(methods)}), got {name!r}")
+    return methods[name]
+
+
+def device_twins(kind: str) -> dict[str, str]:
+    """Every method's device twins of ``kind`` (``"algorithms"`` or ``"wrappers"``: see
+    :class:`Method`), by the NumPy piece's ``_target_``."""
+    twins: dict[str, str] = {}
+    for method in registry().values():
+        twins.update(getattr(method, f"device_{kind}"))
+    return twins
