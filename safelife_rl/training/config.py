@@ -22,7 +22,7 @@ from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
 from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, check_limits
 from safelife_rl.envs.checks import check
-from safelife_rl.training.methods import method_of
+from safelife_rl.training.methods import method_of, registry
 
 
 class VecEnvKind(str, Enum):
@@ -210,7 +210,7 @@ def _check_method(cfg: Any) -> None:
     takes one."""
     method = method_of(cfg)
     if not method.cost_limit:
+        takers = ", ".join(f"method={m.name}" for m in registry().values() if m.cost_limit)
         check.value("cost_limit", cfg.get("cost_limit"), lambda v: v is None,
-                    f"null (unset) with method={method.name} (a budget only for a method "
-                    "that takes one, such as method=ppo_lagrangian)")
+                    f"null (unset) with method={method.name} (a budget only for {takers})")
     method.check(cfg)

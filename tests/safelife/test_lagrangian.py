@@ -307,7 +307,7 @@ def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, overr
     (("method=ppo_lagrangian", "cost_limit=-1"), "cost_limit must be a finite non-negative"),
     (("method=ppo_lagrangian", "cost_limit=nan"), "cost_limit must be a finite number"),
     (("cost_limit=2",), r"^cost_limit must be null \(unset\) with method=ppo \(a budget only "
-                        r"for a method that takes one, such as method=ppo_lagrangian\), got 2.0$"),
+                        r"for method=ppo_lagrangian\), got 2.0$"),
     (("method=ppo_lagrangian", "method.multiplier_init=1e308"),
      r"^method.multiplier_init must be a finite non-negative number up to 1e\+06, got 1e\+308$"),
     (("method=ppo_lagrangian", "method.multiplier_init=abc"),

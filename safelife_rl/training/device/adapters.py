@@ -128,6 +128,30 @@ class TensorVecEnv(VecEnv):
         raise NotImplementedError(f"{type(self).__name__} steps with tensors: call step()")
 
 
+class TensorVecEnvWrapper(Forwarding, TensorVecEnv):
+    """A :class:`TensorVecEnv` over another (``self.venv``), as SB3's ``VecEnvWrapper`` is over
+    a ``VecEnv``: everything but :meth:`step` forwarded."""
+
+    def __init__(self, venv: TensorVecEnv):
+        self.venv = venv  # before TensorVecEnv's constructor asks it for attributes
+        TensorVecEnv.__init__(self, venv.num_envs, venv.observation_space, venv.action_space,
+                              venv.device)
+
+    def reset(self) -> torch.Tensor:  # type: ignore[override]
+        return self.venv.reset()
+
+    @property
+    def level_names(self) -> list[str] | None:
+        return self.venv.level_names
+
+    @property
+    def cuda_graphs(self) -> bool:
+        return self.venv.cuda_graphs
+
+    def check_actions(self) -> None:
+        self.venv.check_actions()
+
+
 class NumpyVecEnvAdapter(Forwarding, TensorVecEnv):
     """An SB3 NumPy ``VecEnv`` as a :class:`TensorVecEnv`: actions go to the CPU, observations
     and rewards come back as tensors on ``device``; timeouts (``TimeLimit.truncated``) become

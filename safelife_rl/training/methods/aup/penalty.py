@@ -13,7 +13,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 
 from safelife_rl.common.errors import UserError
-from safelife_rl.training.device.adapters import Forwarding, TensorStep, TensorVecEnv
+from safelife_rl.training.device.adapters import TensorStep, TensorVecEnv, TensorVecEnvWrapper
 
 
 def attainable_utility_penalty(
@@ -151,7 +151,7 @@ class AUPPenalty(_Penalty, VecEnvWrapper):
         return obs, rewards - penalties, dones, infos
 
 
-class DeviceAUPPenalty(_Penalty, Forwarding, TensorVecEnv):
+class DeviceAUPPenalty(_Penalty, TensorVecEnvWrapper):
     """:class:`AUPPenalty` on a :class:`~safelife_rl.training.device.TensorVecEnv`
     (``vec_env=device``): the penalty is computed on the device from the step's tensors and
     taken off its reward tensor, so a step waits for nothing; the statistics stay on the
@@ -163,9 +163,7 @@ class DeviceAUPPenalty(_Penalty, Forwarding, TensorVecEnv):
 
     def __init__(self, venv: TensorVecEnv, noop_action: int | None = None):
         _Penalty.__init__(self, venv, noop_action)
-        self.venv = venv  # before TensorVecEnv's constructor asks it for attributes
-        TensorVecEnv.__init__(self, venv.num_envs, venv.observation_space, venv.action_space,
-                              venv.device)
+        TensorVecEnvWrapper.__init__(self, venv)
         self._obs: torch.Tensor | None = None
 
     def reset(self) -> torch.Tensor:  # type: ignore[override]
@@ -179,17 +177,6 @@ class DeviceAUPPenalty(_Penalty, Forwarding, TensorVecEnv):
             return step
         penalties = self.penalties(acted_in, actions, step.costs)[1].to(step.rewards.device)
         return step._replace(rewards=step.rewards - penalties.to(step.rewards.dtype))
-
-    @property
-    def level_names(self) -> list[str] | None:
-        return self.venv.level_names
-
-    @property
-    def cuda_graphs(self) -> bool:
-        return self.venv.cuda_graphs
-
-    def check_actions(self) -> None:
-        self.venv.check_actions()
 
 
 def find_wrapper(venv: Any, kind: type | tuple[type, ...]) -> Any:
