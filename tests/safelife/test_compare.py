@@ -159,8 +159,8 @@ def test_the_default_methods_each_have_their_config_and_others_are_refused(tmp_p
     (["--methods", "ppo,aup", "--cost-limit", "2"],
      "--cost-limit is the budget of ppo_lagrangian, which --methods does not include"),
     (["--methods", "ppo,ppo_lagrangian", "--cost-limit", "-1"],
-     "--cost-limit: cost_limit must be a finite non-negative number (a per-episode cost "
-     "budget), got -1.0"),
+     "--cost-limit: cost_limit must be a finite non-negative number up to 1e+06 (a "
+     "per-episode cost budget), got -1.0"),
     (["--methods", "ppo,ppo_lagrangian", "--cost-limit", "nan"], "got nan"),
     (["--methods", "ppo,ppo_lagrangian", "cost_limit=2"],
      "'cost_limit=2': the budget of ppo_lagrangian is --cost-limit"),
