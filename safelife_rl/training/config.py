@@ -20,9 +20,9 @@ from omegaconf import OmegaConf
 
 from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, check_limits
+from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, Limit, check_limits
 from safelife_rl.envs.checks import check
-from safelife_rl.training.methods import method_of, registry
+from safelife_rl.training.methods import method_of, registry, replay_buffer
 
 
 class VecEnvKind(str, Enum):
@@ -175,7 +175,7 @@ def check_rollout_memory(cfg: Any, env: Any) -> None:
     from safelife_rl.envs.vector_env import free_memory
 
     n_steps = cfg.algo.get("n_steps")
-    if n_steps is None:  # off-policy: SB3 checks its replay buffer's size itself
+    if n_steps is None:  # off-policy: its replay buffer is check_host_buffers'
         return
     on_device = cfg.get("vec_env") == "device"
     device = torch.device(check_device(cfg.device) if on_device else "cpu")
@@ -190,6 +190,41 @@ def check_rollout_memory(cfg: Any, env: Any) -> None:
             f"the envs; use fewer algo.n_steps"
             + (f" or at most about {free // per_env} envs" if free >= per_env else "")
         )
+
+
+#: Host memory the run's buffers may take, in MiB (default: what the machine has free).
+HOST_MEMORY = "SAFELIFE_MAX_HOST_MB"
+
+
+def check_host_buffers(cfg: Any, env: Any) -> None:
+    """Refuse a run whose host buffers (an off-policy algorithm's replay buffer, the method's
+    own: :attr:`~safelife_rl.training.methods.Method.buffers`) would not fit in the host's
+    free memory (or ``$SAFELIFE_MAX_HOST_MB``), before any is allocated, naming the largest
+    and the setting that sizes it."""
+    import torch
+
+    from safelife_rl.envs.vector_env import free_memory
+
+    buffers = list(method_of(cfg).buffers(cfg, env))
+    if cfg.algo.get("buffer_size") is not None:
+        buffers.append(replay_buffer("the replay buffer", "algo.buffer_size",
+                                     cfg.algo.buffer_size, env.observation_space))
+    if not buffers:
+        return
+    need = sum(b.bytes for b in buffers)
+    given = os.environ.get(HOST_MEMORY)
+    if given:
+        limit = Limit(HOST_MEMORY, 1, "MiB").get() * 2**20
+        where = f"the {limit / 2**30:.1f} GiB of ${HOST_MEMORY}"
+    else:
+        limit = free_memory(torch.device("cpu"))
+        where = f"the {limit / 2**30:.1f} GiB free on this machine" if limit else ""
+    if limit is not None and need > limit:
+        largest = max(buffers, key=lambda b: b.bytes)
+        raise UserError(
+            f"{largest.what} needs about {largest.bytes / 2**30:.1f} GiB of host memory "
+            f"({need / 2**30:.1f} GiB with the run's other buffers), over {where}; lower "
+            f"{largest.setting}, or set ${HOST_MEMORY} to allow more")
 
 
 def _check_compile(cfg: Any) -> None:

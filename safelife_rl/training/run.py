@@ -31,6 +31,7 @@ from safelife_rl.training.callbacks import (
 )
 from safelife_rl.training.config import (
     check_device,
+    check_host_buffers,
     check_rollout_memory,
     check_settings,
     user_errors_of_instantiate,
@@ -241,6 +242,7 @@ def _learn(
                 wrapper = OmegaConf.merge(wrapper, {"_target_": _device_twin(wrapper._target_)})
             env = _build(wrapper, env)
         check_rollout_memory(cfg, env)
+        check_host_buffers(cfg, env)
         with user_errors_of_instantiate():
             if saved is None:
                 model = build_model(cfg, env)

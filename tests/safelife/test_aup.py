@@ -365,12 +365,25 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (["method.aux_agent.batch_size=x"], r"^method.aux_agent.batch_size must be a positive"),
     (["method.buffer_steps=abc"], r"^method.buffer_steps must be a positive integer"),
     (["method.noop_action=x"], r"^method.noop_action must be null \(the env's own\) or an"),
+    (["method.buffer_steps=300000000", "total_timesteps=1000000000"],
+     r"^AUP's random-play buffer of 300,000,000 observations needs about \d+\.\d GiB of host "
+     r"memory \(.* GiB with the run's other buffers\), over the .* GiB free on this machine; "
+     r"lower method.buffer_steps, or set \$SAFELIFE_MAX_HOST_MB to allow more$"),
 ])
 def test_bad_aup_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message
 ):
     with pytest.raises(UserError, match=message):
         train(train_config("method=aup", *AUP_TINY, *overrides), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_aup_buffers_are_held_to_the_host_memory_limit(tmp_path, train_config, monkeypatch):
+    monkeypatch.setenv("SAFELIFE_MAX_HOST_MB", "1")  # the replay buffer of 500 steps: ~1.1 MiB
+    with pytest.raises(UserError, match=r"^AUP's auxiliary DQN replay buffer needs about .* "
+                                        r"over the 0.0 GiB of \$SAFELIFE_MAX_HOST_MB; lower "
+                                        r"method.aux_agent.buffer_size"):
+        train(train_config("method=aup", *AUP_TINY), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 
 

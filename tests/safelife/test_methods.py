@@ -110,3 +110,10 @@ def test_a_bad_coefficient_is_refused_before_anything_is_written(tmp_path, train
 def test_an_unknown_method_name_is_refused(tmp_path, train_config):
     with pytest.raises(UserError, match=r"^method.name must be a method of .*got 'nope'$"):
         train(train_config("method.name=nope"), tmp_path / "r")
+
+
+def test_an_off_policy_replay_buffer_is_held_to_the_host_memory(tmp_path, train_config):
+    with pytest.raises(UserError, match=r"^the replay buffer needs about 8134.\d GiB of host "
+                                        r"memory .* lower algo.buffer_size"):
+        train(train_config("algo=dqn", "algo.buffer_size=1000000000"), tmp_path / "r")
+    assert not (tmp_path / "r").exists()

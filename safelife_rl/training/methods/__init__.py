@@ -10,10 +10,14 @@ Adding a method is a folder here whose ``__init__`` lists its :class:`Method` ob
 """
 
 from safelife_rl.training.methods.plugin import (
+    HostBuffer,
     Method,
     device_twins,
     method_of,
+    observation_bytes,
     registry,
+    replay_buffer,
 )
 
-__all__ = ["Method", "device_twins", "method_of", "registry"]
+__all__ = ["HostBuffer", "Method", "device_twins", "method_of", "observation_bytes", "registry",
+           "replay_buffer"]

@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import OmegaConf
 
 from safelife_rl.common.errors import UserError
@@ -21,6 +22,31 @@ DEFAULT = "ppo"
 
 def _nothing(cfg: Any) -> None:
     """No check."""
+
+
+@dataclass(frozen=True)
+class HostBuffer:
+    """A buffer a run allocates in host memory, estimated before it is: ``what`` it is (for
+    the message), its size in ``bytes``, and the ``setting`` that sizes it."""
+
+    what: str
+    bytes: int
+    setting: str
+
+
+def observation_bytes(space: Any) -> int:
+    """Bytes of one observation of ``space`` in its own dtype."""
+    return int(np.prod(space.shape)) * np.dtype(space.dtype).itemsize
+
+
+def replay_buffer(what: str, setting: str, size: int, space: Any) -> HostBuffer:
+    """SB3's replay buffer of ``size`` steps: observations and next observations in their
+    dtype, and a few numbers per step."""
+    return HostBuffer(what, int(size) * (2 * observation_bytes(space) + 64), setting)
+
+
+def _no_buffers(cfg: Any, env: Any) -> list[HostBuffer]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -36,6 +62,8 @@ class Method:
     :param device_wrappers: the same for the method's vec-env wrappers (``method.vec_env_wrapper``).
     :param cost_limit: whether the method takes the config's ``cost_limit`` (a per-episode
         budget of ``info["cost"]``); every other method refuses one.
+    :param buffers: the host buffers the method allocates for ``(cfg, env)`` (the run's
+        composed config and its built training envs), checked against the free memory first.
     """
 
     name: str
@@ -44,6 +72,7 @@ class Method:
     device_algorithms: Mapping[str, str] = field(default_factory=dict)
     device_wrappers: Mapping[str, str] = field(default_factory=dict)
     cost_limit: bool = False
+    buffers: Callable[[Any, Any], list[HostBuffer]] = _no_buffers
 
 
 @cache

@@ -22,11 +22,29 @@ from omegaconf import OmegaConf
 from safelife_rl.training.methods.aup.checks import check_aup_settings
 from safelife_rl.training.methods.aup.penalty import AUPPenalty, DeviceAUPPenalty
 from safelife_rl.training.methods.aup.phase import AUXILIARY_FILE, AuxiliaryPhase
-from safelife_rl.training.methods.plugin import Method
+from safelife_rl.training.methods.plugin import (
+    HostBuffer,
+    Method,
+    observation_bytes,
+    replay_buffer,
+)
 
 
 def _check(cfg: Any) -> None:
     check_aup_settings(OmegaConf.to_container(cfg.method, resolve=True), cfg.total_timesteps)
+
+
+def _buffers(cfg: Any, env: Any) -> list[HostBuffer]:
+    """Phase 1's random-play observations (in their dtype), their float32 rows while the
+    auxiliary reward is fitted and standardised (a batch at a time), and the DQN's replay
+    buffer."""
+    space = env.observation_space
+    steps = int(cfg.method.buffer_steps)
+    agent = cfg.method.get("aux_agent") or {}
+    return [HostBuffer(f"AUP's random-play buffer of {steps:,} observations",
+                       steps * observation_bytes(space), "method.buffer_steps"),
+            replay_buffer("AUP's auxiliary DQN replay buffer", "method.aux_agent.buffer_size",
+                          agent.get("buffer_size", 1_000_000), space)]
 
 
 _TWINS = {
@@ -34,8 +52,8 @@ _TWINS = {
     "safelife_rl.training.methods.aup.AUPPenalty":
         "safelife_rl.training.methods.aup.DeviceAUPPenalty",
 }
-METHODS = (Method("aup", check=_check, device_wrappers=_TWINS),
-           Method("aup_proj", check=_check, device_wrappers=_TWINS))
+METHODS = (Method("aup", check=_check, device_wrappers=_TWINS, buffers=_buffers),
+           Method("aup_proj", check=_check, device_wrappers=_TWINS, buffers=_buffers))
 
 __all__ = ["AUPPenalty", "AUXILIARY_FILE", "AuxiliaryPhase", "DeviceAUPPenalty", "METHODS",
            "check_aup_settings"]
