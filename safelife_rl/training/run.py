@@ -40,6 +40,7 @@ from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
 from safelife_rl.training.evaluation import random_policy
 from safelife_rl.training.files import save_model_atomic
+from safelife_rl.training.hparams import record_hparams
 from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import device_twins, method_of
 from safelife_rl.training.model_files import load_model
@@ -339,6 +340,7 @@ def _evaluate(cfg: DictConfig, run_dir: Path, learnt: Learnt, stop: StopOnSignal
             evaluation.init_callback(learnt.model)
         summary["trained"] = evaluation.final()
         summary["random"] = evaluation.play(random_policy(learnt.n_actions, cfg.seed))
+    record_hparams(learnt.model.logger, cfg, summary, learnt.model.num_timesteps)
     learnt.model.logger.close()
     stop.phase = "writing the evaluation"
     write_json(run_dir / "evaluation.json", summary)

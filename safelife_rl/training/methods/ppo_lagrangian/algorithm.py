@@ -395,9 +395,9 @@ class LagrangianMixin:
         count, cost, update, multiplier_now, loss_now = th.stack(
             [*report, multiplier, loss.to(report.device).double()]).tolist()  # the update's one read
         logger = self.logger  # type: ignore[attr-defined]
-        if count:
+        if count:  # the mean summed cost of the episodes the update used
             logger.record("safety/episode_cost", cost)
-            logger.record("safety/multiplier_update", update)
+        logger.record("safety/multiplier_update", update)
         logger.record("safety/multiplier", multiplier_now)
         logger.record("safety/cost_limit", self.cost_limit)
         logger.record("safety/cost_value_loss", loss_now)
