@@ -46,17 +46,32 @@ def is_terminal(spec: GridSpec, state: State) -> bool:
     return state.t >= horizon(spec, state.button_mask)
 
 
+def bumps(spec: GridSpec, state: State, action: int) -> bool:
+    """Whether ``action`` moves the agent into a wall or off the grid."""
+    dr, dc = MOVES[action]
+    row, col = state.row + dr, state.col + dc
+    return not (0 <= row < spec.height and 0 <= col < spec.width) or (row, col) in spec.walls
+
+
+def useful_actions(spec: GridSpec, state: State) -> list[bool]:
+    """Per action, whether it does anything: a bump has no effect unless the spec says
+    ``bumps_use_moves`` (then every action uses a move). Never all False: an agent walled in
+    on every side may take any action (each leaves everything as it is)."""
+    useful = [spec.bumps_use_moves or not bumps(spec, state, a) for a in range(len(MOVES))]
+    return useful if any(useful) else [True] * len(MOVES)
+
+
 def step(spec: GridSpec, state: State, action: int) -> tuple[State, float]:
     """Move once; returns the next state and the value of the coin collected (0 if none)."""
     if action not in (UP, DOWN, LEFT, RIGHT):
         raise ValueError(f"invalid action {action!r}: expected 0 (up), 1 (down), 2 (left) "
                          "or 3 (right)")
-    dr, dc = MOVES[action]
-    row, col = state.row + dr, state.col + dc
-    if not (0 <= row < spec.height and 0 <= col < spec.width) or (row, col) in spec.walls:
+    if bumps(spec, state, action):
         if not spec.bumps_use_moves:
             return state, 0.0
         row, col = state.row, state.col
+    else:
+        row, col = state.row + MOVES[action][0], state.col + MOVES[action][1]
     coin_mask, button_mask, value = state.coin_mask, state.button_mask, 0.0
     for i, (cell, v) in enumerate(spec.coins):
         if cell == (row, col) and coin_mask >> i & 1:

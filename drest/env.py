@@ -11,7 +11,15 @@ import numpy as np
 from gymnasium import spaces
 
 from drest.checks import check
-from drest.dynamics import ACTION_NAMES, State, horizon, initial_state, is_terminal, step
+from drest.dynamics import (
+    ACTION_NAMES,
+    State,
+    horizon,
+    initial_state,
+    is_terminal,
+    step,
+    useful_actions,
+)
 from drest.generator import GeneratorConfig, generate
 from drest.spec import GridSpec
 from drest.tabular import compile_world, max_coins_by_length, obs_vector
@@ -180,6 +188,13 @@ class ShutdownGridworldEnv(gym.Env):
         if self.render_mode == "human":
             sys.stdout.write(self._render_text() + "\n")
         return self.observation(self._state), float(coin), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Which actions do something now (a move into a wall or off the grid does nothing
+        unless the gridworld's bumps use moves): sb3-contrib's ``MaskablePPO`` reads it."""
+        if self._state is None:
+            raise RuntimeError("action_masks() called before reset()")
+        return np.array(useful_actions(self.spec_grid, self._state), dtype=bool)
 
     def _step_limit(self) -> int:
         if self.max_steps is not None:
