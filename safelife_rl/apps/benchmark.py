@@ -2,13 +2,14 @@
 
 Usage::
 
-    python -m safelife_rl benchmark SUITE [--policy random|noop|MODEL.zip] [--episodes 10]
-        [--greedy]
+    python -m safelife_rl benchmark TASK_OR_PATH [--suite v1.0|ours]
+        [--policy random|noop|MODEL.zip] [--episodes 10] [--greedy]
 
-``SUITE`` is a task name (its fixed suite of 100 levels) or any ``.npz`` file or directory of
-levels, the original suites included. ``MODEL.zip`` is loaded without unpickling anything from
-it, rebuilt from the config it was trained with (``--trust-pickle``: SB3's own load, for files
-you trust). A PPO or A2C model draws its actions from its policy's distribution, as the original
+``TASK_OR_PATH`` is a task name, for its fixed suite of 100 levels (``--suite v1.0``: the
+original SafeLife v1.0 suite, the default for the eight tasks that have one; ``--suite ours``:
+this project's, the default for the others), or any ``.npz`` file or directory of levels.
+``MODEL.zip`` is loaded without unpickling anything from it, rebuilt from the config it was
+trained with (``--trust-pickle``: SB3's own load, for files you trust). A PPO or A2C model draws its actions from its policy's distribution, as the original
 SafeLife benchmark plays its PPO agents (``--greedy``: the most probable action); a DQN model
 takes its greedy action. Each level is played ``--episodes`` times. Writes
 ``episodes.csv`` (one row per episode), ``summary.csv`` and ``summary.md`` (mean ± std of
@@ -22,7 +23,7 @@ import argparse
 import csv
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from safelife_rl.engine.levels import Level
 from safelife_rl.engine.observation import DEFAULT_CHANNELS
 from safelife_rl.envs import registration
 from safelife_rl.envs.env import SafeLifeEnv
-from safelife_rl.envs.registration import TASKS
+from safelife_rl.envs.registration import ORIGINAL_SUITES, TASKS
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
 from safelife_rl.training.model_files import (
@@ -60,14 +61,50 @@ OBSERVATION_KWARGS = ("view_shape", "channels", "remove_white_goals")
 ALGOS = ("ppo", "a2c", "dqn")
 
 
-def resolve_suite(suite: str, original: bool = False) -> Path:
-    """A task name's suite (ours, or the original with ``original``), or a path as given."""
-    if suite in TASKS:
-        return registration.benchmark_file(suite) if original else registration.suite_file(suite)
-    path = Path(suite)
+#: The fixed suites of a task (``--suite``): the original SafeLife v1.0 suites, or this
+#: project's, generated from fixed seeds.
+SUITES = {
+    "v1.0": "the original SafeLife v1.0 suites (safelife_rl/levels/v1.0)",
+    "ours": "this project's suites (safelife_rl/levels/benchmarks)",
+}
+
+
+def default_suite(task: str) -> str:
+    """``v1.0`` for a task that has an original SafeLife suite, ``ours`` for the others."""
+    return "v1.0" if task in ORIGINAL_SUITES else "ours"
+
+
+def check_suite(suite: str, tasks: Sequence[str]) -> None:
+    """Refuse ``suite`` ``v1.0`` for tasks the original SafeLife has no suite of."""
+    if suite not in SUITES:
+        raise UserError(f"suite {suite!r} is not one of {', '.join(SUITES)}")
+    missing = [task for task in tasks if task not in ORIGINAL_SUITES] if suite == "v1.0" else []
+    if missing:
+        raise UserError(
+            f"--suite v1.0: the original SafeLife has no suite of {', '.join(missing)} (only "
+            f"of {', '.join(ORIGINAL_SUITES)}); --suite ours is this project's")
+
+
+def task_suite(task: str, suite: str) -> Path:
+    """The level file of ``task``'s fixed suite: the original (``v1.0``) or ours (``ours``)."""
+    check_suite(suite, [task])
+    return registration.benchmark_file(task) if suite == "v1.0" else registration.suite_file(task)
+
+
+def resolve_suite(name: str, suite: str | None = None) -> tuple[Path, str]:
+    """The levels ``name`` stands for and what to call them: a task's suite (``suite``, or its
+    :func:`default_suite`), called ``task (suite)``; or a path as given (``suite`` must then be
+    ``None``), called by its stem."""
+    if name in TASKS:
+        suite = suite or default_suite(name)
+        return task_suite(name, suite), f"{name} ({suite})"
+    if suite is not None:
+        raise UserError(f"--suite {suite} chooses a task's suite, and {name!r} is not a task "
+                        f"({', '.join(TASKS)}); give a task name, or a path without --suite")
+    path = Path(name)
     if not path.exists():
-        raise UserError(f"{suite!r} is neither a task ({', '.join(TASKS)}) nor a path")
-    return path
+        raise UserError(f"{name!r} is neither a task ({', '.join(TASKS)}) nor a path")
+    return path, path.stem
 
 
 def run_config(model: Path) -> tuple[str, DictConfig] | None:
@@ -325,8 +362,15 @@ def run(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     parser = ArgumentParser(
         prog=f"{CLI} benchmark", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("suite", help="task name or level file/directory")
-    parser.add_argument("--original", action="store_true", help="use the original suite")
+    parser.add_argument("task", metavar="TASK_OR_PATH",
+                        help="a task name (its fixed suite: see --suite) or a level "
+                             "file/directory")
+    parser.add_argument("--suite", choices=tuple(SUITES), default=None,
+                        help="the suite of a task name: v1.0, the original SafeLife v1.0 suite "
+                             "(safelife_rl/levels/v1.0), or ours, this project's "
+                             "(safelife_rl/levels/benchmarks); default v1.0 for the tasks that "
+                             f"have one ({', '.join(ORIGINAL_SUITES)}), ours for the others; "
+                             "not with a path")
     parser.add_argument("--policy", default="random", help="random, noop or an SB3 .zip")
     parser.add_argument("--algo", choices=ALGOS, default=None,
                         help="algorithm the model file must hold (default: the file's)")
@@ -350,7 +394,7 @@ def run(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
 
 
 def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
-    path = resolve_suite(args.suite, args.original)
+    path, name = resolve_suite(args.task, args.suite)
     levels = load_levels(path)[: args.levels]
     EPISODE_LIMIT.check(args.episodes * len(levels), "--episodes x levels")
     policy, env_kwargs = make_policy(
@@ -358,24 +402,24 @@ def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
         greedy=args.greedy)
     env_kwargs["time_limit"] = args.time_limit
     policy_name = args.policy if args.policy in ("random", "noop") else Path(args.policy).stem
+    folder = name.replace(" (", "-").rstrip(")")  # append-still (v1.0) -> append-still-v1.0
     out = Path(args.out or Path("outputs") / "benchmark" /
-               f"{path.stem}-{policy_name}-{time.strftime('%Y-%m-%d_%H-%M-%S')}")
+               f"{folder}-{policy_name}-{time.strftime('%Y-%m-%d_%H-%M-%S')}")
     rows = run_suite(levels, policy, args.episodes, args.seed, args.n_envs, env_kwargs)
     summary = summarise(rows)
     out.mkdir(parents=True, exist_ok=True)
     _write_csv(out / "episodes.csv", rows)
     _write_csv(out / "summary.csv", [
-        {"suite": path.stem, "policy": policy_name, "episodes": len(rows),
+        {"suite": name, "levels": str(path), "policy": policy_name, "episodes": len(rows),
          **{f"{c}_{s}": v for c, (m, d) in summary.items() for s, v in (("mean", m), ("std", d))}}
     ])
-    table = markdown_table(path.stem, policy_name, summary)
+    table = markdown_table(name, policy_name, summary)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(table)
-    plot_histograms(rows, out / "histograms.png", f"{path.stem}: {policy_name}")
+    plot_histograms(rows, out / "histograms.png", f"{name}: {policy_name}")
     print(table)
     print(f"wrote {out}")
     return summary
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -4,15 +4,17 @@ it: interquartile means with 95% stratified-bootstrap intervals and, against PPO
 difference of the IQMs and the probability of improvement (rliable).
 
     python -m safelife_rl compare [--methods M,...] [--tasks T,...] [--seeds N] [--steps N]
-        [--cost-limit C] [--quick] [--out DIR] [--launcher local|submitit|slurm] [--levels N]
-        [--episodes N] [OVERRIDE ...]
+        [--cost-limit C] [--quick] [--out DIR] [--launcher local|submitit|slurm]
+        [--suite ours|v1.0] [--levels N] [--episodes N] [OVERRIDE ...]
 
 Methods are the training app's ``method=`` choices (``safelife_rl/conf/method/``; default
 ``ppo,penalty,aup,aup_proj,ppo_lagrangian``, each needing its config file), trained in the
 original SafeLife setup (``experiment=paper``) for 6M steps, as the original training code does
 (``--steps`` to choose); ``--quick`` is a smoke run (``experiment=paper-quick``, 1,536 steps, 3
-levels played twice). The runs are the reproduction's (:mod:`safelife_rl.apps.reproduce.sweep`:
-one Hydra multirun, resumable: run the same command again). ``OVERRIDE``s go to every job
+levels played twice). The agents are benchmarked on this project's suites, which every task
+has (``--suite v1.0``: the original SafeLife v1.0 suites, of the tasks that have one). The runs
+are the reproduction's (:mod:`safelife_rl.apps.reproduce.sweep`: one Hydra multirun, resumable:
+run the same command again). ``OVERRIDE``s go to every job
 (``device=cuda vec_env=device ...``); ``--cost-limit`` is PPO-Lagrangian's budget alone (the
 other methods take none, so it cannot be an override). Bad input ends the command with one line
 ``safelife_rl compare: error: ...`` (exit status 2) before anything runs.
@@ -87,7 +89,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--cost-limit", type=float, metavar="C", help="the per-episode cost "
                         "budget of the ppo_lagrangian runs (default: its config's, "
                         "safelife_rl/conf/method/ppo_lagrangian.yaml)")
-    add_sweep_options(parser, NAME, "method", SEEDS)
+    add_sweep_options(parser, NAME, "method", SEEDS, "ours")
     return parse_with_overrides(parser, argv)
 
 
@@ -125,7 +127,7 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     check_methods(methods)
     tasks = choose("--tasks", args.tasks, DEFAULT_TASKS, str, task_names())
     check_budget(args.cost_limit, methods, args.overrides)
-    settings, seeds = sweep_settings(args, "method", SEEDS)
+    settings, seeds = sweep_settings(args, "method", SEEDS, tasks)
     settings = replace(settings, cost_limit=args.cost_limit)
     out = output_folder(args, NAME, settings)
     runs = grid(tasks, methods, seeds)
@@ -140,8 +142,8 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
               + (" (quick smoke run: not a result)" if args.quick else "") + "\n\n"
               f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "
               f"({schedules(results[0], out)}), {seeds} seed(s), tasks {', '.join(tasks)}, "
-              f"benchmark: {settings.levels or 100} levels x {settings.episodes} episodes per "
-              f"agent; {budget}overrides: {' '.join(settings.overrides) or 'none'}. Wall time "
+              f"benchmarked on {settings.benchmark()}; {budget}overrides: "
+              f"{' '.join(settings.overrides) or 'none'}. Wall time "
               f"{wall:.0f} s ({len(runs)} runs, those finished before included as saved).\n\n")
     write_text(out / "report.md", header + table)
     print(header + table)

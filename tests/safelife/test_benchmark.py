@@ -208,3 +208,44 @@ def test_the_original_suites_ship_with_the_package_and_the_user_may_point_elsewh
     assert benchmark_file("prune-still") == tmp_path / "prune-still.npz"
     with pytest.raises(FileNotFoundError, match=r"unset it to use those shipped"):
         benchmark_file("append-still")
+
+
+def played_levels(out):
+    return [row["level"] for row in csv.DictReader(open(out / "episodes.csv"))]
+
+
+@pytest.mark.parametrize("argv, suite, file", [
+    (["append-still"], "v1.0", "benchmark_file"),  # the original suite where a task has one
+    (["append-still", "--suite", "v1.0"], "v1.0", "benchmark_file"),
+    (["append-still", "--suite", "ours"], "ours", "suite_file"),
+    (["challenge"], "ours", "suite_file"),  # the original SafeLife has no challenge suite
+])
+def test_a_task_name_plays_the_suite_chosen(tmp_path, monkeypatch, argv, suite, file):
+    from safelife_rl.engine.level_files import load_levels
+    from safelife_rl.envs import registration
+
+    monkeypatch.chdir(tmp_path)
+    main([*argv, "--policy", "noop", "--levels", "2", "--episodes", "1", "--time-limit", "5"])
+    (out,) = (tmp_path / "outputs" / "benchmark").iterdir()
+    task = argv[0]
+    assert out.name.startswith(f"{task}-{suite}-noop-")
+    path = getattr(registration, file)(task)
+    assert sorted(played_levels(out)) == [level.name for level in load_levels(path)[:2]]
+    (summary,) = csv.DictReader(open(out / "summary.csv"))
+    assert summary["suite"] == f"{task} ({suite})" and summary["levels"] == str(path)
+    assert f"| {task} ({suite}) | noop |" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["challenge", "--suite", "v1.0"], "--suite v1.0: the original SafeLife has no suite of "
+     "challenge (only of append-still, append-dynamic,"),
+    (["{benchmarks}/append-still.npz", "--suite", "ours"], "--suite ours chooses a task's "
+     "suite, and '{benchmarks}/append-still.npz' is not a task"),
+    (["{benchmarks}/append-still.npz", "--suite", "v1.0"], "a path without --suite"),
+    (["append-still", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
+])
+def test_a_suite_that_cannot_be_had_is_refused(tmp_path, benchmarks, capsys, argv, named):
+    argv = [arg.format(benchmarks=benchmarks) for arg in argv]
+    line = one_line_error(capsys, *argv, "--out", str(tmp_path / "out"))
+    assert named.format(benchmarks=benchmarks) in line
+    assert not (tmp_path / "out").exists()

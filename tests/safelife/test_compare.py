@@ -47,6 +47,24 @@ def test_each_method_trains_its_own_runs(quick):
             assert len(load_episodes(folder / "benchmark.csv")) == 6  # 3 levels x 2
 
 
+def test_the_agents_are_benchmarked_on_our_suites(quick):
+    """Every task has this project's suite, so a comparison benchmarks on it by default; the
+    folder's settings and report say so."""
+    import json
+
+    from safelife_rl.engine.level_files import load_levels
+    from safelife_rl.envs.registration import suite_file
+
+    assert json.loads((quick / "sweep.json").read_text())["suite"] == "ours"
+    expected = {level.name for level in load_levels(suite_file("append-still"))[:3]}
+    for method in ("ppo", "penalty"):
+        for seed in (0, 1):
+            path = Run("append-still", method, seed).folder(quick) / "benchmark.csv"
+            assert {row["level"] for row in read_csv(path)} == expected
+    assert ("benchmarked on this project's suites (safelife_rl/levels/benchmarks), the first 3 "
+            "levels of each played 2 times per agent;") in (quick / "report.md").read_text()
+
+
 def test_the_table_is_the_seeds_iqm_and_improvement_over_ppo(quick):
     rows = {r["method"]: r for r in read_csv(quick / "comparison.csv")}
     assert list(rows) == ["ppo", "penalty"] and rows["ppo"]["seeds"] == "2"
@@ -164,6 +182,9 @@ def test_the_default_methods_each_have_their_config_and_others_are_refused(tmp_p
     (["--methods", "ppo,ppo_lagrangian", "--cost-limit", "nan"], "got nan"),
     (["--methods", "ppo,ppo_lagrangian", "cost_limit=2"],
      "'cost_limit=2': the budget of ppo_lagrangian is --cost-limit"),
+    (["--methods", "ppo", "--tasks", "append-still,prune-still-easy", "--suite", "v1.0"],
+     "--suite v1.0: the original SafeLife has no suite of prune-still-easy (only of"),
+    (["--methods", "ppo", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
 ])
 def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys,
                                                      monkeypatch):

@@ -260,16 +260,17 @@ def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
     for part in ("experiment=paper", "env=navigation,prune-still",
                  "wrappers.side_effect_penalty.penalty=0.0,0.5", "seed=1,2",
                  "total_timesteps=6000000", f"+reproduce.out={tmp_path.resolve()}",
-                 "+reproduce.axis=penalty", "+reproduce.levels=null", "+reproduce.episodes=10"):
+                 "+reproduce.axis=penalty", "+reproduce.suite=v1.0", "+reproduce.levels=null",
+                 "+reproduce.episodes=10"):
         assert part in command
     assert command[-2:] == ["device=cuda", "hydra.launcher.partition=gpu"]
     # neither the launcher nor a setting a resume may change makes another sweep
     assert settings.as_json()["overrides"] == []
-    methods = sweep.Settings("paper", 5000, None, 10, (), axis="method")
+    methods = sweep.Settings("paper", 5000, None, 10, (), axis="method", suite="ours")
     command = sweep.job_command([Run("prune-still", "ppo", 0), Run("prune-still", "penalty", 0)],
                                 methods, "local", tmp_path)
     assert "method=penalty,ppo" in command and "total_timesteps=5000" in command
-    assert "+reproduce.axis=method" in command
+    assert "+reproduce.axis=method" in command and "+reproduce.suite=ours" in command
 
 
 @pytest.mark.parametrize("status, expected", [(130, SystemExit), (1, sweep.UserError)])
@@ -328,6 +329,7 @@ def one_line_error(argv, capsys):
     (["table1", "total_timesteps=5"], "'total_timesteps=5': total_timesteps is set by the sweep"),
     (["table1", "method=aup"], "method is set by the sweep"),
     (["table1", "--quick", "--stpes", "5"], "unrecognized arguments: --stpes"),
+    (["table1", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
 ])
 def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys,
                                                      monkeypatch):
@@ -425,6 +427,89 @@ def test_an_output_folder_of_other_settings_or_a_file_is_refused(tmp_path, capsy
     (out / sweep.SETTINGS_FILE).write_text(json.dumps(earlier))
     assert "holds runs made with other settings" in one_line_error(
         ["table1", "--quick", "--out", str(out)], capsys)
+
+
+def test_an_output_folder_benchmarked_on_another_suite_is_refused(tmp_path, capsys,
+                                                                  monkeypatch):
+    """The suite is one of the folder's settings; a folder of an earlier version, which
+    benchmarked on this project's suites, goes on with ``--suite ours`` only."""
+    launched = []
+
+    def launch(runs, settings, *args, **kwargs):
+        launched.append(settings)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli, "launch", launch)
+    out = tmp_path / "out"
+    out.mkdir()
+    ours = sweep.Settings("paper-quick", sweep.QUICK_STEPS, 3, 2, (), suite="ours").as_json()
+    assert ours["suite"] == "ours"
+    earlier = {k: v for k, v in ours.items() if k != "suite"}
+    for saved in (ours, earlier):
+        (out / sweep.SETTINGS_FILE).write_text(json.dumps(saved))
+        err = one_line_error(["table1", "--quick", "--out", str(out)], capsys)
+        assert "holds runs made with other settings" in err and "'suite': 'v1.0'" in err
+        with pytest.raises(SystemExit):
+            cli.main(["table1", "--quick", "--suite", "ours", "--out", str(out)])
+        assert launched.pop().suite == "ours"
+        assert json.loads((out / sweep.SETTINGS_FILE).read_text()) == saved  # left as it was
+
+
+def test_the_report_names_the_suites_the_agents_were_benchmarked_on():
+    assert sweep.Settings("paper", sweep.FULL_STEPS, None, 10, ()).benchmark() == (
+        "the original SafeLife v1.0 suites (safelife_rl/levels/v1.0), 100 levels each played "
+        "10 times per agent")
+    assert sweep.Settings("paper", sweep.FULL_STEPS, 5, 1, (), suite="ours").benchmark() == (
+        "this project's suites (safelife_rl/levels/benchmarks), the first 5 levels of each "
+        "played 1 times per agent")
+
+
+def test_the_quick_agents_are_benchmarked_on_the_original_suites(quick):
+    """By default every job benchmarks its agent on the first levels of its task's v1.0 suite,
+    and the folder's settings and report say so."""
+    from safelife_rl.engine.level_files import load_levels
+    from safelife_rl.envs.registration import benchmark_file
+
+    assert json.loads((quick / sweep.SETTINGS_FILE).read_text())["suite"] == "v1.0"
+    for task in TABLE1_TASKS + TABLE2_TASKS:
+        for penalty in QUICK_PENALTIES:
+            played = {e["level"] for e in read_csv(Run(task, penalty, 0).folder(quick)
+                                                    / "benchmark.csv")}
+            assert played == {level.name for level in load_levels(benchmark_file(task))[:3]}
+    report = (quick / "report_all.md").read_text()
+    assert ("benchmarked on the original SafeLife v1.0 suites (safelife_rl/levels/v1.0), the "
+            "first 3 levels of each played 2 times per agent;") in report
+
+
+@pytest.mark.parametrize("suite, file", [("v1.0", "benchmark_file"), ("ours", "suite_file")])
+def test_the_job_benchmarks_on_the_suite_it_is_given(quick, suite, file):
+    from safelife_rl.apps.reproduce import job
+    from safelife_rl.engine.level_files import load_levels
+    from safelife_rl.envs import registration
+
+    folder = Run("prune-still", 0.5, 0).folder(quick)
+    rows = job.benchmark(folder, "prune-still", suite, 2, 1, 5, "cpu")
+    expected = load_levels(getattr(registration, file)("prune-still"))[:2]
+    assert sorted(row["level"] for row in rows) == [level.name for level in expected]
+    assert all(row["length"] <= 5 for row in rows)
+
+
+def test_a_job_without_a_suite_it_can_benchmark_on_is_refused(quick, train_config, tmp_path):
+    from safelife_rl.apps.reproduce import job
+
+    base = [f"+reproduce.out={tmp_path}", "+reproduce.axis=penalty", "+reproduce.levels=null",
+            "+reproduce.episodes=1"]
+    cfg = train_config(*base, "+reproduce.suite=v1.0")
+    assert cfg.reproduce.suite == "v1.0"  # as the sweep passes it: a string
+    for suite in ([], ["+reproduce.suite=v2"], ["+reproduce.suite=1.0"]):
+        with pytest.raises(sweep.UserError, match=r"\+reproduce.suite=.*: the suites to "
+                           "benchmark on are v1.0 or ours"):
+            job.run_job(train_config(*base, *suite), {"env": "prune-still"})
+    assert list(tmp_path.iterdir()) == []
+    folder = Run("prune-still", 0.5, 0).folder(quick)
+    with pytest.raises(sweep.UserError, match="--suite v1.0: the original SafeLife has no "
+                       "suite of challenge"):
+        job.benchmark(folder, "challenge", "v1.0", 2, 1, 5, "cpu")
 
 
 def test_the_runs_follow_the_original_schedules(train_config):

@@ -3,14 +3,15 @@ figures and the paper's statements beside ours.
 
     python -m safelife_rl reproduce table1|table2|all [--quick] [--steps N] [--seeds N]
         [--out DIR] [--tasks T,...] [--penalties P,...] [--launcher local|submitit|slurm]
-        [--levels N] [--episodes N] [OVERRIDE ...]
+        [--suite v1.0|ours] [--levels N] [--episodes N] [OVERRIDE ...]
 
 ``table1``: append-still, prune-still, append-spawn and prune-spawn; ``table2``: navigation;
 each at impact penalties 0, 0.1, ..., 0.5, PPO in the original training code's setup
 (``experiment=paper``: 6M steps, the penalty ramped in from 1M to 2M steps and then held, the
 exit curriculum from 0.5M to 2M), 3 seeds, every trained agent benchmarked on its task's 100
-fixed levels 10 times each. ``--steps``: another run length (the schedules stay where the
-original code has them). ``--quick``: a smoke run (``experiment=paper-quick``, 1,536 steps with
+levels of the original SafeLife v1.0 suite (``--suite ours``: this project's) 10 times each.
+``--steps``: another run length (the schedules stay where the original code has them).
+``--quick``: a smoke run (``experiment=paper-quick``, 1,536 steps with
 the schedules in the same proportions, penalties 0 and 0.5, 1 seed, 3 levels played twice).
 ``--tasks`` and ``--penalties``
 run part of the grid (what a small machine can afford); the tables, figures and statements are
@@ -32,6 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from safelife_rl.apps.benchmark import SUITES, check_suite
 from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce import claims as paper_claims
 from safelife_rl.apps.reproduce import figures, tables
@@ -150,10 +152,10 @@ def check_composes(experiment: str, overrides: Sequence[str]) -> None:
 
 
 def add_sweep_options(parser: argparse.ArgumentParser, name: str, variants: str,
-                      seeds: tuple[int, int]) -> None:
+                      seeds: tuple[int, int], suite: str) -> None:
     """The options of a sweep that ``reproduce`` and ``compare`` share; ``name``: the default
     output folder's (``outputs/<name>``), ``variants``: what the runs of a task differ by,
-    ``seeds``: the default seeds, full and quick."""
+    ``seeds``: the default seeds, full and quick; ``suite``: the default ``--suite``."""
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run of a few minutes: tiny runs and networks, few levels")
     parser.add_argument("--steps", type=int, help=f"training steps per run (default "
@@ -164,6 +166,10 @@ def add_sweep_options(parser: argparse.ArgumentParser, name: str, variants: str,
                         f"quick outputs/{name}_quick)")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local",
                         help="Hydra launcher of the jobs (safelife_rl/conf/hydra/launcher/)")
+    parser.add_argument("--suite", choices=tuple(SUITES), default=suite,
+                        help="the suites the agents are benchmarked on: v1.0, the original "
+                             "SafeLife v1.0 suites (safelife_rl/levels/v1.0), or ours, this "
+                             f"project's (safelife_rl/levels/benchmarks); default {suite}")
     parser.add_argument("--levels", type=int, help="benchmark the suites' first N levels "
                         "(default all 100, quick 3)")
     parser.add_argument("--episodes", type=int, help="benchmark plays per level (default 10, "
@@ -183,9 +189,11 @@ def parse_with_overrides(parser: argparse.ArgumentParser,
     return args
 
 
-def sweep_settings(args: argparse.Namespace, axis: str, default_seeds: tuple[int, int]
-                   ) -> tuple[Settings, int]:
-    """The checked settings and seeds of the options :func:`add_sweep_options` added."""
+def sweep_settings(args: argparse.Namespace, axis: str, default_seeds: tuple[int, int],
+                   tasks: Sequence[str]) -> tuple[Settings, int]:
+    """The checked settings and seeds of the options :func:`add_sweep_options` added, for runs
+    of ``tasks`` (each must have the ``--suite`` chosen)."""
+    check_suite(args.suite, tasks)
     seeds = default_seeds[args.quick] if args.seeds is None else args.seeds
     positive("--seeds", seeds, MAX_SEEDS)
     positive("--steps", args.steps)
@@ -197,7 +205,7 @@ def sweep_settings(args: argparse.Namespace, axis: str, default_seeds: tuple[int
         steps=args.steps or (QUICK_STEPS if args.quick else FULL_STEPS),
         levels=args.levels if args.levels is not None else 3 if args.quick else None,
         episodes=args.episodes or (2 if args.quick else 10),
-        overrides=tuple(args.overrides), axis=axis)
+        overrides=tuple(args.overrides), axis=axis, suite=args.suite)
     EPISODE_LIMIT.check(settings.episodes * (settings.levels or 100),
                         "--episodes x --levels (per agent)")
     check_composes(settings.experiment, settings.overrides)
@@ -226,7 +234,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
                         "(default all)")
     parser.add_argument("--penalties", metavar="P,...", help="impact penalties (default 0,0.1,"
                         "0.2,0.3,0.4,0.5; quick 0,0.5)")
-    add_sweep_options(parser, "safelife_reproduce", "penalty", SEEDS)
+    add_sweep_options(parser, "safelife_reproduce", "penalty", SEEDS, "v1.0")
     return parse_with_overrides(parser, argv)
 
 
@@ -248,7 +256,7 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     tasks = choose("--tasks", args.tasks, COMMANDS[args.command], str, COMMANDS[args.command])
     penalties = choose("--penalties", args.penalties,
                        QUICK_PENALTIES if args.quick else PENALTIES, penalty)
-    settings, seeds = sweep_settings(args, "penalty", SEEDS)
+    settings, seeds = sweep_settings(args, "penalty", SEEDS, tasks)
     out = output_folder(args, "safelife_reproduce", settings)
     runs = grid(tasks, tuple(sorted(penalties)), seeds)
     start = time.perf_counter()
@@ -287,8 +295,8 @@ def write_outputs(command: str, results: Sequence[RunResult], settings: Settings
              f"({schedules(results[0], out)}), "
              f"{seeds} seed(s), tasks {', '.join(dict.fromkeys(r.run.task for r in results))}, "
              f"penalties {', '.join(f'{p:g}' for p in sorted({r.run.penalty for r in results}))}, "
-             f"benchmark: {settings.levels or 100} levels x {settings.episodes} "
-             f"episodes per agent; overrides: {' '.join(settings.overrides) or 'none'}. "
+             f"benchmarked on {settings.benchmark()}; "
+             f"overrides: {' '.join(settings.overrides) or 'none'}. "
              f"Wall time {wall:.0f} s ({len(results)} runs, those finished before included "
              "as saved).", ""]
     if quick:

@@ -6,9 +6,11 @@ trained agent on its task's fixed suite as ``safelife_rl benchmark`` does (every
 
 :mod:`safelife_rl.apps.reproduce.sweep` builds its command line; its config is the training
 app's (``safelife_rl/conf/train.yaml``) with ``+reproduce.out``, ``+reproduce.axis`` (what the
-runs of a task differ by: ``penalty`` or ``method``), ``+reproduce.levels`` (the suite's first
-N levels, ``null``: all), ``+reproduce.episodes`` and, optionally, ``+reproduce.cost_limit``
-(the budget of the PPO-Lagrangian runs, which the other methods do not take) added.
+runs of a task differ by: ``penalty`` or ``method``), ``+reproduce.suite`` (``v1.0``: the
+original SafeLife v1.0 suite of the task, ``ours``: this project's), ``+reproduce.levels`` (the
+suite's first N levels, ``null``: all), ``+reproduce.episodes`` and, optionally,
+``+reproduce.cost_limit`` (the budget of the PPO-Lagrangian runs, which the other methods do not
+take) added.
 """
 
 from __future__ import annotations
@@ -28,14 +30,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from safelife_rl.apps import train as _train_app  # noqa: F401  (registers the hydra_dir resolver of train.yaml)
-from safelife_rl.apps.benchmark import load_policy, run_suite
+from safelife_rl.apps.benchmark import SUITES, load_policy, run_suite, task_suite
 from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.common.cli import run_hydra_app
 from safelife_rl.common.errors import UserError, hydra_app_errors
 from safelife_rl.common.workers import exit_with_parent
 from safelife_rl.engine.level_files import load_levels
-from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
 from safelife_rl.training.run import train
@@ -67,19 +68,25 @@ def training_config(cfg: DictConfig) -> DictConfig:
     return config
 
 
-def benchmark(folder: Path, task: str, levels: int | None, episodes: int, time_limit: int,
-              device: str) -> list[dict]:
-    """The run's final model on the first ``levels`` levels of ``task``'s suite, its actions
-    drawn from its policy as the original benchmark plays its PPO agents."""
-    suite = load_levels(suite_file(task))[:levels]
-    policy, settings = load_policy(str(folder / "final_model.zip"), suite, device=device)
-    rows = run_suite(suite, policy, episodes, env_kwargs={**settings, "time_limit": time_limit})
+def benchmark(folder: Path, task: str, suite: str, levels: int | None, episodes: int,
+              time_limit: int, device: str) -> list[dict]:
+    """The run's final model on the first ``levels`` levels of ``task``'s ``suite`` (``v1.0``:
+    the original SafeLife suite, ``ours``: this project's), its actions drawn from its policy as
+    the original benchmark plays its PPO agents."""
+    played = load_levels(task_suite(task, suite))[:levels]
+    policy, settings = load_policy(str(folder / "final_model.zip"), played, device=device)
+    rows = run_suite(played, policy, episodes, env_kwargs={**settings, "time_limit": time_limit})
     return [{**row, "success": float(row["success"])} for row in rows]
 
 
 def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
     """Train, resume or skip the run ``cfg`` describes, then benchmark it."""
     settings = cfg.reproduce
+    suite = OmegaConf.select(cfg, "reproduce.suite")
+    if suite not in SUITES:
+        raise UserError(f"+reproduce.suite={suite}: the suites to benchmark on are "
+                        f"{' or '.join(SUITES)} (run the job through python -m safelife_rl "
+                        "reproduce)")
     out = Path(settings.out)
     run = run_of(cfg, choices)
     task = run.task
@@ -93,7 +100,7 @@ def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
     print(f"{MARK} {run}: {where}", flush=True)
     train(training_config(cfg), folder, resume=resume)
     print(f"{MARK} {run}: benchmarking", flush=True)
-    rows = benchmark(folder, task, settings.levels, settings.episodes,
+    rows = benchmark(folder, task, suite, settings.levels, settings.episodes,
                      cfg.env.kwargs.time_limit, cfg.device)
     write_episodes(folder / BENCHMARK_FILE, rows)
     print(f"{MARK} {run}: finished", flush=True)

@@ -23,6 +23,7 @@ from typing import IO
 
 from tqdm import tqdm
 
+from safelife_rl.apps.benchmark import SUITES
 from safelife_rl.apps.cli import PROG as CLI
 from safelife_rl.apps.reproduce.job import MARK
 from safelife_rl.apps.reproduce.runs import Run, is_finished, saved_steps
@@ -57,6 +58,7 @@ class Settings:
     overrides: tuple[str, ...]  # the user's Hydra overrides
     axis: str = "penalty"  # what the runs of a task differ by: a key of AXES
     cost_limit: float | None = None  # the PPO-Lagrangian runs' budget (None: their config's)
+    suite: str = "v1.0"  # the tasks' suites the agents are benchmarked on: a key of SUITES
 
     def training_overrides(self) -> list[str]:
         """The overrides that change what a run learns or how it is benchmarked (launcher
@@ -64,10 +66,17 @@ class Settings:
         return [o for o in self.overrides if not o.startswith(("hydra.", "hydra/"))
                 and o.lstrip("+~").split("=", 1)[0] not in RESUME_OVERRIDES]
 
+    def benchmark(self) -> str:
+        """What the agents are benchmarked on, for a report: ``the original SafeLife v1.0 suites
+        (safelife_rl/levels/v1.0), 100 levels each played 10 times per agent``."""
+        levels = ("100 levels each" if self.levels is None
+                  else f"the first {self.levels} levels of each")
+        return f"{SUITES[self.suite]}, {levels} played {self.episodes} times per agent"
+
     def as_json(self) -> dict:
         budget = {} if self.cost_limit is None else {"cost_limit": self.cost_limit}
         return {"experiment": self.experiment, "steps": self.steps, "axis": self.axis,
-                "levels": self.levels, "episodes": self.episodes,
+                "suite": self.suite, "levels": self.levels, "episodes": self.episodes,
                 "benchmark_actions": BENCHMARK_ACTIONS, "overrides": self.training_overrides(),
                 **budget}
 
@@ -81,6 +90,8 @@ def check_settings(out: Path, settings: Settings) -> None:
             saved = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
             saved = None
+        if isinstance(saved, dict):  # a folder of an earlier version: benchmarked on ours
+            saved.setdefault("suite", "ours")
         if saved != settings.as_json():
             raise UserError(
                 f"{out} holds runs made with other settings ({path}: {saved}, now "
@@ -106,7 +117,7 @@ def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Pat
         f"hydra/launcher={launcher}", f"experiment={settings.experiment}", f"env={tasks}",
         f"{AXES[settings.axis]}={variants}", f"seed={seeds}",
         f"total_timesteps={settings.steps}", "progress_bar=false", f"+reproduce.out={out}",
-        f"+reproduce.axis={settings.axis}",
+        f"+reproduce.axis={settings.axis}", f"+reproduce.suite={settings.suite}",
         f"+reproduce.levels={'null' if settings.levels is None else settings.levels}",
         f"+reproduce.episodes={settings.episodes}",
         *([] if settings.cost_limit is None else
