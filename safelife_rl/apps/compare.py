@@ -39,11 +39,12 @@ from safelife_rl.apps.reproduce.cli import (
     sweep_settings,
 )
 from safelife_rl.apps.reproduce.runs import grid, load_result, schedules
-from safelife_rl.apps.reproduce.sweep import launch
+from safelife_rl.apps.reproduce.sweep import check_jobs, launch
 from safelife_rl.common.errors import ArgumentParser, UserError, one_line_errors
 from safelife_rl.common.files import write_text
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 from safelife_rl.envs.registration import TASKS
+from safelife_rl.training.methods import registry
 from safelife_rl.training.methods.ppo_lagrangian import check_cost_limit
 
 PROG = "safelife_rl compare"
@@ -87,24 +88,30 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--tasks", metavar="T,...", help=f"tasks (default "
                         f"{','.join(DEFAULT_TASKS)})")
     parser.add_argument("--cost-limit", type=float, metavar="C", help="the per-episode cost "
-                        "budget of the ppo_lagrangian runs (default: its config's, "
-                        "safelife_rl/conf/method/ppo_lagrangian.yaml)")
+                        f"budget of the runs of {', '.join(budget_takers())} (default: their "
+                        "config's, safelife_rl/conf/method/)")
     add_sweep_options(parser, NAME, "method", SEEDS, "ours")
     return parse_with_overrides(parser, argv)
 
 
+def budget_takers() -> list[str]:
+    """The methods that take a per-episode cost budget (``cost_limit``)."""
+    return [name for name, method in registry().items() if method.cost_limit]
+
+
 def check_budget(cost_limit: float | None, methods: Sequence[str],
                  overrides: Sequence[str]) -> None:
-    """A budget is a finite non-negative number, given only with ppo_lagrangian, and only as
-    ``--cost-limit`` (an override would reach every method's runs)."""
+    """A budget is a finite non-negative number, given only with a method that takes one, and
+    only as ``--cost-limit`` (an override would reach every method's runs)."""
+    takers = ", ".join(budget_takers())
     for override in overrides:
         if override.lstrip("+~").split("=", 1)[0] == "cost_limit":
-            raise UserError(f"{override!r}: the budget of ppo_lagrangian is --cost-limit (an "
+            raise UserError(f"{override!r}: the budget of {takers} is --cost-limit (an "
                             "override would reach the other methods' runs)")
     if cost_limit is None:
         return
-    if "ppo_lagrangian" not in methods:
-        raise UserError("--cost-limit is the budget of ppo_lagrangian, which --methods does "
+    if not set(methods) & set(budget_takers()):
+        raise UserError(f"--cost-limit is the budget of {takers}, which --methods does "
                         "not include")
     try:
         check_cost_limit(cost_limit)
@@ -129,15 +136,17 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     check_budget(args.cost_limit, methods, args.overrides)
     settings, seeds = sweep_settings(args, "method", SEEDS, tasks)
     settings = replace(settings, cost_limit=args.cost_limit)
-    out = output_folder(args, NAME, settings)
     runs = grid(tasks, methods, seeds)
+    check_jobs(runs, settings)
+    out = output_folder(args, NAME, settings)
     start = time.perf_counter()
     launch(runs, settings, args.launcher, out, prog=PROG)
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start
     table = compare_report.write(results, out, BASELINE)
     budget = ("" if settings.cost_limit is None else
-              f"ppo_lagrangian's budget {settings.cost_limit:g} per episode; ")
+              f"the budget of {', '.join(budget_takers())}: {settings.cost_limit:g} per "
+              "episode; ")
     header = (f"# Comparison of {', '.join(methods)}"
               + (" (quick smoke run: not a result)" if args.quick else "") + "\n\n"
               f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "

@@ -37,10 +37,11 @@ def _minibatch_size(n_envs: int, n_steps: int, n_minibatches: int) -> int:
     return rollout // int(n_minibatches)
 
 
-def _steps_share(total: int, share: float, cap: int) -> int:
-    """Config resolver: ``share`` of a run of ``total`` steps, at most ``cap`` (a phase that is
-    the paper's length in a long run and in proportion in a short one)."""
-    return min(int(cap), round(int(total) * float(share)))
+def _steps_share(total: int, share: float, cap: int, floor: int = 0) -> int:
+    """Config resolver: ``share`` of a run of ``total`` steps, at most ``cap`` and at least
+    ``floor`` (a phase that is the paper's length in a long run and in proportion in a short
+    one, never shorter than what it must fill)."""
+    return min(int(cap), max(int(floor), round(int(total) * float(share))))
 
 
 for _name, _resolver in (("minibatch_size", _minibatch_size), ("steps_share", _steps_share)):

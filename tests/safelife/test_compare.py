@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+import torch
 import yaml
 
 from safelife_rl.apps import compare, compare_report
@@ -185,6 +186,16 @@ def test_the_default_methods_each_have_their_config_and_others_are_refused(tmp_p
     (["--methods", "ppo", "--tasks", "append-still,prune-still-easy", "--suite", "v1.0"],
      "--suite v1.0: the original SafeLife has no suite of prune-still-easy (only of"),
     (["--methods", "ppo", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
+    # every job's composed config is checked as the training app checks it, before launching
+    (["--methods", "ppo,aup", "n_envs=0"],
+     "the job of append-still, method ppo: n_envs must be a positive integer"),
+    (["--methods", "ppo", "device=meta"], "device must be cpu, cuda, cuda:N, mps or auto"),
+    (["--methods", "ppo", "compile=true"], "compile=true compiles the device vector env's step"),
+    (["--methods", "ppo", "algo.learning_rate=nan"], "algo.learning_rate must be a finite"),
+    (["--methods", "ppo,aup", "--quick", "torch_threads=0"],
+     "the job of append-still, method ppo: torch_threads must be a positive integer"),
+    (["--methods", "ppo,ppo_lagrangian", "--cost-limit", "1e300"],
+     "--cost-limit: cost_limit must be a finite non-negative number up to 1e+06"),
 ])
 def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys,
                                                      monkeypatch):
@@ -192,6 +203,28 @@ def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, caps
     out = tmp_path / "out"
     assert named in one_line_error([*argv, "--out", str(out)], capsys)
     assert not out.exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="device=cuda is valid on this machine")
+def test_device_cuda_without_cuda_is_refused_before_launching(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(compare, "launch", lambda *args, **kwargs: pytest.fail("launched"))
+    err = one_line_error(["--methods", "ppo", "device=cuda", "--out", str(tmp_path / "o")],
+                         capsys)
+    assert "device=cuda, but torch finds no CUDA GPU on this machine" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_default_methods_are_valid_at_the_quick_and_full_budgets(quick):
+    """Every default method's every job composes and passes the training app's checks (the
+    quick budget gives AUP's random-play buffer at least one VAE batch)."""
+    from safelife_rl.apps.reproduce.runs import grid
+    from safelife_rl.apps.reproduce.sweep import check_jobs
+
+    args = compare.parse(["--quick"] if quick else [])
+    settings, seeds = compare.sweep_settings(args, "method", compare.SEEDS,
+                                             compare.DEFAULT_TASKS)
+    check_jobs(grid(compare.DEFAULT_TASKS, compare.DEFAULT_METHODS, seeds), settings)
 
 
 def test_the_budget_reaches_the_lagrangian_runs_only(tmp_path):

@@ -53,6 +53,7 @@ from safelife_rl.apps.reproduce.sweep import (
     PROG,
     QUICK_STEPS,
     Settings,
+    check_jobs,
     check_settings,
     launch,
 )
@@ -257,8 +258,9 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     penalties = choose("--penalties", args.penalties,
                        QUICK_PENALTIES if args.quick else PENALTIES, penalty)
     settings, seeds = sweep_settings(args, "penalty", SEEDS, tasks)
-    out = output_folder(args, "safelife_reproduce", settings)
     runs = grid(tasks, tuple(sorted(penalties)), seeds)
+    check_jobs(runs, settings)
+    out = output_folder(args, "safelife_reproduce", settings)
     start = time.perf_counter()
     launch(runs, settings, args.launcher, out)
     results = [load_result(run, out) for run in runs]

@@ -104,6 +104,46 @@ def check_settings(out: Path, settings: Settings) -> None:
         write_json(path, settings.as_json())
 
 
+def _variant_override(settings: Settings, variant: float | str) -> str:
+    value = repr(variant) if isinstance(variant, float) else variant
+    return f"{AXES[settings.axis]}={value}"
+
+
+def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
+    """Compose the training config of every task x variant of ``runs`` as its job will and
+    check it as the training app does (its settings, its method's, the env the method needs),
+    before anything is launched or written: a bad override ends the command in one line
+    naming the job, not a sweep stopped after its runs were launched."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from safelife_rl.apps.reproduce.job import training_config
+    from safelife_rl.training.config import check_settings
+    from safelife_rl.training.methods import method_of
+
+    user = [o for o in settings.overrides
+            if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    budget = ([] if settings.cost_limit is None else
+              [f"+reproduce.cost_limit={settings.cost_limit!r}"])
+    with initialize_config_module("safelife_rl.conf", version_base=None):
+        for task, variant in dict.fromkeys((r.task, r.variant) for r in runs):
+            job = f"the job of {task}, {settings.axis} {variant}"
+            overrides = [f"experiment={settings.experiment}", f"env={task}",
+                         _variant_override(settings, variant),
+                         f"total_timesteps={settings.steps}", "progress_bar=false",
+                         f"+reproduce.axis={settings.axis}", *budget, *user]
+            try:
+                cfg = training_config(compose("train", overrides))
+                check_settings(cfg)
+                method_of(cfg).check_env(cfg)
+            except UserError as error:
+                raise UserError(f"{job}: {error}") from None
+            except (HydraException, OmegaConfBaseException) as error:
+                message = " ".join(str(error).split())
+                raise UserError(f"{job}: {message}") from None
+
+
 def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Path) -> list[str]:
     """The Hydra multirun that trains ``runs``: every combination of their tasks, variants
     (penalties or methods) and seeds (a combination finished before is skipped by its job)."""
