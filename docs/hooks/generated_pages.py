@@ -213,9 +213,12 @@ HELP_MARKER = re.compile(r"<!-- command-help: ([\w.]+)((?: [\w-]+)*) -->")
 
 @cache
 def command_help(module: str, subcommand: str) -> str:
+    # SAFETY_RL_CONF empty: the help of the package's configs alone, not of the repository's
+    # conf/ (docs/configuration.md), whose experiments a Hydra app's help would list too
     result = subprocess.run(
         [sys.executable, "-m", module, *subcommand.split(), "--help"], cwd=ROOT,
-        capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "100"},
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "COLUMNS": "100", "SAFETY_RL_CONF": ""},
     )
     return result.stdout.rstrip()
 

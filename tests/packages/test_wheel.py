@@ -23,6 +23,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("safelife_rl", "drest", "extended_envs")
+#: The Hydra plugin that puts the user's conf/ on the apps' search path (docs/configuration.md),
+#: in Hydra's namespace package hydra_plugins.
+PLUGIN = "hydra_plugins/safety_rl_toolkit"
 SUBCOMMANDS = {
     "safelife-rl": ("train", "benchmark", "reproduce", "make-suites", "plots", "replay", "play",
                     "play-multi", "random-run"),
@@ -37,7 +40,7 @@ def venv(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for package in PACKAGES:
+    for package in (*PACKAGES, PLUGIN):
         shutil.copytree(ROOT / package, source / package, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
@@ -71,6 +74,20 @@ def test_the_packages_come_from_the_venv(venv, tmp_path):
     files = [Path(line) for line in done.stdout.split()]
     assert len(files) == 3 and all(f.is_relative_to(venv) for f in files), files
     assert all((f.parent / "conf" / "__init__.py").exists() for f in files)
+
+
+def test_the_installed_plugin_finds_the_users_conf(venv, tmp_path):
+    """Hydra finds the wheel's plugin, which adds ./conf to the apps' configs."""
+    done = run(venv, "python", "-c", "import hydra_plugins.safety_rl_toolkit.user_conf as m\n"
+               "print(m.__file__)", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).is_relative_to(venv)
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\nsteps: 7\n")
+    done = run(venv, "extended-envs", "benchmark", "+experiment=mine", "--cfg", "job",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "steps: 7" in done.stdout.splitlines()
 
 
 def test_every_subcommand_answers_help(venv, tmp_path):
