@@ -8,6 +8,7 @@ import base64
 import io
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,46 @@ TRAIN_OTHER = [
 ]
 TRAIN_METHOD = {"cost_limit": "method=ppo_lagrangian",
                 "method.constraint_start": "method=ppo_lagrangian"}
+#: AUP's phases sized to fit the tiny run
+AUP_TINY = ("total_timesteps=640", "method.buffer_steps=64", "method.aux_steps=256",
+            "method.vae.hidden=[32,16]", "method.vae.epochs=3", "method.vae.batch_size=16",
+            "method.aux_agent.buffer_size=500", "method.aux_agent.learning_starts=64")
+# each method's own settings: (its overrides, key, values tried, values it may take)
+METHOD_KEYS = [
+    *((("method=ppo_lagrangian", "cost_limit=2"), f"method.{key}", SCALAR + ("null", "list"),
+       ("zero",)) for key in ("multiplier_init", "multiplier_lr", "pid_kp", "pid_kd")),
+    (("method=ppo_lagrangian", "cost_limit=2"), "method.standardize_advantages",
+     ("text", "null", "list", "zero", "nan"), ()),
+    *((("method=aup", *AUP_TINY), f"method.{key}", SCALAR + ("null", "fraction", "list"), ())
+      for key in ("buffer_steps", "aux_steps", "vae.batch_size", "vae.epochs",
+                  "aux_agent.batch_size", "aux_agent.buffer_size")),
+    # a ramp may end far beyond the run or at its end (null)
+    (("method=aup", *AUP_TINY), "method.lambda_ramp_end", SCALAR + ("null", "fraction", "list"),
+     ("huge", "null")),
+    (("method=aup", *AUP_TINY), "method.aux_agent.learning_starts",
+     SCALAR + ("null", "fraction", "list"), ("zero",)),
+    *((("method=aup", *AUP_TINY), f"method.{key}", SCALAR + ("null", "list"), ())
+      for key in ("vae.learning_rate", "aux_agent.learning_rate", "reward")),
+    (("method=aup", *AUP_TINY), "method.aux_agent.gamma", SCALAR + ("null", "list"), ("zero",)),
+    (("method=aup", *AUP_TINY), "method.noop_action", SCALAR + ("null", "list"),
+     ("zero", "null")),
+    (("method=aup_proj", *AUP_TINY), "method.lambda_values", SCALAR + ("null", "list"),
+     ("list",)),
+    (("method=cost_penalty",), "method.coefficient", SCALAR + ("null", "list"), ("zero",)),
+]
+# methods' settings that are not one number: (overrides, legal)
+METHOD_OTHER = [
+    *((("method=aup", *AUP_TINY, f"method.lambda_values={v}"), False) for v in
+      ("[1e308,1e308]", "[a,b]", "[0.1]", "[nan,0.1]", "[-1,0.1]", "[0.1,0.1,0.1]")),
+    *((("method=aup", *AUP_TINY, f"method.vae.hidden={v}"), False) for v in
+      ("[0]", "[-5]", "abc", "[1000000000]", "[2.5]")),
+    (("method=aup", *AUP_TINY, "+method.vae.dropout=0.1"), False),
+    # buffers larger than any host: refused before they are allocated
+    (("method=aup", "method.buffer_steps=300000000", "total_timesteps=1000000000"), False),
+    (("method=aup", *AUP_TINY, "method.aux_agent.buffer_size=10000000000"), False),
+    (("algo=dqn", "algo.buffer_size=10000000000"), False),
+    (("method.name=nope",), False),
+]
 
 DREST_BASE = ("agent.meta_episodes=8", "agent.eval_every=4")
 DREST_PPO = ("agent=ppo", "agent.total_timesteps=256", "agent.n_steps=32", "agent.batch_size=32",
@@ -363,6 +404,15 @@ def _torch_payload(marker: Path) -> bytes:
     return buffer.getvalue()
 
 
+def yaml_bomb(levels: int = 11) -> str:
+    """About 250 bytes of nested aliases that expand to 4**(levels + 1) nodes."""
+    names = [f"n{i}" for i in range(levels + 1)]
+    lines = [f"{names[0]}: &{names[0]} [x, x, x, x]"]
+    lines += [f"{new}: &{new} [*{old}, *{old}, *{old}, *{old}]"
+              for old, new in zip(names, names[1:])]
+    return "\n".join(lines) + "\n"
+
+
 def _yaml_of(model: Path) -> str:
     with zipfile.ZipFile(model) as archive:
         return archive.read("run_config.yaml").decode()
@@ -405,6 +455,7 @@ def model_files(folder: Path, model: Path, markers: Path) -> list[str]:
             "seed: 0", "seed: ${oc.env:HOME}", 1)}),
         "config_not_mapping": dict(entries={"run_config.yaml": "- 1\n- 2\n"}),
         "config_bad_yaml": dict(entries={"run_config.yaml": "a: [\n"}),
+        "config_yaml_bomb": dict(entries={"run_config.yaml": yaml_bomb()}),
     }
     for name, changes in made.items():
         rewrite_zip(model, folder / f"{name}.zip", **changes)
@@ -507,6 +558,8 @@ def _run_setups(markers: Path) -> dict[str, object]:
         "yaml_tag": write("config.yaml", f"a: !!python/object/apply:os.system ['touch "
                                          f"{markers}/resume_yaml']\n"),
         "config_missing": lambda run: (run / "config.yaml").unlink(),
+        "config_yaml_bomb": write("config.yaml", yaml_bomb()),
+        "checkpoint_config_bomb": checkpoint(entries={"run_config.yaml": yaml_bomb()}),
         "config_empty": write("config.yaml", ""),
         "config_list": write("config.yaml", "- 1\n"),
         "config_fifo": special("config.yaml", _fifo),
@@ -528,6 +581,53 @@ def _run_setups(markers: Path) -> dict[str, object]:
         "lock_fifo": special("train.lock", _fifo),
         "lock_dir": special("train.lock", lambda p: p.mkdir()),
     }
+
+
+def _method_run_setups() -> dict[str, tuple[str, object]]:
+    """name: (the fixture run of a method, a function damaging its copy ``run``)."""
+
+    def auxiliary(content: bytes):
+        return lambda run: (run / "aup_auxiliary.pt").write_bytes(content)
+
+    def multiplier(state):
+        def change(run: Path) -> None:
+            import torch
+
+            newest = _newest_checkpoint(run)
+            with zipfile.ZipFile(newest) as archive:
+                variables = torch.load(io.BytesIO(archive.read("pytorch_variables.pth")),
+                                       weights_only=True)
+            variables["lagrange_state"] = torch.tensor(state, dtype=torch.float64)
+            buffer = io.BytesIO()
+            torch.save(variables, buffer)
+            rewrite_zip(newest, newest.with_suffix(".new"),
+                        entries={"pytorch_variables.pth": buffer.getvalue()})
+            newest.with_suffix(".new").replace(newest)
+        return change
+
+    return {
+        "aup_auxiliary_empty": ("aup_run", auxiliary(b"")),
+        "aup_auxiliary_pickle": ("aup_run", auxiliary(pickle.dumps({"settings": print}))),
+        "aup_auxiliary_truncated": ("aup_run", auxiliary(b"PK\x03\x04 truncated")),
+        "aup_auxiliary_missing": ("aup_run", lambda run: (run / "aup_auxiliary.pt").unlink()),
+        "lagrange_state_nan": ("lagrangian_run", multiplier([float("nan"), 0.0, 0.0])),
+        "lagrange_state_inf": ("lagrangian_run", multiplier([float("inf"), 0.0, 0.0])),
+        "lagrange_state_huge": ("lagrangian_run", multiplier([1e300, 1e300, 0.0])),
+        "lagrange_state_shape": ("lagrangian_run", multiplier([0.0, 0.0])),
+    }
+
+
+def method_run_cases() -> Iterator[Case]:
+    """A damaged file of an AUP or PPO-Lagrangian run, resumed from its newest checkpoint."""
+    for name, (run_name, change) in _method_run_setups().items():
+        def setup(folder: Path, fixtures: Path, run_name=run_name, change=change) -> None:
+            shutil.copytree(fixtures / run_name, folder / "run", symlinks=True)
+            (folder / "run" / "final_model.zip").unlink()  # as if killed after a checkpoint
+            change(folder / "run")
+        longer = "total_timesteps=960" if run_name == "aup_run" else "total_timesteps=128"
+        yield Case("method run folders", f"resume {name}",
+                   ("safelife_rl", "train", "resume={case}/run", longer), setup=setup,
+                   timeout=120)
 
 
 def copy_run(fixtures: Path, target: Path) -> None:
@@ -553,6 +653,20 @@ def train_cases() -> Iterator[Case]:
             if override.split("=")[0] in TRAIN_METHOD else ()
         yield Case("train settings", f"train {override}", (*base, *extra, override),
                    watch=("{case}/run",))
+
+
+def method_cases() -> Iterator[Case]:
+    base = ("safelife_rl", "train", *TINY, "hydra.run.dir={case}/run")
+    for overrides, key, tried, legal in METHOD_KEYS:
+        for value in tried:
+            if value in legal:
+                continue
+            yield Case("method settings", f"train {overrides[0]} {key}={VALUES[value]}",
+                       (*base, *overrides, f"{key}={VALUES[value]}"), watch=("{case}/run",))
+    for overrides, _ in METHOD_OTHER:
+        yield Case("method settings", "train " + " ".join(
+            o for o in overrides if o not in AUP_TINY), (*base, *overrides),
+            watch=("{case}/run",))
 
 
 def drest_cases() -> Iterator[Case]:
@@ -838,9 +952,9 @@ def output_cases() -> Iterator[Case]:
 
 
 def all_cases(fixtures: Path, markers: Path, models: list[str]) -> list[Case]:
-    return [*train_cases(), *drest_cases(), *extended_cases(), *flag_cases(), *level_cases(),
-            *model_cases(models), *run_folder_cases(markers), *bank_cases(fixtures),
-            *reproduce_cases(), *output_cases()]
+    return [*train_cases(), *method_cases(), *drest_cases(), *extended_cases(), *flag_cases(),
+            *level_cases(), *model_cases(models), *run_folder_cases(markers),
+            *method_run_cases(), *bank_cases(fixtures), *reproduce_cases(), *output_cases()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -861,6 +975,11 @@ def make_fixtures(fixtures: Path, markers: Path, reproduce: bool = True) -> list
     _python("safelife_rl", "train", *TINY, "env.kwargs.bank={size:4}",
             f"hydra.run.dir={fixtures / 'run'}", cwd=fixtures, env=env)
     (fixtures / "run" / "train.lock").unlink(missing_ok=True)
+    for name, method in (("aup_run", ("method=aup", *AUP_TINY)),
+                         ("lagrangian_run", ("method=ppo_lagrangian", "cost_limit=2"))):
+        _python("safelife_rl", "train", *TINY, *method, "env.kwargs.bank={size:4}",
+                f"hydra.run.dir={fixtures / name}", cwd=fixtures, env=env)
+        (fixtures / name / "train.lock").unlink(missing_ok=True)
     level_files(fixtures / "levels", markers)
     models = model_files(fixtures / "models", fixtures / "run" / "final_model.zip", markers)
     if reproduce:

@@ -365,6 +365,15 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (["method.aux_agent.batch_size=x"], r"^method.aux_agent.batch_size must be a positive"),
     (["method.buffer_steps=abc"], r"^method.buffer_steps must be a positive integer"),
     (["method.noop_action=x"], r"^method.noop_action must be null \(the env's own\) or an"),
+    (["method.vae.epochs=1000000000000"],
+     r"^method.vae.epochs is 1000000000000 epochs, over the limit of 1000; raise it with "
+     r"SAFELIFE_MAX_EPOCHS"),
+    (["method.aux_agent.batch_size=1000000000000"],
+     r"^method.aux_agent.batch_size \(1000000000000\) must be at most "
+     r"method.aux_agent.buffer_size \(500\)"),
+    (["method.vae.learning_rate=1000000000000"],
+     r"^method.vae.learning_rate must be a positive number up to 1 \(a learning rate\)"),
+    (["method.aux_agent.learning_rate=2"], r"^method.aux_agent.learning_rate must be a positive"),
     (["method.buffer_steps=300000000", "total_timesteps=1000000000"],
      r"^AUP's random-play buffer of 300,000,000 observations needs about \d+\.\d GiB of host "
      r"memory \(.* GiB with the run's other buffers\), over the .* GiB free on this machine; "

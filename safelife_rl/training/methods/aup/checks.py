@@ -9,12 +9,15 @@ from typing import Any
 
 from drest.checks import is_int, is_number
 from safelife_rl.common.errors import UserError
+from safelife_rl.common.limits import EPOCH_LIMIT
 from safelife_rl.envs.checks import check
 from safelife_rl.training.methods.aup.auxiliary_rewards import KINDS
 
 #: The largest ``lambda`` taken: the authors ramp it to 0.1 beside rewards of about 1; past
 #: this the penalty drowns every reward (and near 1e38 it overflows float32 to inf).
 MAX_LAMBDA = 1000.0
+#: The largest learning rate taken: Adam's steps past 1 send the networks' weights to NaN.
+MAX_LEARNING_RATE = 1.0
 #: The DQN settings that count steps or samples, and those that are shares in [0, 1].
 _AGENT_COUNTS = ("buffer_size", "batch_size", "train_freq", "gradient_steps",
                  "target_update_interval")
@@ -22,8 +25,9 @@ _AGENT_UNIT = ("gamma", "exploration_fraction", "exploration_initial_eps",
                "exploration_final_eps")
 
 
-def _positive(name: str, value: Any) -> None:
-    check.value(name, value, lambda v: is_number(v) and v > 0, "a positive finite number")
+def _learning_rate(name: str, value: Any) -> None:
+    check.value(name, value, lambda v: is_number(v) and 0 < v <= MAX_LEARNING_RATE,
+                f"a positive number up to {MAX_LEARNING_RATE:g} (a learning rate)")
 
 
 def check_aup_settings(method: Mapping[str, Any], total_timesteps: int) -> None:
@@ -51,11 +55,12 @@ def check_aup_settings(method: Mapping[str, Any], total_timesteps: int) -> None:
     hidden = vae.get("hidden", [1])
     check.value("method.vae.hidden", hidden, lambda v: isinstance(v, (list, tuple)) and all(
         is_int(x) and 1 <= x <= 65_536 for x in v), "a list of layer widths (1 to 65536)")
-    for name in ("epochs", "batch_size"):
-        if name in vae:
-            check.count(f"method.vae.{name}", vae[name])
+    if "epochs" in vae:
+        EPOCH_LIMIT.check(check.count("method.vae.epochs", vae["epochs"]), "method.vae.epochs")
+    if "batch_size" in vae:
+        check.count("method.vae.batch_size", vae["batch_size"])
     if "learning_rate" in vae:
-        _positive("method.vae.learning_rate", vae["learning_rate"])
+        _learning_rate("method.vae.learning_rate", vae["learning_rate"])
     batch = vae.get("batch_size", 64)
     if method["reward"] == "cb_vae" and buffer_steps < batch:
         raise UserError(f"method.buffer_steps ({buffer_steps}) must fill at least one VAE "
@@ -70,7 +75,11 @@ def check_aup_settings(method: Mapping[str, Any], total_timesteps: int) -> None:
             check.value(f"method.aux_agent.{name}", agent[name],
                         lambda v: is_number(v) and 0 <= v <= 1, "a number in [0, 1]")
     if "learning_rate" in agent:
-        _positive("method.aux_agent.learning_rate", agent["learning_rate"])
+        _learning_rate("method.aux_agent.learning_rate", agent["learning_rate"])
+    size, batch = agent.get("buffer_size", 1_000_000), agent.get("batch_size", 32)
+    if batch > size:
+        raise UserError(f"method.aux_agent.batch_size ({batch}) must be at most "
+                        f"method.aux_agent.buffer_size ({size}): a batch is drawn from it")
     starts = agent.get("learning_starts", 100)
     check.value("method.aux_agent.learning_starts", starts, lambda v: is_int(v) and v >= 0,
                 "a non-negative integer")
