@@ -51,9 +51,11 @@ if not OmegaConf.has_resolver("hydra_dir"):
 
 
 @hydra.main(version_base=None, config_path="pkg://safelife_rl.conf", config_name="train")
-def app(cfg: DictConfig) -> None:
+def app(cfg: DictConfig) -> float | None:
     """Train as configured (or resume ``resume=RUN``), print the summary; a run stopped by a
-    signal exits with status 128 + the signal's number."""
+    signal exits with status 128 + the signal's number. Returns the run's objective for a
+    sweeper (Optuna's and other Hydra sweepers read the app's return value): the final
+    evaluation's mean performance (``None`` for a run without evaluations)."""
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
     run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
     # a resolver refusing a value (algo.batch_size of algo.n_steps=nan) is a user error too
@@ -69,6 +71,13 @@ def app(cfg: DictConfig) -> None:
             print(f"{PROG}: {stopped}; continue with resume={run_dir}", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
     print(format_summary(summary))
+    return objective(summary)
+
+
+def objective(summary: dict) -> float | None:
+    """The final evaluation's mean performance, the fraction of available points earned."""
+    value = (summary.get("trained") or {}).get("mean_performance")
+    return None if value is None else float(value)
 
 
 

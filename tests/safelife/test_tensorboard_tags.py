@@ -4,6 +4,7 @@ and every run writes its settings and final metrics for TensorBoard's HParams da
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -91,3 +92,23 @@ def test_each_run_writes_its_hparams(logged, method):
     if method == "ppo_lagrangian":
         assert hparams["cost_limit"].number_value == 2
         assert hparams["method.multiplier_lr"].number_value == pytest.approx(0.01)
+
+
+def test_the_training_app_returns_its_objective_for_a_sweeper(tmp_path, train_config):
+    """Hydra's sweepers (Optuna's among them) read what the app returns: the final
+    evaluation's mean performance."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from safelife_rl.apps.train import app
+
+    cfg = train_config("total_timesteps=64", f"hydra.run.dir={tmp_path}",
+                       return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.runtime.output_dir = str(tmp_path)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    value = app(cfg)
+    evaluation = json.loads((tmp_path / "evaluation.json").read_text())
+    assert isinstance(value, float) and value == evaluation["trained"]["mean_performance"]
