@@ -241,13 +241,13 @@ def run_suite(
         SafeLifeEnv(levels, side_effects=True, **(env_kwargs or {}))
         for _ in range(min(n_envs, len(jobs)))
     ]
-    rows, running, obs = [], {}, {}
+    rows, running, obs, costs = [], {}, {}, {}
     bar = tqdm(total=len(jobs), desc="benchmark", unit="episode")
 
     def start(k: int) -> None:
         level, rep = jobs.pop(0)
         obs[k], _ = envs[k].reset(seed=seed + 1000 * level + rep, options={"level": level})
-        running[k] = (level, rep)
+        running[k], costs[k] = (level, rep), 0.0
 
     for k in range(len(envs)):
         start(k)
@@ -256,6 +256,7 @@ def run_suite(
         actions = policy(np.stack([obs[k] for k in keys]))
         for k, action in zip(keys, np.asarray(actions).reshape(-1)):
             obs[k], _, terminated, truncated, info = envs[k].step(int(action))
+            costs[k] += info["cost"]
             if terminated or truncated:
                 level, rep = running.pop(k)
                 side = info["side_effects"]
@@ -268,6 +269,7 @@ def run_suite(
                     "reward": info["reward"],
                     "green": _normalised(side, "life-green"),
                     "yellow": _normalised(side, "life-yellow"),
+                    "cost": costs[k],
                     "side_effects": json.dumps(side),
                 })
                 bar.update()

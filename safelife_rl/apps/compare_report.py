@@ -1,7 +1,8 @@
 """The comparison's table and figures from its runs (``safelife_rl compare``).
 
 A run's score on a metric is its mean over its benchmark episodes (performance, reward, green
-and yellow side effects over their inaction totals). Per task and method: the interquartile
+and yellow side effects over their inaction totals, and the summed safety cost ``info["cost"]``
+that PPO-Lagrangian is held to). Per task and method: the interquartile
 mean (IQM) of the seeds' scores with its 95% stratified-bootstrap interval and, against the
 baseline (PPO), the difference of the IQMs (method - PPO) and the probability of improvement:
 the chance that a seed of the method does better than a seed of PPO (higher performance or
@@ -52,6 +53,7 @@ METRICS = (
     Metric("reward", "reward", None, True, pooled=False),
     Metric("green", "green", "mean_side_effects/normalized/green", False),
     Metric("yellow", "yellow", None, False),
+    Metric("cost", "cost", "mean_cost", False),
 )
 ALL_TASKS = "all tasks"
 
@@ -71,7 +73,7 @@ def score_matrix(results: Sequence[RunResult], tasks: Sequence[str], method: str
     for task in tasks:
         runs = sorted((r for r in results if r.run.task == task and r.run.variant == method),
                       key=lambda r: r.run.seed)
-        scores = seed_scores([[e[metric.key] for e in r.episodes] for r in runs])
+        scores = seed_scores([[e.get(metric.key, np.nan) for e in r.episodes] for r in runs])
         if len(scores) == len(runs) and len(runs):
             columns.append(scores)
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))

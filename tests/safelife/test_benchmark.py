@@ -37,6 +37,16 @@ def test_random_policy_is_reproducible(tmp_path, benchmarks):
     assert first["green"][0] > 0  # random toggling disturbs the green patterns
 
 
+def test_each_episode_records_its_summed_cost(tmp_path, benchmarks):
+    """``cost``: the sum of the episode's ``info["cost"]`` (0 for doing nothing; random
+    toggling disturbs the green life)."""
+    out, _ = run(tmp_path / "noop", benchmarks, "--policy", "noop")
+    assert {float(r["cost"]) for r in csv.DictReader(open(out / "episodes.csv"))} == {0.0}
+    out, _ = run(tmp_path / "random", benchmarks)
+    costs = [float(r["cost"]) for r in csv.DictReader(open(out / "episodes.csv"))]
+    assert min(costs) >= 0 and max(costs) > 0
+
+
 def one_line_error(capsys, *argv):
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit:

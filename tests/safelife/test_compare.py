@@ -141,7 +141,23 @@ def test_rows_on_hand_cases():
     assert penalty["green"].difference.high < 0
     assert ppo["green"].difference is None
     assert "| 0.200 [0.100, 0.300] | -0.300 [" in text
-    assert "| 1.00 [1.00, 1.00] | n/a | n/a | n/a | 3 |" in text
+    assert "| 1.00 [1.00, 1.00] | n/a | n/a | n/a | " in text
+    assert penalty["cost"].iqm is None  # these episodes recorded no cost
+
+
+def test_the_comparison_reports_the_summed_cost():
+    """The cost each benchmark episode summed (``info["cost"]``), lower is better."""
+    results = [result("prune-still", method, seed, performance=0.5, reward=1.0, green=0.1,
+                      yellow=np.nan, cost=cost)
+               for method, costs in (("ppo", (4.0, 5.0, 6.0)), ("ppo_lagrangian", (1, 2, 3)))
+               for seed, cost in enumerate(costs)]
+    found = {(r.task, r.method): r.cells for r in compare_report.rows(results, "ppo")}
+    lagrangian = found["prune-still", "ppo_lagrangian"]["cost"]
+    assert lagrangian.iqm.point == pytest.approx(2.0)
+    assert lagrangian.difference.point == pytest.approx(-3.0)
+    assert lagrangian.improvement.point == pytest.approx(1.0)
+    assert "cost IQM [95% CI]" in compare_report.markdown(compare_report.rows(results, "ppo"),
+                                                          "ppo")
 
 
 def one_line_error(argv, capsys):

@@ -38,10 +38,15 @@ BENCHMARK_FILE = "benchmark.csv"
 #: tables use; ``green`` and ``yellow`` are side effects over their inaction totals (NaN where a
 #: level has no such cells).
 NUMBER_COLUMNS = ("performance", "length", "success", "reward", "green", "yellow")
-#: Columns a level makes undefined (side effects over an inaction total of 0), NaN there.
-MAY_BE_NAN = ("green", "yellow")
+#: Columns of later versions' benchmarks: the episode's summed safety cost (``info["cost"]``);
+#: NaN in a benchmark written before it.
+OPTIONAL_COLUMNS = ("cost",)
+#: Columns a level makes undefined (side effects over an inaction total of 0), NaN there, and
+#: the cost, NaN in benchmarks written before it was recorded.
+MAY_BE_NAN = ("green", "yellow", "cost")
 #: The values an episode can give (a performance is a share of the level's points, at most 1).
-RANGES = {"performance": (-math.inf, 1.0), "length": (1, 1e9), "success": (0, 1)}
+RANGES = {"performance": (-math.inf, 1.0), "length": (1, 1e9), "success": (0, 1),
+          "cost": (0, math.inf)}
 WHOLE = ("length", "success")
 
 
@@ -140,7 +145,9 @@ def load_episodes(path: Path) -> list[dict[str, float]]:
                 raise UserError(f"{path}: not a benchmark of episodes (no {', '.join(missing)} "
                                 "column); delete the run's folder to rerun it")
             rows = [{"level": row["level"],
-                     **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS}} for row in reader]
+                     **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS},
+                     **{c: _number(row.get(c) or "nan", path, c) for c in OPTIONAL_COLUMNS}}
+                    for row in reader]
         except UnicodeDecodeError as error:
             raise UserError(f"{path}: not text ({error}); delete the run's folder to rerun "
                             "it") from None
