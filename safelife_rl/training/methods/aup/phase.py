@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import pickle
 import time
+import warnings
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -169,7 +170,9 @@ class AuxiliaryPhase(BaseCallback):
         where the run was."""
         check_readable_file(self.path)
         try:
-            saved = torch.load(self.path, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch's about a pickle protocol: the refusal says it
+                warnings.simplefilter("ignore", UserWarning)
+                saved = torch.load(self.path, map_location="cpu", weights_only=True)
         except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError,
                 zipfile.BadZipFile) as error:
             what = "empty" if isinstance(error, EOFError) else "not a torch file of tensors"
