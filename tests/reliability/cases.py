@@ -669,6 +669,21 @@ def method_cases() -> Iterator[Case]:
             watch=("{case}/run",))
 
 
+#: Overrides ``compare`` hands every job: refused in one line before any job is launched
+COMPARE_OVERRIDES = (
+    "lr=nan", "n_envs=0", "n_envs=abc", "device=meta", "device=cuda:99", "compile=true",
+    "algo.learning_rate=nan", "algo.n_steps=0", "torch_threads=0", "seed=-1",
+    "total_timesteps=0", "vec_env=threads", "env.kwargs.view_shape=[0,0]", "policy=nope",
+)
+
+
+def compare_cases() -> Iterator[Case]:
+    for override in COMPARE_OVERRIDES:
+        yield Case("compare overrides", f"compare {override}",
+                   ("safelife_rl", "compare", "--quick", "--methods", "ppo,aup",
+                    "--out", "{case}/out", override), watch=("{case}/out",))
+
+
 def drest_cases() -> Iterator[Case]:
     for base, key, tried, legal in DREST_KEYS:
         for value in tried:
@@ -952,7 +967,7 @@ def output_cases() -> Iterator[Case]:
 
 
 def all_cases(fixtures: Path, markers: Path, models: list[str]) -> list[Case]:
-    return [*train_cases(), *method_cases(), *drest_cases(), *extended_cases(), *flag_cases(),
+    return [*train_cases(), *method_cases(), *compare_cases(), *drest_cases(), *extended_cases(), *flag_cases(),
             *level_cases(), *model_cases(models), *run_folder_cases(markers),
             *method_run_cases(), *bank_cases(fixtures), *reproduce_cases(), *output_cases()]
 

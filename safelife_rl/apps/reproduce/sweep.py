@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tqdm import tqdm
 
@@ -126,6 +126,7 @@ def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
             if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
     budget = ([] if settings.cost_limit is None else
               [f"+reproduce.cost_limit={settings.cost_limit!r}"])
+    built: set[str] = set()
     with initialize_config_module("safelife_rl.conf", version_base=None):
         for task, variant in dict.fromkeys((r.task, r.variant) for r in runs):
             job = f"the job of {task}, {settings.axis} {variant}"
@@ -137,11 +138,30 @@ def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
                 cfg = training_config(compose("train", overrides))
                 check_settings(cfg)
                 method_of(cfg).check_env(cfg)
+                if task not in built:
+                    _build_one_env(cfg)
+                    built.add(task)
             except UserError as error:
                 raise UserError(f"{job}: {error}") from None
             except (HydraException, OmegaConfBaseException) as error:
                 message = " ".join(str(error).split())
                 raise UserError(f"{job}: {message}") from None
+
+
+def _build_one_env(cfg: Any) -> None:
+    """Make (and close) one env as a job's run will, which checks the env's settings
+    (``env.kwargs``, ``wrappers``); on procedural levels drawn in this process, so that a
+    level bank is not built here nor level workers started."""
+    from omegaconf import OmegaConf
+
+    from safelife_rl.training.config import user_errors_of_instantiate
+    from safelife_rl.training.envs import make_env
+
+    kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
+    kwargs.pop("bank", None)
+    kwargs.pop("workers", None)
+    with user_errors_of_instantiate():
+        make_env(cfg.env.id, kwargs, OmegaConf.to_container(cfg.wrappers, resolve=True)).close()
 
 
 def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Path) -> list[str]:
