@@ -3,7 +3,7 @@
 
 Each package binds the checks to its own user error (``Checks(UserError)``), so a bad setting
 raises that package's error: :data:`check` here, ``extended_envs.checks.check`` and
-``safelife_rl.common.errors.check``. This module imports only the standard library and
+``safelife_rl.envs.checks.check``. This module imports only the standard library and
 :mod:`drest.errors`, so the other packages use it without loading anything heavy (importing it
 runs ``drest/__init__``, which registers only the DREST gridworld ids).
 

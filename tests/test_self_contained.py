@@ -77,6 +77,16 @@ def test_nothing_reads_outside_the_repository():
     assert not found, "\n".join(found)
 
 
+def test_every_test_file_named_exists():
+    """A docstring, doc or note that names a test file names one that exists."""
+    named = set()
+    for path in _tracked_text_files():
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            named.update(re.findall(r"\btests/[\w/]+\.py\b", text))
+    assert named and not sorted(n for n in named if not (ROOT / n).is_file())
+
+
 @pytest.mark.parametrize("line, bad", [
     ('TRACE = ROOT.parent / "shared" / "x.npz"', True),
     ('run("../shared/reference/baselines.sh")', True),

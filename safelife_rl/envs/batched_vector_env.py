@@ -5,7 +5,7 @@
 ``SyncVectorEnv``), so every ``gymnasium.wrappers.vector`` wrapper applies. Each env keeps its
 own :class:`~safelife_rl.envs.env.SafeLifeEnv` (seeded level stream and game generator) and its
 wrappers, and plays exactly what a ``SyncVectorEnv`` of the same envs plays
-(``tests/safelife/test_batched_vector_env.py``); only the games' steps and observations are
+(``tests/packages/test_vector_wrappers.py``); only the games' steps and observations are
 computed for all envs at once (:class:`~safelife_rl.engine.numba_batch.SlotBatch`), which on
 the CPU is several times faster than stepping them one by one (``docs/speed.md``).
 """

@@ -27,10 +27,6 @@ _LIFE = cells.KINDS["life"]
 _NO_COLOR = np.uint16(0xFFFF & ~cells.COLORS)
 
 
-class PatternFailed(RuntimeError):
-    """Pattern generation did not converge within its retries."""
-
-
 def make_pattern(
     board: np.ndarray,
     mask: np.ndarray,
