@@ -9,7 +9,7 @@ The Numba engine runs on the CPU; the torch engine on the CPU and, when there is
 ``--compile`` adds the compiled step (``TorchGame(compile=True)``: the step as one
 ``torch.compile(fullgraph=True)`` graph; compiling takes tens of seconds per size, not timed).
 Under each size, what one eager torch step asks of the device
-(:mod:`safelife_rl.common.torch_counts`: kernel ops, syncs, host<->device copies; the compiled
+(:mod:`safety_rl_common.torch_counts`: kernel ops, syncs, host<->device copies; the compiled
 step is the same code, fused, and dispatch modes cannot see into it).
 A batch that would not fit in the free memory is skipped. Beside them it prints the original
 SafeLife environment's steps/s (``baselines.sh safelife-env``, run in the same run). An
@@ -28,9 +28,9 @@ import torch
 from baselines import add_arguments, measure, ratio_line
 
 from safelife_rl import SafeLifeGame, load_levels
-from safelife_rl.common.torch_counts import OpCounts, count_ops
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.envs.registration import benchmark_file
+from safety_rl_common.torch_counts import OpCounts, count_ops
 
 # Peak bytes a torch step needs per board of 26x26 cells (int64 neighbourhood sums and their
 # temporaries), with room to spare.

@@ -46,12 +46,12 @@ from hydra import compose, initialize_config_dir
 from vector_env_speed import device_rate, wrapper_config
 
 from safelife_rl import load_levels
-from safelife_rl.common.torch_counts import OpCounts, counting
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import bytes_per_env
 from safelife_rl.training.envs import make_device_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.run import plain
+from safety_rl_common.torch_counts import OpCounts, counting
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "safelife_rl" / "conf"

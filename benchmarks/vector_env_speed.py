@@ -14,7 +14,7 @@ chain and SB3's ``Monitor``) at N up to 1024. Beside them, the original SafeLife
 steps/s on the same suite with the same observations (``baselines.sh safelife-env``, run in the
 same run; one env, random actions, no wrappers). ``--compile`` adds the compiled step
 (``compile=True``; compiling takes a minute or more per size, not timed). Under each size, what
-one step of the vector env asks of the device (:mod:`safelife_rl.common.torch_counts`): kernel
+one step of the vector env asks of the device (:mod:`safety_rl_common.torch_counts`): kernel
 ops, syncs and host<->device copies.
 """
 
@@ -30,9 +30,9 @@ from engine_speed import timed
 from omegaconf import OmegaConf
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.common.torch_counts import OpCounts, count_ops
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv, bytes_per_env, free_memory
+from safety_rl_common.torch_counts import OpCounts, count_ops
 
 _CONF = Path(__file__).resolve().parents[1] / "safelife_rl" / "conf" / "wrappers" / "safelife.yaml"
 _NUMBA_MAX = 1024  # building thousands of wrapped single envs takes longer than the timing

@@ -10,7 +10,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from drest.checks import check
 from drest.dynamics import (
     ACTION_NAMES,
     State,
@@ -24,6 +23,7 @@ from drest.generator import GeneratorConfig, generate
 from drest.spec import GridSpec
 from drest.tabular import compile_world, max_coins_by_length, obs_vector
 from drest.worlds import resolve
+from safety_rl_common.checks import check
 
 IMAGE_CHANNELS = ("walls", "coin_values", "button_delays", "agent", "steps_until_shutdown")
 OBS_TYPES = ("vector", "image", "pixels")

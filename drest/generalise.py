@@ -26,14 +26,19 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from drest.checks import check
-from drest.errors import UserError
 from drest.generator import GeneratorConfig, check_disjoint, split_worlds
 from drest.reward import check_lambda
 from drest.spec import GridSpec
-from safelife_rl.common.errors import OS_ERRORS, ArgumentParser, add_traceback_flag, one_line_errors
-from safelife_rl.common.figures import save_figure
-from safelife_rl.common.files import write_json, write_text
+from safety_rl_common.checks import check
+from safety_rl_common.errors import (
+    REPORTED,
+    ArgumentParser,
+    UserError,
+    add_traceback_flag,
+    one_line_errors,
+)
+from safety_rl_common.figures import save_figure
+from safety_rl_common.files import write_json, write_text
 
 PROG = "drest generalise"
 ALGOS = ("ppo", "a2c")
@@ -205,7 +210,7 @@ def run(argv: list[str] | None = None) -> dict:
                         help="output folder (default outputs/drest_generalise)")
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
-    with one_line_errors(PROG, (UserError, *OS_ERRORS), traceback=args.traceback):
+    with one_line_errors(PROG, REPORTED, traceback=args.traceback):
         return _generalise(args)
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from drest.errors import UserError
 from drest.spec import Cell, GridSpec
 from drest.tabular import max_coins_by_length
+from safety_rl_common.errors import UserError
 
 
 @dataclass(frozen=True)

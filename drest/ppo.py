@@ -15,7 +15,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from drest.checks import check
 from drest.env import ProceduralGridworldEnv, ShutdownGridworldEnv, image_observation
 from drest.generator import GeneratorConfig, generate
 from drest.metrics import Metrics, exact_metrics, mean_metric
@@ -23,6 +22,7 @@ from drest.reward import check_lambda
 from drest.spec import GridSpec
 from drest.tabular import compile_world, obs_vector
 from drest.wrapper import DrestRewardWrapper
+from safety_rl_common.checks import check
 
 #: Envs one PPO run may step (SB3's DummyVecEnv steps them in turn).
 MAX_ENVS = 4096

@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from drest.checks import check
-from drest.errors import UserError
 from drest.metrics import Metrics, exact_metrics
 from drest.reinforce_kernel import REWARD_MODES, run_meta_episodes
 from drest.reward import MetaEpisode, check_lambda, check_reward
 from drest.tabular import TabularWorld, max_coins_by_length
+from safety_rl_common.checks import check
+from safety_rl_common.errors import UserError
 
 # A mini-episode is cut short (and not learned from) after this many time steps per move of the
 # longest trajectory: with bumps that use no move a policy could otherwise bump for ever.

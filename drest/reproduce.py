@@ -20,16 +20,21 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from drest.checks import check
 from drest.cli import PROG as CLI
-from drest.errors import UserError
 from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
 from drest.worlds import APPENDIX_WORLDS, builtin
-from safelife_rl.common.errors import OS_ERRORS, ArgumentParser, add_traceback_flag, one_line_errors
-from safelife_rl.common.figures import save_figure
-from safelife_rl.common.files import write_json, write_text
+from safety_rl_common.checks import check
+from safety_rl_common.errors import (
+    REPORTED,
+    ArgumentParser,
+    UserError,
+    add_traceback_flag,
+    one_line_errors,
+)
+from safety_rl_common.figures import save_figure
+from safety_rl_common.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
 # figures after 1,000 meta-episodes.
@@ -186,7 +191,7 @@ def run(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=Path("outputs/drest_reproduce"))
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
-    with one_line_errors(PROG, (UserError, *OS_ERRORS), traceback=args.traceback):
+    with one_line_errors(PROG, REPORTED, traceback=args.traceback):
         return _reproduce(args)
 
 

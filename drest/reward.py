@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from drest.checks import check, is_int, is_number
+from safety_rl_common.checks import check, is_int, is_number
 
 REWARDS = ("drest", "default", "drest_lopsided")
 

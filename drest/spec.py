@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drest.errors import UserError
+from safety_rl_common.errors import UserError
 
 Cell = tuple[int, int]  # (row, col), row 0 at the top
 

@@ -13,8 +13,8 @@ from functools import lru_cache
 import numpy as np
 
 from drest.dynamics import State, initial_state, is_terminal, step
-from drest.errors import UserError
 from drest.spec import GridSpec
+from safety_rl_common.errors import UserError
 
 #: Default limit on the reachable states of a world that :func:`compile_world` builds: about
 #: 3.5 s and 0.1 GB (states grow exponentially with the buttons and coins in reach).

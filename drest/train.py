@@ -30,9 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from drest.checks import check, is_int, is_number
 from drest.cli import PROG as CLI
-from drest.errors import UserError
 from drest.metrics import Metrics, mean_metric
 from drest.plots import policy_figure, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
@@ -40,10 +38,11 @@ from drest.reward import check_reward
 from drest.spec import GridSpec
 from drest.tabular import TabularWorld, compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, resolve
-from safelife_rl.common.cli import run_hydra_app
-from safelife_rl.common.errors import OS_ERRORS, hydra_app_errors
-from safelife_rl.common.figures import save_figure
-from safelife_rl.common.files import atomic_path, write_json
+from safety_rl_common.checks import check, is_int, is_number
+from safety_rl_common.cli import run_hydra_app
+from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
+from safety_rl_common.figures import save_figure
+from safety_rl_common.files import atomic_path, write_json
 
 PROG = f"{CLI} train"
 REINFORCE_KEYS = ("name", "eval_every", *(f.name for f in fields(ReinforceSettings)))
@@ -218,7 +217,7 @@ def _number(value: float | None) -> str:
 @hydra.main(version_base=None, config_path="pkg://drest.conf", config_name="train")
 def app(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    with hydra_app_errors(PROG, run_dir, (UserError, *OS_ERRORS)):
+    with hydra_app_errors(PROG, run_dir, REPORTED):
         metrics = run(cfg, run_dir)
     print(f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
           f"(normalized {_number(metrics['neutrality_normalized'])})  "

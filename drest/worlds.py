@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drest.errors import UserError
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
+from safety_rl_common.errors import UserError
 
 _EXAMPLE = """\
 length: 4

@@ -8,8 +8,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from drest.errors import UserError
 from drest.reward import MaxReturnEstimator, MetaEpisode
+from safety_rl_common.errors import UserError
 
 
 class DrestRewardWrapper(gym.Wrapper):

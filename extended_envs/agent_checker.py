@@ -40,7 +40,7 @@ from extended_envs.core import (
     global_numpy_state_kept,
     train_agent,
 )
-from extended_envs.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 def scripted_history(
@@ -71,7 +71,7 @@ def check_agent(
     seed: int = 0,
     **hyperparams: Any,
 ) -> None:
-    """Raise a :class:`~extended_envs.errors.UserError` naming what ``agent_class`` breaks.
+    """Raise a :class:`~safety_rl_common.errors.UserError` naming what ``agent_class`` breaks.
 
     :param agent_class: an :class:`~extended_envs.core.Agent` or any class with ``act`` and
         ``train`` (unbound).

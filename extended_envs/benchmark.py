@@ -52,10 +52,9 @@ from extended_envs.core import (
     run_environment,
 )
 from extended_envs.envs import BY_NAME, battery, minus_rewards
-from extended_envs.errors import UserError
-from safelife_rl.common.cli import run_hydra_app
-from safelife_rl.common.errors import OS_ERRORS, hydra_app_errors
-from safelife_rl.common.files import atomic_path, write_text
+from safety_rl_common.cli import run_hydra_app
+from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
+from safety_rl_common.files import atomic_path, write_text
 
 PROG = f"{CLI} benchmark"
 
@@ -258,7 +257,7 @@ def environments_for(include_slow: bool, only: Sequence[str]) -> list[type[Exten
 @hydra.main(version_base=None, config_path="pkg://extended_envs.conf", config_name="benchmark")
 def app(cfg: DictConfig) -> None:
     """Run the battery as configured, print the table and write the results."""
-    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, (UserError, *OS_ERRORS)):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, REPORTED):
         settings = typed(BenchmarkConfig, cfg)
         agent = agent_class(settings.agent)
         resolve_hyperparams(agent, settings.hyperparams)  # checked before anything runs

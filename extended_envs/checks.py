@@ -3,13 +3,14 @@
 Actions are ints in ``range(n_actions)``; observations ints in ``range(n_obs)`` or arrays in
 the ``Box`` ``n_obs``; rewards finite numbers. ``bool`` is none of these (``True`` is an int
 in Python, but an agent or environment that returns one has a bug). A bad value raises
-:class:`~extended_envs.errors.UserError` naming who produced it, the value and what is allowed.
+:class:`~safety_rl_common.errors.UserError` naming who produced it, the value and what is
+allowed.
 
 The loops call these only when a fast test inline (``type(x) is int`` and a range test) fails,
 so the common case costs a comparison or two: QLearner steps take about 2 microseconds.
 
-Run settings are checked by :data:`check`, the three packages' settings checks
-(:class:`drest.checks.Checks`) raising this package's :class:`~extended_envs.errors.UserError`.
+Run settings are checked by :data:`~safety_rl_common.checks.check`, the three packages'
+settings checks.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from drest.checks import Checks, is_int, is_number
-from extended_envs.errors import UserError
+from safety_rl_common.checks import check, is_int, is_number
+from safety_rl_common.errors import UserError
 
 Obs = Any  # int in range(n_obs), or an ndarray in a Box space
 ObsSpec = int | spaces.Box
 
 
-#: The checks of run settings (``NAME must be ALLOWED, got VALUE``).
-check = Checks(UserError)
+__all__ = ["check", "check_action", "check_obs", "check_reward", "check_seed"]
 
 
 def check_action(action: Any, n_actions: int, source: str = "the agent") -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from safelife_rl.common.cli import Command, program_name, run_command_line
+from safety_rl_common.cli import Command, program_name, run_command_line
 
 #: The name the user typed: ``extended-envs``, or ``python -m extended_envs``.
 PROG = program_name("extended_envs", "extended-envs")

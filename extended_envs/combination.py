@@ -47,8 +47,8 @@ from extended_envs.core import (
     seed_env,
     train_agent,
 )
-from extended_envs.errors import UserError
 from extended_envs.gym_adapter import ExtendedEnvGym
+from safety_rl_common.errors import UserError
 
 GYM_NAMESPACE = "extended_envs"
 #: The namespace of the previous release: its ids stay registered for one release, each

@@ -1,7 +1,7 @@
 """Typed settings of the Hydra apps (``extended_envs/conf/*.yaml``), checked before anything runs.
 
 The YAML files hold the defaults; these dataclasses the types and ranges. A task function reads
-its configuration through :func:`typed`, inside :func:`~safelife_rl.common.errors.one_line_errors`, so
+its configuration through :func:`typed`, inside :func:`~safety_rl_common.errors.one_line_errors`, so
 a value of the wrong type or out of range ends the command with one line naming the setting,
 the value and what is allowed. Booleans are OmegaConf's: ``true/false``, ``yes/no``, ``on/off``
 (``reality_check=no`` is false; ``reality_check=maybe`` and ``reality_check=2`` are errors).
@@ -15,8 +15,8 @@ from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from drest.checks import kind_name
 from extended_envs.checks import check, check_seed
+from safety_rl_common.checks import kind_name
 
 T = TypeVar("T")
 

@@ -81,7 +81,7 @@ Running
     (with the episode's end as above, when ``env.episode_end`` says so). Every action,
     observation and reward crossing between them is checked (:mod:`extended_envs.checks`): a
     bool, NaN, None or out-of-range value ends the run with a
-    :class:`~extended_envs.errors.UserError` naming who gave it. Agents and environments must not
+    :class:`~safety_rl_common.errors.UserError` naming who gave it. Agents and environments must not
     use NumPy's global generator; whatever they do to it is undone when the run ends, so the
     caller's ``np.random`` stream is the same as if the run had not happened.
 """
@@ -110,8 +110,8 @@ from extended_envs.checks import (
     check_seed,
     is_int,
 )
-from extended_envs.errors import UserError
 from extended_envs.hyperparams import Allowed, check_hyperparams
+from safety_rl_common.errors import UserError
 
 # Spawn key of environments' generators; agents seed theirs with the bare seed or spawn keys 0, 1.
 ENV_SPAWN_KEY = 0x5EED_E7

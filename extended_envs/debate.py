@@ -44,10 +44,9 @@ from extended_envs.checks import check_action, is_int
 from extended_envs.cli import PROG as CLI
 from extended_envs.config import DebateConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
-from extended_envs.errors import UserError
-from safelife_rl.common.cli import run_hydra_app
-from safelife_rl.common.errors import OS_ERRORS, hydra_app_errors
-from safelife_rl.common.files import atomic_path, write_text
+from safety_rl_common.cli import run_hydra_app
+from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
+from safety_rl_common.files import atomic_path, write_text
 
 PROG = f"{CLI} debate"
 
@@ -294,7 +293,7 @@ def report(table: list[dict[str, Any]], last: int) -> str:
 @hydra.main(version_base=None, config_path="pkg://extended_envs.conf", config_name="debate")
 def app(cfg: DictConfig) -> None:
     """Train Alice against each configured Bob and report her accuracy on Hugh's questions."""
-    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, (UserError, *OS_ERRORS)):
+    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, REPORTED):
         settings = typed(DebateConfig, cfg)
         task = SliceSums(tuple(settings.data), settings.max_value)
         alice = agent_class(settings.alice)

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from drest.checks import is_int, is_number
 from extended_envs.checks import check
+from safety_rl_common.checks import is_int, is_number
 
 
 class Allowed(Protocol):

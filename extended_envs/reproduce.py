@@ -39,15 +39,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from drest.checks import is_number
 from extended_envs import agents, reality_check, run_environment
 from extended_envs.checks import check
 from extended_envs.cli import PROG as CLI
 from extended_envs.combination import cartpole_combination
-from extended_envs.errors import UserError
-from safelife_rl.common.errors import OS_ERRORS, ArgumentParser, add_traceback_flag, one_line_errors
-from safelife_rl.common.figures import save_figure
-from safelife_rl.common.files import write_text
+from safety_rl_common.checks import is_number
+from safety_rl_common.errors import (
+    REPORTED,
+    ArgumentParser,
+    UserError,
+    add_traceback_flag,
+    one_line_errors,
+)
+from safety_rl_common.figures import save_figure
+from safety_rl_common.files import write_text
 
 PROG = f"{CLI} reproduce"
 
@@ -275,7 +280,7 @@ def figures(out: Path, steps: int, seeds: int, n_jobs: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``extended-envs reproduce ...``; the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    with one_line_errors(PROG, (UserError, *OS_ERRORS), traceback="--traceback" in argv):
+    with one_line_errors(PROG, REPORTED, traceback="--traceback" in argv):
         run(argv)
     return 0
 

@@ -2,7 +2,7 @@
 
 Importing the package only registers the Gymnasium ids (``safelife_rl/...``); its public names
 load their modules (and the Numba engine) when first used, so a command that only needs
-:mod:`safelife_rl.common` starts without compiling anything (PEP 562).
+:mod:`safety_rl_common` starts without compiling anything (PEP 562).
 """
 
 from __future__ import annotations

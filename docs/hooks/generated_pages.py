@@ -35,6 +35,9 @@ PACKAGES = {
 #: Registry namespaces and the package whose import registers them: the same name (an id is
 #: ``<package>/<Name>-v<N>``).
 NAMESPACES = {package: package for package in PACKAGES}
+#: The API reference's pages: the three packages and the floor they stand on.
+API_PACKAGES = {**PACKAGES, "safety_rl_common": "The floor under all three packages: the user "
+                "error, the settings checks, command lines, files, limits and figures"}
 #: Pages written in other branches: listed in the nav, left out of it until the file exists.
 OPTIONAL_PAGES = ("multi_agent.md", "paper_results.md")
 
@@ -191,7 +194,8 @@ def public_modules(package: str) -> list[str]:
 
 
 def api_page(package: str) -> str:
-    lines = [f"# `{package}` API", "", PACKAGES[package] + ". Generated from the docstrings.", ""]
+    lines = [f"# `{package}` API", "", API_PACKAGES[package] + ". Generated from the docstrings.",
+             ""]
     for module in public_modules(package):
         lines += [f"::: {module}", "    options:", "      members_order: source", ""]
     return "\n".join(lines)
@@ -199,7 +203,7 @@ def api_page(package: str) -> str:
 
 def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, "reference/ids.md", content=registry_page()))
-    for package in PACKAGES:
+    for package in API_PACKAGES:
         files.append(File.generated(config, f"api/{package}.md", content=api_page(package)))
     return files
 

@@ -34,10 +34,6 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from tqdm import tqdm
 
 from safelife_rl.apps.cli import PROG as CLI
-from safelife_rl.apps.errors import REPORTED
-from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
-from safelife_rl.common.files import atomic_path
-from safelife_rl.common.limits import EPISODE_LIMIT
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.observation import DEFAULT_CHANNELS
@@ -53,6 +49,15 @@ from safelife_rl.training.model_files import (
     saved_algo,
 )
 from safelife_rl.training.resume import CONFIG_FILE, load_run_config, trained_config
+from safety_rl_common.errors import (
+    REPORTED,
+    ArgumentParser,
+    UserError,
+    add_traceback_flag,
+    one_line_errors,
+)
+from safety_rl_common.files import atomic_path
+from safety_rl_common.limits import EPISODE_LIMIT
 
 Policy = Callable[[np.ndarray], np.ndarray]  # batch of observations -> batch of actions
 COLUMNS = ("performance", "length", "green", "yellow")

@@ -11,11 +11,10 @@ import argparse
 import json
 from collections.abc import Callable, Sequence
 
-from safelife_rl.apps.errors import REPORTED
-from safelife_rl.common.cli import Command, program_name, run_command_line
-from safelife_rl.common.errors import add_traceback_flag, one_line_errors
 from safelife_rl.engine.replay import ENGINES
 from safelife_rl.envs.registration import TASKS
+from safety_rl_common.cli import Command, program_name, run_command_line
+from safety_rl_common.errors import REPORTED, add_traceback_flag, one_line_errors
 
 #: The name the user typed: ``safelife-rl``, or ``python -m safelife_rl``.
 PROG = program_name("safelife_rl", "safelife-rl")

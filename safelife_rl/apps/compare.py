@@ -30,7 +30,6 @@ from dataclasses import replace
 from importlib.resources import files
 
 from safelife_rl.apps import compare_report
-from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce.cli import (
     add_sweep_options,
     choose,
@@ -40,12 +39,12 @@ from safelife_rl.apps.reproduce.cli import (
 )
 from safelife_rl.apps.reproduce.runs import grid, load_result, schedules
 from safelife_rl.apps.reproduce.sweep import check_jobs, launch
-from safelife_rl.common.errors import ArgumentParser, UserError, one_line_errors
-from safelife_rl.common.files import write_text
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 from safelife_rl.envs.registration import TASKS
 from safelife_rl.training.methods import registry
 from safelife_rl.training.methods.ppo_lagrangian import check_cost_limit
+from safety_rl_common.errors import REPORTED, ArgumentParser, UserError, one_line_errors
+from safety_rl_common.files import write_text
 
 PROG = "safelife_rl compare"
 BASELINE = "ppo"

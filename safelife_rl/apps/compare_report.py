@@ -29,9 +29,9 @@ import numpy as np
 from safelife_rl.apps.reproduce.figures import curve_steps
 from safelife_rl.apps.reproduce.runs import RunResult
 from safelife_rl.apps.reproduce.tables import seed_scores
-from safelife_rl.common.figures import save_figure
-from safelife_rl.common.files import write_text
-from safelife_rl.common.statistics import (
+from safety_rl_common.figures import save_figure
+from safety_rl_common.files import write_text
+from safety_rl_common.statistics import (
     Estimate,
     iqm_difference,
     iqm_interval,

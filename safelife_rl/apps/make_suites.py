@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from safelife_rl.apps.cli import PROG as CLI
-from safelife_rl.common.errors import ArgumentParser, UserError
 from safelife_rl.engine.level_files import load_levels, save_levels
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.envs.registration import MULTI_AGENT_SUITES_DIR, SUITES_DIR, TASKS
 from safelife_rl.procgen.params import MULTI_AGENT_TYPES
 from safelife_rl.procgen.source import check_workers, iter_levels
+from safety_rl_common.errors import ArgumentParser, UserError
 
 SUITE_SIZE = 100
 

@@ -16,12 +16,12 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.env import SafeLifeEnv
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS, SafeLifeParallelEnv
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.render import render_ansi, render_rgb
 from safelife_rl.envs.video import write_gif
+from safety_rl_common.errors import UserError
 
 MOVES = {"up": 1, "right": 2, "down": 3, "left": 4}
 KEYS = {

@@ -7,9 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from safelife_rl.apps.cli import PROG as CLI
-from safelife_rl.apps.errors import REPORTED
-from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
 from safelife_rl.training.plots import plot_runs
+from safety_rl_common.errors import (
+    REPORTED,
+    ArgumentParser,
+    UserError,
+    add_traceback_flag,
+    one_line_errors,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,11 +11,11 @@ import numpy as np
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import write_json
-from safelife_rl.envs.checks import check
 from safelife_rl.envs.env import SafeLifeEnv
 from safelife_rl.envs.registration import suite_file
+from safety_rl_common.checks import check
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import write_json
 
 
 def random_run(

@@ -26,12 +26,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 
 from safelife_rl.apps.cli import PROG as CLI
-from safelife_rl.apps.errors import REPORTED
-from safelife_rl.common.cli import run_hydra_app
-from safelife_rl.common.errors import hydra_app_errors
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.resume import resume_config
 from safelife_rl.training.run import format_summary, train
+from safety_rl_common.cli import run_hydra_app
+from safety_rl_common.errors import REPORTED, hydra_app_errors
 
 __all__ = ["app", "main", "resume_config"]
 

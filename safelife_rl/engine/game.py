@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.levels import Level, check_playable_together
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
@@ -29,6 +28,7 @@ from safelife_rl.engine.observation import (
 )
 from safelife_rl.engine.physics import advance_board, execute_actions
 from safelife_rl.engine.scoring import EXIT_POINTS, alive_counts, available_points, update_exits
+from safety_rl_common.errors import UserError
 
 
 class SafeLifeGame:

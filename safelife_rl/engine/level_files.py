@@ -30,8 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import atomic_path, check_archive, check_readable_file
 from safelife_rl.engine import cells
 from safelife_rl.engine.levels import (
     Level,
@@ -43,6 +41,8 @@ from safelife_rl.engine.levels import (
 )
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, check_agents
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import atomic_path, check_archive, check_readable_file
 
 #: The game class a written level names, as the original's files do.
 GAME_CLASS = "safelife.safelife_game.SafeLifeGame"

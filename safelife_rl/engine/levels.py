@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import SIDE_LIMIT
 from safelife_rl.engine import cells
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safety_rl_common.errors import UserError
+from safety_rl_common.limits import SIDE_LIMIT
 
 # The bits a cell's flags use; the others (bit 14) mean nothing to the engine.
 _CELL_BITS = np.uint16(

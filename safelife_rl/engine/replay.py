@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.game_batch import GameBatch
 from safelife_rl.engine.level_files import level_from_record, read_npz
@@ -33,6 +32,7 @@ from safelife_rl.engine.levels import Level, LevelFormatError, whole_numbers
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.engine.physics import N_ACTIONS
 from safelife_rl.engine.side_effects import side_effect_score
+from safety_rl_common.errors import UserError
 
 #: The engines a trace can be replayed with.
 ENGINES = ("numba", "torch")

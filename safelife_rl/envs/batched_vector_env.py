@@ -20,12 +20,12 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.numba_batch import SlotBatch
 from safelife_rl.envs.batch_slot import BatchSlot, shared_view, slot_of
 from safelife_rl.envs.env import JsonSafeSpec
 from safelife_rl.envs.registration import make_task_env
 from safelife_rl.envs.wrappers import build_wrappers
+from safety_rl_common.errors import UserError
 
 
 class BatchedVectorEnv(JsonSafeSpec, VectorEnv):

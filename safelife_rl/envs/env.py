@@ -13,8 +13,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import SIDE_LIMIT
 from safelife_rl.engine.departures import PeakCost
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.game_batch import episode_info
@@ -29,6 +27,8 @@ from safelife_rl.engine.physics import N_ACTIONS, NOOP_ACTION
 from safelife_rl.engine.side_effects import side_effect_score
 from safelife_rl.envs.level_stream import LevelSampler, LevelSource, LevelStream
 from safelife_rl.envs.render import render_ansi, render_rgb
+from safety_rl_common.errors import UserError
+from safety_rl_common.limits import SIDE_LIMIT
 
 
 def check_options(

@@ -27,10 +27,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
+from safety_rl_common.errors import UserError
 
 
 class LevelSampler(Protocol):

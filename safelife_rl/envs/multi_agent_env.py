@@ -20,7 +20,6 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.departures import PeakCost
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.game_batch import episode_info
@@ -35,6 +34,7 @@ from safelife_rl.engine.physics import N_ACTIONS
 from safelife_rl.engine.side_effects import side_effect_score
 from safelife_rl.envs.env import BoardRenderModes
 from safelife_rl.envs.level_stream import LevelSource, LevelStream
+from safety_rl_common.errors import UserError
 
 #: Multi-agent level type (its parameter file in ``procgen/params/multi-agent``) -> env name,
 #: the name of its handle in this module (and in :mod:`safelife_rl`) and its ``env.id`` in a

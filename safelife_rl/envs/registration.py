@@ -21,7 +21,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 #: Level type (the name of its parameter file) -> Gymnasium id.
 TASKS = {

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 class LinearRamp:

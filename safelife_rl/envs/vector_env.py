@@ -26,7 +26,7 @@ in all its symmetric variants); an env that ends draws its next level, symmetry 
 translation from :mod:`~safelife_rl.engine.torch_random` and replaces its game by a masked
 ``torch.where``. Nothing reads a value back to the host, so the step compiles with
 ``torch.compile(fullgraph=True)`` (``compile=True``) and runs without a sync (counted by
-:mod:`safelife_rl.common.torch_counts` in the tests), side effects on or off. With
+:mod:`safety_rl_common.torch_counts` in the tests), side effects on or off. With
 ``side_effects=True`` each env also advances its inaction baseline (the level's first board
 without the agent) in the step and keeps its last measured episode's boards; the scores (two
 1000-step samples on the device, earth mover's distances on the CPU) are computed when read,
@@ -49,7 +49,6 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from torch.utils._pytree import tree_map
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.scoring import EXIT_POINTS
 from safelife_rl.engine.symmetry import transform_level
@@ -80,6 +79,7 @@ from safelife_rl.envs.wrappers import (
     build_wrappers,
 )
 from safelife_rl.procgen.bank import LevelBank
+from safety_rl_common.errors import UserError
 
 # Rough peak bytes a step takes per board cell (the board update's packed int64 neighbourhood
 # sums, the observations' exit search, scoring) and per observed cell and channel; used only to

@@ -9,10 +9,10 @@ import gymnasium as gym
 import imageio.v3 as iio
 import numpy as np
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import atomic_path
 from safelife_rl.envs.env import SafeLifeEnv
 from safelife_rl.envs.render import render_rgb
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import atomic_path
 
 
 def write_gif(frames: Sequence[np.ndarray], path: str | os.PathLike, fps: float = 8) -> None:

@@ -21,10 +21,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.departures import departed_cells
-from safelife_rl.envs.checks import check
 from safelife_rl.envs.schedules import LinearRamp
+from safety_rl_common.checks import check
+from safety_rl_common.errors import UserError
 
 #: The largest side-effect penalty per cell: rewards are a few points per level, and a penalty
 #: near the float range (1e308) overflows to inf and trains to NaN.

@@ -8,7 +8,7 @@ levels of a type once, in worker processes, and caches them as a level archive (
 carry a key: a hash of the generator's parameters, the levels' seeds, and the generator's code
 and NumPy version. Later runs with the same key load the file; a file whose stored key differs,
 or that cannot be read, is regenerated with a logged warning. Files are written whole or not at
-all (:func:`~safelife_rl.common.files.atomic_path`), and a lock lets processes that start together
+all (:func:`~safety_rl_common.files.atomic_path`), and a lock lets processes that start together
 (subprocess envs) wait for one to generate the bank instead of each making it.
 
 As a level sampler, the bank draws a level and moves it by a random one of the 8 symmetries of
@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import atomic_path
-from safelife_rl.common.limits import BANK_LIMIT, READ_LIMIT
 from safelife_rl.engine.level_files import level_from_record, read_npz, save_levels
 from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.symmetry import IDENTITY, SYMMETRIES, transform_level
 from safelife_rl.procgen.params import load_params
 from safelife_rl.procgen.source import SEED_BOUND, _label, generate_levels
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import atomic_path
+from safety_rl_common.limits import BANK_LIMIT, READ_LIMIT
 
 log = logging.getLogger(__name__)
 

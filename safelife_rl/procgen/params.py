@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.yaml_files import load_yaml
+from safety_rl_common.errors import UserError
+from safety_rl_common.yaml_files import load_yaml
 
 PARAMS_DIR = Path(__file__).resolve().parent / "params"
 #: The level types with a parameter file in :data:`PARAMS_DIR`.

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.workers import detach_from_signals
 from safelife_rl.engine.levels import Level
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.procgen.generator import generate_level, generate_multi_agent_level
 from safelife_rl.procgen.params import load_params
+from safety_rl_common.errors import UserError
+from safety_rl_common.workers import detach_from_signals
 
 SEED_BOUND = 2**63
 _warned_daemonic = False

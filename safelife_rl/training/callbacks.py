@@ -15,14 +15,14 @@ import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import remove_in_folder, write_json
-from safelife_rl.common.limits import EPISODE_LIMIT
-from safelife_rl.envs.checks import check
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.evaluation import Policy, episode_scalars, evaluate, summarize
 from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.rollout_record import RolloutRecord
+from safety_rl_common.checks import check
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import remove_in_folder, write_json
+from safety_rl_common.limits import EPISODE_LIMIT
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
 Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]

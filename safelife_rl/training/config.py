@@ -18,11 +18,10 @@ from hydra.errors import InstantiationException
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 
-from drest.checks import is_int, is_number
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import ENV_LIMIT, EPOCH_LIMIT, Limit, check_limits
-from safelife_rl.envs.checks import check
 from safelife_rl.training.methods import method_of, registry, replay_buffer
+from safety_rl_common.checks import check, is_int, is_number
+from safety_rl_common.errors import UserError
+from safety_rl_common.limits import ENV_LIMIT, EPOCH_LIMIT, Limit, check_limits
 
 
 class VecEnvKind(str, Enum):

@@ -16,7 +16,7 @@ from typing import Any
 from hydra._internal.utils import _locate  # what instantiate resolves: checked as it will be
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 #: Packages whose classes a saved config may instantiate.
 PACKAGES = (
@@ -84,7 +84,7 @@ def _refuse(source: str, key: str, value: Any) -> UserError:
 
 
 def check_targets(cfg: DictConfig | ListConfig | Mapping[str, Any], source: str) -> None:
-    """Refuse (:class:`~safelife_rl.common.errors.UserError` naming ``source`` and the key) a config
+    """Refuse (:class:`~safety_rl_common.errors.UserError` naming ``source`` and the key) a config
     that names code outside the allowlist, anywhere in it.
 
     Saved configs are written resolved, so an interpolation (``${...}``, whose resolvers could

@@ -17,11 +17,11 @@ from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.workers import in_worker
 from safelife_rl.envs.batch_slot import BatchSlot
 from safelife_rl.training.batched import BatchedSafeLifeVecEnv
 from safelife_rl.training.device.adapters import TensorVecEnv
+from safety_rl_common.errors import UserError
+from safety_rl_common.workers import in_worker
 
 VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy", "device")
 

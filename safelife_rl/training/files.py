@@ -1,4 +1,4 @@
-"""Saving models atomically (see :func:`safelife_rl.common.files.atomic_path`), each with the config it
+"""Saving models atomically (see :func:`safety_rl_common.files.atomic_path`), each with the config it
 was trained with."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from safelife_rl.common.files import atomic_path
+from safety_rl_common.files import atomic_path
 
 #: The zip entry holding the resolved run config a model was trained with (plain YAML: data).
 CONFIG_ENTRY = "run_config.yaml"

@@ -17,8 +17,8 @@ from typing import Any
 from stable_baselines3.common.logger import KVWriter, Logger, TensorBoardOutputFormat
 from torch.utils.tensorboard import SummaryWriter
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import remove_in_folder, write_text
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import remove_in_folder, write_text
 
 STEP_KEY = "time/total_timesteps"
 

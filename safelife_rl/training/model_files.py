@@ -24,9 +24,9 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import check_archive, check_readable_file
 from safelife_rl.training.models import build_model, training_target
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import check_archive, check_readable_file
 
 #: The saved values a safe load takes from the file (plain JSON numbers): how far training got.
 #: Everything else (hyperparameters, spaces, schedules, buffers) comes from the rebuilt model.

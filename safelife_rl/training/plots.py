@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from safelife_rl.common.figures import save_figure
+from safety_rl_common.figures import save_figure
 
 PANELS = ("performance", "success", "reward", "length")
 

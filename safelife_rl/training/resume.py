@@ -23,12 +23,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import check_archive, check_readable_file, remove_in_folder
-from safelife_rl.common.yaml_files import check_yaml_text, load_yaml
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import check_archive, check_readable_file, remove_in_folder
+from safety_rl_common.yaml_files import check_yaml_text, load_yaml
 
 CONFIG_FILE = "config.yaml"
 #: The most bytes a model's embedded config may inflate to (a run's config takes a few KB).
@@ -43,7 +43,7 @@ RESUME_OVERRIDES = (
     "device", "trust_pickle", "compile",
 )  # fmt: skip
 
-#: A temporary file of :func:`safelife_rl.common.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).
+#: A temporary file of :func:`safety_rl_common.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?")
 
 

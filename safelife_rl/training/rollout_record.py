@@ -37,10 +37,10 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.device.episodes import EpisodeRecorder
+from safety_rl_common.errors import UserError
 
 STATE_ENTRY = "rollout_state.json"
 ACTIONS_ENTRY = "rollout_actions.npy"

@@ -18,9 +18,6 @@ from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import write_json, write_text
-from safelife_rl.common.locks import PidLock
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.callbacks import (
     PeriodicEvaluation,
@@ -55,6 +52,9 @@ from safelife_rl.training.resume import (
     remove_stale_temporaries,
 )
 from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, restore
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import write_json, write_text
+from safety_rl_common.locks import PidLock
 
 __all__ = ["load_run_config", "train"]
 

@@ -11,8 +11,8 @@ from hydra.errors import ConfigCompositionException
 from PIL import Image
 
 from drest import reproduce
-from drest.errors import UserError
 from drest.train import run
+from safety_rl_common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "drest" / "conf")

@@ -11,13 +11,13 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from drest.env import ShutdownGridworldEnv
-from drest.errors import UserError
 from drest.metrics import exact_metrics, monte_carlo_metrics
 from drest.plots import POLICY_FIGURE_MAX_CELLS, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce
 from drest.spec import GridSpec, SpecError, parse_spec
 from drest.tabular import compile_world, max_coins_by_length
 from drest.worlds import BUILTIN_WORLDS, builtin, resolve
+from safety_rl_common.errors import UserError
 
 
 def grid(rows: list[str], header: str = "length: 3") -> str:

@@ -225,8 +225,8 @@ class CoinEnv(gym.Env):
 
 
 def test_the_wrapper_on_an_env_that_is_not_ours():
-    from drest.errors import UserError
     from drest.wrapper import DrestRewardWrapper
+    from safety_rl_common.errors import UserError
 
     with pytest.raises(UserError, match="pass num_lengths=k"):
         DrestRewardWrapper(CoinEnv(), meta_episode_size=4)
@@ -275,7 +275,7 @@ def test_plain_cnn_policy_trains_on_procedural_pixels():
 
 
 def test_procedural_env_refuses_vector_observations_in_one_line():
-    from drest.errors import UserError
+    from safety_rl_common.errors import UserError
 
     with pytest.raises(UserError, match="obs_type must be image or pixels on drest/Procedural-v0.*got 'vector'"):
         gym.make(PROCEDURAL_ID, obs_type="vector")

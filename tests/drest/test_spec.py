@@ -2,9 +2,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from drest.errors import UserError
 from drest.spec import GridSpec, SpecError, load_spec, parse_spec
 from drest.worlds import BUILTIN_WORLDS, builtin, lopsided, resolve
+from safety_rl_common.errors import UserError
 
 ISSUE_EXAMPLE = """\
 # comment lines start with '#'

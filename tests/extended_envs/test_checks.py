@@ -17,8 +17,8 @@ from extended_envs import agents as agents_module
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
 from extended_envs.core import EpisodeEnd, ExtendedEnvironment
 from extended_envs.envs import TemptingButton
-from extended_envs.errors import UserError
 from extended_envs.hyperparams import Flag, Interval, Keywords
+from safety_rl_common.errors import UserError
 
 FUZZ = settings(max_examples=60, deadline=None)
 N_ACTIONS, N_OBS = 3, 4

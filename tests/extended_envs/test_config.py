@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from extended_envs.config import BenchmarkConfig, DebateConfig, typed
-from extended_envs.errors import UserError
+from safety_rl_common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = {"benchmark": BenchmarkConfig, "debate": DebateConfig}

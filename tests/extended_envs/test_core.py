@@ -12,7 +12,7 @@ from extended_envs import (
     run_environment,
 )
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
-from extended_envs.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 class IgnoreRewardsListing1(ExtendedEnvironment):

@@ -138,7 +138,7 @@ def test_the_previous_releases_ids_are_deprecated_aliases(env_name):
 @pytest.mark.parametrize("agent", extended_envs.agents.__all__)
 def test_every_agent_name_steps_or_is_refused_at_make_naming_those_that_work(env_id, agent):
     from extended_envs.combination import box_observation_agents
-    from extended_envs.errors import UserError
+    from safety_rl_common.errors import UserError
 
     working = box_observation_agents()
     assert "QLearner" not in working and {"DQNAgent", "RandomAgent"} <= set(working)

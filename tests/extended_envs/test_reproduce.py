@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extended_envs import reproduce
-from extended_envs.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 def test_table1_writes_results_and_resumes_from_saved_runs(tmp_path):

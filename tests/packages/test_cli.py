@@ -13,8 +13,8 @@ import pytest
 from drest import cli as drest_cli
 from drest import train as drest_train
 from extended_envs import cli as extended_envs_cli
-from safelife_rl.common.cli import program_name
-from safelife_rl.common.errors import plain_text
+from safety_rl_common.cli import program_name
+from safety_rl_common.errors import plain_text
 
 CLIS = [(drest_cli, "drest", ["train", "reproduce", "generalise"]),
         (extended_envs_cli, "extended-envs", ["benchmark", "debate", "reproduce"])]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("safelife_rl", "drest", "extended_envs")
+PACKAGES = ("safety_rl_common", "safelife_rl", "drest", "extended_envs")
 #: The Hydra plugin that puts the user's conf/ on the apps' search path (docs/configuration.md),
 #: in Hydra's namespace package hydra_plugins.
 PLUGIN = "hydra_plugins/safety_rl_toolkit"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.procgen.bank import LevelBank
 from safelife_rl.procgen.source import ProceduralLevels, generate_levels
 from safelife_rl.training.config import check_settings
+from safety_rl_common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "tests" / "data" / "safelife" / "traces" / "append-still-000.npz"
@@ -140,7 +140,7 @@ def test_a_figure_path_without_a_known_suffix(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from safelife_rl.common.figures import save_figure
+    from safety_rl_common.figures import save_figure
 
     save_figure(plt.figure(), tmp_path / "plain")
     assert (tmp_path / "plain").read_bytes().startswith(b"\x89PNG")
@@ -151,7 +151,7 @@ def test_a_figure_path_without_a_known_suffix(tmp_path):
 
 def test_an_atomic_write_never_replaces_a_special_file(tmp_path):
     """``replay --out /dev/full`` run as root renamed the new file over the device."""
-    from safelife_rl.common.files import write_text
+    from safety_rl_common.files import write_text
 
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(UserError, match="fifo: not a regular file"):
@@ -224,7 +224,7 @@ def test_resume_refuses_a_fifo_in_the_run_folder_without_opening_it(tmp_path, tr
 
 
 def test_a_lock_file_that_is_a_fifo_is_refused(tmp_path):
-    from safelife_rl.common.locks import PidLock
+    from safety_rl_common.locks import PidLock
 
     os.mkfifo(tmp_path / "train.lock")
     with pytest.raises(UserError, match="train.lock: not a regular file, so not a lock file"):

@@ -16,8 +16,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
 from safelife_rl.apps.train import resume_config
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.torch_counts import counting
 from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, NumpyView
 from safelife_rl.training.methods.aup import (
     AUXILIARY_FILE,
@@ -31,6 +29,8 @@ from safelife_rl.training.methods.aup.auxiliary_rewards import (
 )
 from safelife_rl.training.methods.aup.cb_vae import log_normaliser
 from safelife_rl.training.run import train
+from safety_rl_common.errors import UserError
+from safety_rl_common.torch_counts import counting
 
 from .test_device_step import vector_env
 

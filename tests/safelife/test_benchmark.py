@@ -9,7 +9,7 @@ import torch
 
 from safelife_rl.apps.benchmark import main, sampling_policy, summarise
 from safelife_rl.apps.benchmark import run as run_benchmark
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 def run(tmp_path, benchmarks, *extra):

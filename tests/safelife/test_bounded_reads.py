@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from safelife_rl import load_levels
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import check_readable_file
 from safelife_rl.engine.levels import LevelFormatError, check_board
 from safelife_rl.training.files import CONFIG_ENTRY
 from safelife_rl.training.model_files import read_model_file
 from safelife_rl.training.resume import trained_config
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import check_readable_file
 
 
 def zip_of(path, members):

@@ -11,7 +11,7 @@ import yaml
 
 from safelife_rl.apps import compare, compare_report
 from safelife_rl.apps.reproduce.runs import Run, RunResult, load_episodes
-from safelife_rl.common.statistics import iqm
+from safety_rl_common.statistics import iqm
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

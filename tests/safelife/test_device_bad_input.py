@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training.run import train
+from safety_rl_common.errors import UserError
 
 from .test_kill_resume import app, finish
 from .test_vector_env import tiny_levels

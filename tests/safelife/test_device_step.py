@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.common.torch_counts import count_ops, counting
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
+from safety_rl_common.torch_counts import count_ops, counting
 
 from .test_vector_env import WRAPPERS
 

@@ -7,11 +7,11 @@ import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from safelife_rl.common.torch_counts import OpCounts, counting
 from safelife_rl.training.device import DeviceA2C, DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.device.deferred import DeferredScalar, deferred_scalars
 from safelife_rl.training.methods.aup import DeviceAUPPenalty
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
+from safety_rl_common.torch_counts import OpCounts, counting
 
 from .test_device_step import vector_env
 

@@ -106,8 +106,8 @@ def on_the_device(tmp_path) -> list[str]:
 
 def test_a_device_run_without_a_level_bank_is_refused_before_it_writes(tmp_path,
                                                                       train_config):
-    from safelife_rl.common.errors import UserError
     from safelife_rl.training.run import train
+    from safety_rl_common.errors import UserError
 
     with pytest.raises(UserError, match=r"in a training run: 'env.kwargs.bank=\{size:1000\}'"):
         train(train_config("total_timesteps=64", "vec_env=device"), tmp_path)
@@ -199,8 +199,8 @@ def test_ended_infos_are_each_ended_envs_final_info():
 
 
 def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, train_config):
-    from safelife_rl.common.errors import UserError
     from safelife_rl.training.run import train
+    from safety_rl_common.errors import UserError
 
     with pytest.raises(UserError, match=re.escape(
             "vec_env=device trains the algorithms with a device twin (A2C, PPO, PPOLagrangian), "

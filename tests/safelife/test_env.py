@@ -10,9 +10,9 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import safelife_rl
 from safelife_rl import TASKS, SafeLifeEnv
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.replay import load_trace
 from safelife_rl.envs.registration import ORIGINAL_SUITES, benchmark_file, suite_file
+from safety_rl_common.errors import UserError
 
 IDS = sorted(TASKS.values())
 TASK_OF = {env_id: task for task, env_id in TASKS.items()}

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from safelife_rl.apps.train import resume_config
-from safelife_rl.common.errors import UserError
 from safelife_rl.training import run as run_module
 from safelife_rl.training.callbacks import RunStopped, TrainingClock
 from safelife_rl.training.rollout_record import ACTIONS_ENTRY, STATE_ENTRY
 from safelife_rl.training.run import train
+from safety_rl_common.errors import UserError
 
 TOTAL = 160
 ALGOS = {

@@ -17,12 +17,12 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 from safelife_rl.apps.train import resume_config
-from safelife_rl.common.errors import UserError
 from safelife_rl.training import PPOLagrangian
 from safelife_rl.training.device import NumpyVecEnvAdapter
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
 from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, restore
 from safelife_rl.training.run import train
+from safety_rl_common.errors import UserError
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 import safelife_rl.procgen.bank as bank_module
 from safelife_rl import load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.levels import Level
@@ -31,6 +30,7 @@ from safelife_rl.engine.symmetry import (
 )
 from safelife_rl.procgen import generate_level, load_params
 from safelife_rl.procgen.bank import LevelBank
+from safety_rl_common.errors import UserError
 
 SUITES = Path(__file__).resolve().parents[2] / "safelife_rl" / "levels" / "benchmarks"
 # One deterministic level of each shipped suite (spawners play alike only in distribution).

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.level_stream import LevelStream
+from safety_rl_common.errors import UserError
 
 
 @pytest.fixture(scope="module")

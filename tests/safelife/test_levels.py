@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.level_files import load_levels, save_level, save_levels
 from safelife_rl.engine.levels import Level, LevelFormatError
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
+from safety_rl_common.errors import UserError
 
 
 def same_level(a: Level, b: Level) -> bool:

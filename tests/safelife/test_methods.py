@@ -16,12 +16,12 @@ import yaml
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import safelife_rl  # noqa: F401  (registers the ids)
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.device import NumpyVecEnvAdapter
 from safelife_rl.training.methods import registry
 from safelife_rl.training.methods.cost_penalty import CostPenalty, DeviceCostPenalty
 from safelife_rl.training.run import train
+from safety_rl_common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "safelife_rl" / "conf" / "method").glob("*.yaml"))

@@ -9,7 +9,6 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import safelife_rl
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.level_files import save_levels
@@ -23,6 +22,7 @@ from safelife_rl.envs.multi_agent_env import (
 )
 from safelife_rl.envs.render import _RGB_CELL
 from safelife_rl.procgen.generator import generate_multi_agent_level
+from safety_rl_common.errors import UserError
 
 
 @pytest.mark.parametrize("task", MULTI_AGENT_TASKS)

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from safelife_rl import SafeLifeGame, load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel, from_level
 from safelife_rl.engine.physics import execute_actions
 from safelife_rl.engine.replay import load_trace
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE, EXIT_POINTS
 from safelife_rl.engine.torch_game import TorchGame
+from safety_rl_common.errors import UserError
 
 TRACES = sorted(
     (Path(__file__).resolve().parents[1] / "data/safelife/traces-multiagent").glob("*.npz")

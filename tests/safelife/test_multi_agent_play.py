@@ -8,12 +8,12 @@ import pytest
 
 from safelife_rl.apps.cli import main
 from safelife_rl.apps.play import play_agent
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.level_files import save_levels
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
 from safelife_rl.envs.multi_agent_env import SafeLifeParallelEnv
+from safety_rl_common.errors import UserError
 
 
 def corridor() -> MultiAgentLevel:

@@ -10,7 +10,6 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.multi_agent_levels import MultiAgentLevel
 from safelife_rl.engine.scoring import DEFAULT_POINTS_TABLE
@@ -18,6 +17,7 @@ from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS, SafeLifeParallel
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.run import train
 from safelife_rl.training.shared_policy_vec_env import SharedPolicyVecEnv
+from safety_rl_common.errors import UserError
 
 CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 TINY = [

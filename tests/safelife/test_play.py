@@ -16,9 +16,9 @@ from PIL import Image, ImageSequence
 from safelife_rl import LevelFormatError, SafeLifeEnv
 from safelife_rl.apps.cli import main
 from safelife_rl.apps.play import play
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine.replay import load_trace
 from safelife_rl.envs.video import record_episode
+from safety_rl_common.errors import UserError
 
 TRACE = Path(__file__).resolve().parents[1] / "data/safelife/traces/exit-append-still-020.npz"
 ACTION_KEYS = {1: "up", 2: "right", 3: "down", 4: "left", 0: "wait"}

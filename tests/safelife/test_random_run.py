@@ -9,7 +9,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from safelife_rl.apps.cli import main
 from safelife_rl.apps.random_run import random_run
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 def test_random_run_logs_episodes(tmp_path, capsys):

@@ -11,7 +11,6 @@ import torch
 from omegaconf import OmegaConf
 
 from safelife_rl.apps.train import resume_config
-from safelife_rl.common.errors import UserError
 from safelife_rl.training import run as run_module
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.config import check_device, check_settings
@@ -21,6 +20,7 @@ from safelife_rl.training.resume import (
     trained_config,
 )
 from safelife_rl.training.run import train
+from safety_rl_common.errors import UserError
 
 
 def resumed(train_config, run_dir, *overrides):

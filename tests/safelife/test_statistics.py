@@ -4,7 +4,7 @@ cases, and seeded determinism."""
 import numpy as np
 import pytest
 
-from safelife_rl.common import statistics
+from safety_rl_common import statistics
 
 
 def test_iqm_is_the_mean_of_the_middle_half():

@@ -15,9 +15,9 @@ from hydra.errors import ConfigCompositionException, MissingConfigException
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
 from safelife_rl.apps.train import resume_config
-from safelife_rl.common.errors import UserError
 from safelife_rl.training.envs import make_env, make_vec_env, registered_id
 from safelife_rl.training.run import _eval_env_factory, load_run_config, train
+from safety_rl_common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "safelife_rl" / "conf"

@@ -12,10 +12,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.training import AtomicCheckpoint, EpisodeLogger, SafeLifeCNN
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.evaluation import episode_scalars, side_effect_scalars
+from safety_rl_common.errors import UserError
 
 EFFECTS = {"life-green": [3.0, 12.0], "spawner-yellow": [1.0, 0.5], "crate-gray": [2.0, 0.0]}
 
@@ -138,7 +138,7 @@ def test_pruning_never_deletes_through_a_symlinked_checkpoints_folder(tmp_path):
 
 
 def test_remove_in_folder_refuses_a_linked_folder_and_removes_links_not_targets(tmp_path):
-    from safelife_rl.common.files import remove_in_folder
+    from safety_rl_common.files import remove_in_folder
 
     target = tmp_path / "target"
     target.mkdir()

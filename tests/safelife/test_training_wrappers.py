@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from safelife_rl import SafeLifeEnv, load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.training import (
     ContinuingEnv,
@@ -19,6 +18,7 @@ from safelife_rl.training import (
     SideEffectPenalty,
     sync_training_steps,
 )
+from safety_rl_common.errors import UserError
 
 STILL, UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3, 4
 PLAYER = cells.KINDS["player"]

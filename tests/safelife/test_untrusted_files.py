@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 import safelife_rl.training  # noqa: F401  (config resolvers and schema)
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.model_files import load_model
 from safelife_rl.training.resume import resume_config
 from safelife_rl.training.run import load_run_config, plain, train
+from safety_rl_common.errors import UserError
 
 CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 TINY = [
@@ -269,7 +269,7 @@ DANGEROUS = ["os.system", "builtins.open", "builtins.exec", "subprocess.call", "
              "posix.system", "torch.load", "pickle.loads", "hydra.utils.instantiate",
              "gymnasium.make", "gymnasium.register", "stable_baselines3.PPO.load",
              "stable_baselines3.common.save_util.load_from_pkl",
-             "stable_baselines3.common.logger.CSVOutputFormat", "safelife_rl.common.files.write_text",
+             "stable_baselines3.common.logger.CSVOutputFormat", "safety_rl_common.files.write_text",
              "safelife_rl.training.envs.importlib.import_module", "safelife_rl.__main__.main",
              "torch.nn.modules.module.torch.load", "safelife_rl.training.SafeLifeCNN.__init__",
              "not_a_module.thing", "safelife_rl.no_such_thing", ""]

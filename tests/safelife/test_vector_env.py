@@ -10,12 +10,12 @@ import torch
 from hydra.utils import instantiate
 
 from safelife_rl import Level, SafeLifeEnv, load_levels
-from safelife_rl.common.errors import UserError
 from safelife_rl.engine import cells
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.envs.wrappers import ScheduledWrapper
+from safety_rl_common.errors import UserError
 
 RAMP = "safelife_rl.training.LinearRamp"
 WRAPPERS = {  # conf/wrappers/safelife.yaml's order, the schedules moving between steps 0 and 100

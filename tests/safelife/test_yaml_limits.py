@@ -12,11 +12,11 @@ import zipfile
 import pytest
 import yaml
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.yaml_files import expanded_size, load_yaml
 from safelife_rl.procgen.params import ParamsError, load_params
 from safelife_rl.training.files import CONFIG_ENTRY
 from safelife_rl.training.resume import load_run_config, trained_config
+from safety_rl_common.errors import UserError
+from safety_rl_common.yaml_files import expanded_size, load_yaml
 
 
 def bomb(levels: int = 11) -> str:

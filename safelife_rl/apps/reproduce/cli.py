@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from safelife_rl.apps.benchmark import SUITES, check_suite
-from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce import claims as paper_claims
 from safelife_rl.apps.reproduce import figures, tables
 from safelife_rl.apps.reproduce.runs import (
@@ -57,11 +56,17 @@ from safelife_rl.apps.reproduce.sweep import (
     check_settings,
     launch,
 )
-from safelife_rl.common.errors import ArgumentParser, UserError, add_traceback_flag, one_line_errors
-from safelife_rl.common.files import write_text
-from safelife_rl.common.limits import EPISODE_LIMIT
-from safelife_rl.envs.checks import check
 from safelife_rl.envs.wrappers import MAX_PENALTY
+from safety_rl_common.checks import check
+from safety_rl_common.errors import (
+    REPORTED,
+    ArgumentParser,
+    UserError,
+    add_traceback_flag,
+    one_line_errors,
+)
+from safety_rl_common.files import write_text
+from safety_rl_common.limits import EPISODE_LIMIT
 
 COMMANDS = {"table1": TABLE1_TASKS, "table2": TABLE2_TASKS, "all": TABLE1_TASKS + TABLE2_TASKS}
 #: Settings the sweep itself sets for every job, which an OVERRIDE may not change (nor any

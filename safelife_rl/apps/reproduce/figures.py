@@ -16,7 +16,7 @@ import numpy as np
 
 from safelife_rl.apps.reproduce.runs import RunResult
 from safelife_rl.apps.reproduce.tables import Row
-from safelife_rl.common.figures import save_figure
+from safety_rl_common.figures import save_figure
 
 CURVE_TASKS = ("append-still", "prune-still")
 #: (label, key of a periodic evaluation)

@@ -31,15 +31,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from safelife_rl.apps import train as _train_app  # noqa: F401  (registers the hydra_dir resolver of train.yaml)
 from safelife_rl.apps.benchmark import SUITES, load_policy, run_suite, task_suite
-from safelife_rl.apps.errors import REPORTED
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
-from safelife_rl.common.cli import run_hydra_app
-from safelife_rl.common.errors import UserError, hydra_app_errors
-from safelife_rl.common.workers import exit_with_parent
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
 from safelife_rl.training.run import train
+from safety_rl_common.cli import run_hydra_app
+from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
+from safety_rl_common.workers import exit_with_parent
 
 PROG = "safelife_rl.apps.reproduce.job"
 #: Lines a job prints about its run start with this, for the sweep's progress display.

@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import check_readable_file, write_text
 from safelife_rl.training.callbacks import checkpoints
 from safelife_rl.training.resume import CONFIG_FILE
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import check_readable_file, write_text
 
 #: Table 1's tasks (creation and removal, static and with spawners) and Table 2's.
 TABLE1_TASKS = ("append-still", "prune-still", "append-spawn", "prune-spawn")

@@ -27,9 +27,9 @@ from safelife_rl.apps.benchmark import SUITES
 from safelife_rl.apps.cli import PROG as CLI
 from safelife_rl.apps.reproduce.job import MARK
 from safelife_rl.apps.reproduce.runs import Run, is_finished, saved_steps
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import write_json
 from safelife_rl.training.resume import RESUME_OVERRIDES
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import write_json
 
 PROG = f"{CLI} reproduce"  # the command (safelife_rl.apps.reproduce.cli)
 LAUNCHERS = ("local", "submitit", "slurm")

@@ -3,7 +3,7 @@ each column its mean ± standard deviation over levels x episodes (all seeds' ep
 as the paper's Table 1 over levels x episodes) and, beside it, the spread over seeds as the
 field reports it: the interquartile mean of the seeds' scores (a seed's score: its mean over
 the benchmark episodes) with its 95% stratified-bootstrap interval (``rliable``, through
-:mod:`safelife_rl.common.statistics`).
+:mod:`safety_rl_common.statistics`).
 
 Standard deviations are the population's (NumPy's default): 0 for a single sample; one seed
 gives an interval of no width. ``green`` and ``yellow`` are side effects normalised by their
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from safelife_rl.apps.reproduce.runs import RunResult
-from safelife_rl.common.statistics import Estimate, iqm_interval
+from safety_rl_common.statistics import Estimate, iqm_interval
 
 #: (column in the table, episode key, digits)
 TABLE1_COLUMNS = (("performance", "performance", 3), ("length", "length", 1),

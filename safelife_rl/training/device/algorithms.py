@@ -31,7 +31,6 @@ from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.captured_policy import CapturedPolicy
@@ -41,6 +40,7 @@ from safelife_rl.training.device.deferred import (
     read_deferred,
 )
 from safelife_rl.training.device.episodes import EpisodeRecorder
+from safety_rl_common.errors import UserError
 
 
 class DeviceRollouts:
@@ -203,7 +203,7 @@ DEVICE_ALGORITHMS = {
 
 def device_algorithm(target: str, more: Mapping[str, str] | None = None) -> str:
     """The ``_target_`` of the device algorithm for the SB3 algorithm ``target`` (looked up in
-    :data:`DEVICE_ALGORITHMS` and ``more``), or a :class:`~safelife_rl.common.errors.UserError`
+    :data:`DEVICE_ALGORITHMS` and ``more``), or a :class:`~safety_rl_common.errors.UserError`
     for one without (e.g. DQN)."""
     twins = {**DEVICE_ALGORITHMS, **(more or {})}
     if target in twins.values():

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 #: The method of a config without ``method.name``: plain PPO (the algorithm chosen).
 DEFAULT = "ppo"

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drest.checks import is_int, is_number
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import EPOCH_LIMIT
-from safelife_rl.envs.checks import check
 from safelife_rl.training.methods.aup.auxiliary_rewards import KINDS
+from safety_rl_common.checks import check, is_int, is_number
+from safety_rl_common.errors import UserError
+from safety_rl_common.limits import EPOCH_LIMIT
 
 #: The largest ``lambda`` taken: the authors ramp it to 0.1 beside rewards of about 1; past
 #: this the penalty drowns every reward (and near 1e38 it overflows float32 to inf).

@@ -12,8 +12,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from torch import nn
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.training.device.adapters import TensorStep, TensorVecEnv, TensorVecEnvWrapper
+from safety_rl_common.errors import UserError
 
 
 def attainable_utility_penalty(

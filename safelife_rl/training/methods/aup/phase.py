@@ -21,8 +21,6 @@ from stable_baselines3.common.utils import set_random_seed
 from torch import nn
 from tqdm.auto import trange
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import atomic_path, check_readable_file
 from safelife_rl.envs.schedules import LinearRamp
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.callbacks import TrainingClock
@@ -34,6 +32,8 @@ from safelife_rl.training.methods.aup.auxiliary_rewards import (
 )
 from safelife_rl.training.methods.aup.checks import check_aup_settings
 from safelife_rl.training.methods.aup.penalty import AUPPenalty, DeviceAUPPenalty, find_wrapper
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import atomic_path, check_readable_file
 
 AUXILIARY_FILE = "aup_auxiliary.pt"
 

@@ -11,10 +11,10 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from safelife_rl.envs.checks import check
 from safelife_rl.training.device.adapters import TensorStep, TensorVecEnv, TensorVecEnvWrapper
 from safelife_rl.training.methods.plugin import Method
 from safelife_rl.training.methods.ppo_lagrangian.checks import MAX_MULTIPLIER
+from safety_rl_common.checks import check
 
 
 def check_coefficient(coefficient: Any) -> float:

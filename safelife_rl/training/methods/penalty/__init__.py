@@ -9,9 +9,9 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.envs.wrappers import check_penalty
 from safelife_rl.training.methods.plugin import Method
+from safety_rl_common.errors import UserError
 
 KEY = "wrappers.side_effect_penalty.penalty"
 

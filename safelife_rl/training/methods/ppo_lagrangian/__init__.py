@@ -9,7 +9,6 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.training.envs import make_env, multi_agent_task
 from safelife_rl.training.methods.plugin import Method
 from safelife_rl.training.methods.ppo_lagrangian.algorithm import (
@@ -23,6 +22,7 @@ from safelife_rl.training.methods.ppo_lagrangian.checks import (
     check_env_reports_cost,
     check_lagrangian_settings,
 )
+from safety_rl_common.errors import UserError
 
 
 def _check(cfg: Any) -> None:

@@ -53,7 +53,6 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from safelife_rl.common.errors import UserError
 from safelife_rl.training.device.adapters import TensorStep
 from safelife_rl.training.device.algorithms import DeviceRollouts
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
@@ -62,6 +61,7 @@ from safelife_rl.training.methods.ppo_lagrangian.checks import (
     check_lagrangian_settings,
     check_reports_cost,
 )
+from safety_rl_common.errors import UserError
 
 #: The entries of :attr:`PPOLagrangian.lagrange_state`.
 MULTIPLIER, INTEGRAL, PREVIOUS_COST = range(3)

@@ -10,9 +10,8 @@ from typing import Any
 import gymnasium as gym
 import torch as th
 
-from drest.checks import is_int, is_number
-from safelife_rl.common.errors import UserError
-from safelife_rl.envs.checks import check
+from safety_rl_common.checks import check, is_int, is_number
+from safety_rl_common.errors import UserError
 
 #: The largest multiplier, gain or budget taken: the advantages are divided by ``1 + lambda``,
 #: so past this the reward's share is below float32's resolution (and near 1e38 the multiplier

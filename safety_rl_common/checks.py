@@ -1,11 +1,8 @@
 """Checks of user-given settings, in one style for all three packages: a bad value is one line
-``NAME must be ALLOWED, got VALUE``, an unknown key ``unknown key 'NAME' (known: ...)``.
-
-Each package binds the checks to its own user error (``Checks(UserError)``), so a bad setting
-raises that package's error: :data:`check` here, ``extended_envs.checks.check`` and
-``safelife_rl.envs.checks.check``. This module imports only the standard library and
-:mod:`drest.errors`, so the other packages use it without loading anything heavy (importing it
-runs ``drest/__init__``, which registers only the DREST gridworld ids).
+``NAME must be ALLOWED, got VALUE``, an unknown key ``unknown key 'NAME' (known: ...)``, raised
+as the one :class:`~safety_rl_common.errors.UserError` by :data:`check`. This module imports
+only the standard library and :mod:`.errors`, so importing it loads nothing heavy (no
+Gymnasium, no SafeLife ids, no Numba).
 
 Types are checked exactly: ``bool`` is neither an int nor a float, and a string such as ``"no"``
 is never taken for a number or a truth value. NumPy's integers and floats pass for ints and
@@ -20,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from typing import Any, get_type_hints
 
-from drest.errors import UserError
+from safety_rl_common.errors import UserError
 
 _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 #: The largest count a setting may hold: beyond, counts no longer convert to floats exactly
@@ -116,5 +113,5 @@ class Checks:
             self.finite_everywhere(value, f"{key}.{name}" if key else str(name))
 
 
-#: DREST's checks (raising :class:`drest.errors.UserError`).
+#: The checks of all three packages, raising the one :class:`~.errors.UserError`.
 check = Checks(UserError)

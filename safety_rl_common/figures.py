@@ -10,8 +10,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.files import atomic_path
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import atomic_path
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, **savefig: Any) -> Path:

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from safelife_rl.common.limits import YAML_NODE_LIMIT
+from safety_rl_common.limits import YAML_NODE_LIMIT
 
 
 def expanded_size(node: yaml.Node) -> int:

@@ -13,7 +13,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 class PidLock:

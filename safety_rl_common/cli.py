@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from safelife_rl.common.errors import (
+from safety_rl_common.errors import (
     OS_ERRORS,
     USER_FULL_ERROR,
     ArgumentParser,

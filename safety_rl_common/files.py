@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from safelife_rl.common.errors import UserError
-from safelife_rl.common.limits import READ_LIMIT
+from safety_rl_common.errors import UserError
+from safety_rl_common.limits import READ_LIMIT
 
 
 @contextmanager
@@ -90,7 +90,7 @@ def _over_limit(path: str | os.PathLike, what: str, size: int, limit: int) -> Us
 
 def check_readable_file(path: str | os.PathLike) -> None:
     """Refuse what is not a regular file (a FIFO or device would block or never end) or is
-    larger than :data:`~safelife_rl.common.limits.READ_LIMIT` (its size as stored, sparse files included)."""
+    larger than :data:`~safety_rl_common.limits.READ_LIMIT` (its size as stored, sparse files included)."""
     try:
         info = os.stat(path)  # a missing file raises FileNotFoundError naming it
     except OSError as error:
@@ -105,7 +105,7 @@ def check_readable_file(path: str | os.PathLike) -> None:
 
 
 def check_archive(archive: zipfile.ZipFile, path: str | os.PathLike) -> None:
-    """Refuse a zip (or ``.npz``) archive whose members inflate past :data:`~safelife_rl.common.limits.READ_LIMIT`, each
+    """Refuse a zip (or ``.npz``) archive whose members inflate past :data:`~safety_rl_common.limits.READ_LIMIT`, each
     or together, before any member is read (the sizes come from its directory; zipfile
     stops reading a member at its stated size)."""
     limit = READ_LIMIT.get() << 20

@@ -1,9 +1,8 @@
 """User errors: problems with what a user gave (a file, a key, a value, a flag), and the
 command-line machinery of all three packages that reports them.
 
-Code that checks input raises its package's user error (:class:`UserError` here,
-:class:`drest.errors.UserError`, :class:`extended_envs.errors.UserError`), or lets a missing
-file's ``OSError`` through, with a message naming the problem: the file or key, the value, and
+Code that checks input raises :class:`UserError` (the one user error of all three packages), or
+lets a missing file's ``OSError`` through, with a message naming the problem: the file or key, the value, and
 what is allowed. Every command-line tool runs inside :func:`one_line_errors`, given the error
 types it reports (its package's, plus :data:`OS_ERRORS`), which turns those into one line on
 stderr and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1`` (the
@@ -31,11 +30,13 @@ class UserError(ValueError):
 #: The file errors that describe the user's input (a path) rather than a fault in the code.
 OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
              FileExistsError)
+#: What every command reports as one line: a user error, or a file error of a bad path.
+REPORTED = (UserError, *OS_ERRORS)
 
 Errors = tuple[type[BaseException], ...]
 
 
-#: the user's own ``HYDRA_FULL_ERROR``, kept while :func:`~safelife_rl.common.cli.run_hydra_app`
+#: the user's own ``HYDRA_FULL_ERROR``, kept while :func:`~safety_rl_common.cli.run_hydra_app`
 #: sets it to make Hydra raise (and inherited by the processes the app starts)
 USER_FULL_ERROR = "SAFELIFE_USER_HYDRA_FULL_ERROR"
 

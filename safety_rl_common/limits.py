@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from safelife_rl.common.errors import UserError
+from safety_rl_common.errors import UserError
 
 
 @dataclass(frozen=True)
