@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from safelife_rl.training import SafeLifeCNN
+from safelife_rl.training import SafeLifeCNN, env_configs
 
 #: The paper setting's view and channels, as the task configs give them.
-PAPER_ENV = OmegaConf.load(Path(__file__).resolve().parents[1] / "safelife_rl/conf/env/_safelife.yaml").kwargs
+PAPER_ENV = OmegaConf.create(env_configs.COMMON["kwargs"])
 VIEW = tuple(PAPER_ENV.view_shape)
 
 

@@ -57,9 +57,8 @@ CONF = files("safelife_rl.conf")
 
 
 def task_names() -> tuple[str, ...]:
-    """The single-agent tasks the training app has an env config for (``env=<task>``)."""
-    return tuple(t for t in TASKS if t not in MULTI_AGENT_TASKS
-                 and CONF.joinpath("env", f"{t}.yaml").is_file())
+    """The single-agent tasks (each an ``env=<task>`` option of the training app)."""
+    return tuple(t for t in TASKS if t not in MULTI_AGENT_TASKS)
 
 
 def check_methods(methods: Sequence[str]) -> None:

@@ -21,6 +21,7 @@ from safelife_rl.training.callbacks import (
     PeriodicEvaluation,
     TrainingClock,
 )
+from safelife_rl.training.env_configs import store_task_configs
 from safelife_rl.training.features import SafeLifeCNN
 from safelife_rl.training.methods.aup import AUPPenalty, AuxiliaryPhase
 from safelife_rl.training.methods.ppo_lagrangian import PPOLagrangian
@@ -43,6 +44,8 @@ def _steps_share(total: int, share: float, cap: int, floor: int = 0) -> int:
     one, never shorter than what it must fill)."""
     return min(int(cap), max(int(floor), round(int(total) * float(share))))
 
+
+store_task_configs()  # env=TASK for every SafeLife task, from the task tables
 
 for _name, _resolver in (("minibatch_size", _minibatch_size), ("steps_share", _steps_share)):
     if not OmegaConf.has_resolver(_name):
