@@ -14,13 +14,13 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 from safelife_rl.training.device.adapters import TensorStep, TensorVecEnv, TensorVecEnvWrapper
 from safelife_rl.training.methods.plugin import Method
 from safelife_rl.training.methods.ppo_lagrangian.checks import MAX_MULTIPLIER
-from safety_rl_common.checks import check
+from safety_rl_common.checks import check, is_number
 
 
 def check_coefficient(coefficient: Any) -> float:
     check.value("method.coefficient", coefficient,
-                lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                and 0 <= v <= MAX_MULTIPLIER, f"a number in [0, {MAX_MULTIPLIER:g}]")
+                lambda v: is_number(v) and 0 <= v <= MAX_MULTIPLIER,
+                f"a number in [0, {MAX_MULTIPLIER:g}]")
     return float(coefficient)
 
 
