@@ -119,6 +119,12 @@ def _roll(boards: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
     return boards.view(n, h * w).gather(1, index).view(n, h, w)
 
 
+def _wrapped(points: torch.Tensor, h: int, w: int) -> torch.Tensor:
+    """``(row, column)`` points ``(..., 2)`` wrapped onto an ``h`` x ``w`` board (no host
+    tensor of the board's size: its copy to the device would block every restart)."""
+    return torch.stack([points[..., 0] % h, points[..., 1] % w], -1)
+
+
 def start_games(levels: LevelTensors, variant: torch.Tensor, shift: torch.Tensor | None = None,
                 fraction: torch.Tensor | float = 1.0) -> dict[str, torch.Tensor]:
     """The state of a fresh game of ``variant[k]`` rolled by ``shift[k]`` for each env ``k``:
@@ -133,9 +139,8 @@ def start_games(levels: LevelTensors, variant: torch.Tensor, shift: torch.Tensor
     locs, exits = levels.agent_locs[variant], levels.exits[variant]
     if shift is not None:
         boards, goals = _roll(boards, shift), _roll(goals, shift)
-        size = torch.tensor([h, w], device=shift.device)
-        locs = (locs + shift[:, None]) % size
-        exits = torch.where(exits >= 0, (exits + shift[:, None]) % size, exits)
+        locs = _wrapped(locs + shift[:, None], h, w)
+        exits = torch.where(exits >= 0, _wrapped(exits + shift[:, None], h, w), exits)
     available = levels.available_points[variant]
     min_performance = levels.min_performance[variant] * fraction
     required = (min_performance[:, None] * available).ceil().clamp(min=0)

@@ -150,7 +150,7 @@ def changed_cells(
 def start_baseline(game: State) -> State:
     """The starting-state baseline of fresh games: their boards and agents' positions, the
     state entries ``start`` and ``start_locs`` that the impact penalty and the cost read."""
-    return {"start": game["boards"], "start_locs": game["agent_locs"][:, 0]}
+    return {"start": game["boards"].clone(), "start_locs": game["agent_locs"][:, 0].clone()}
 
 
 def start_cost(game: State) -> State:

@@ -336,10 +336,12 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         for rule in self.rules:
             fresh.update(rule.start(fresh))
         if self.env.side_effects:
-            fresh["inaction"] = fresh["boards"]
+            fresh["inaction"] = fresh["boards"].clone()
+        # No two entries of a state are one tensor: the compiled step would see other aliasing
+        # after the first step and compile again (and Dynamo's recompile limit is per process).
         zeros = torch.zeros(n, dtype=torch.float64, device=envs.device)
         return {**fresh, "level": pick, "variant": variant, "shift": shift,
-                "length": torch.zeros_like(envs), "reward": zeros, "return": zeros}
+                "length": torch.zeros_like(envs), "reward": zeros, "return": zeros.clone()}
 
     def _observe(self, state: State) -> torch.Tensor:
         env = self.env
