@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU lease, as one command per stage (docs/speed.md, "Running the GPU suite"):
 #   quick: the wheels' install, then the GPU suite's engine, vector env, PPO and conformance
-#          sections, stopped by QUICK_SECONDS (default 240);
+#          sections, stopped by QUICK_SECONDS (default 300);
 #   train: the suite's training run, stopped by TRAIN_SECONDS (default 300);
 #   all:   both, one after the other.
 # Reports go to $OUT (the device tool's folder that comes back) or outputs/gpu_lease, each
@@ -25,8 +25,8 @@ fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 status=0
 if [ "$stage" != train ]; then
-    "$python" benchmarks/gpu_suite.py --sections vector conformance ppo engine \
-        --deadline "${QUICK_SECONDS:-240}" --out "$out/quick.md" "$@" || status=1
+    "$python" benchmarks/gpu_suite.py --sections conformance ppo vector engine \
+        --deadline "${QUICK_SECONDS:-300}" --out "$out/quick.md" "$@" || status=1
 fi
 if [ "$stage" != quick ]; then
     "$python" benchmarks/gpu_suite.py --sections training \
