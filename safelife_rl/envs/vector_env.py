@@ -172,6 +172,16 @@ class PendingSideEffects:
         return self.env.side_effect_reports()
 
 
+def _compile_options(cuda_graphs: bool) -> dict[str, bool]:
+    """Inductor's options for the step: ``reduce-overhead``'s CUDA graphs if asked, and no
+    fused multiply-adds, which left the float64 returns 1-4e-15 off eager's on an H100
+    (docs/speed.md, "GPU figures")."""
+    options = {"triton.cudagraphs": cuda_graphs}
+    if hasattr(torch._inductor.config, "emulate_precision_casts"):
+        options["emulate_precision_casts"] = True
+    return options
+
+
 def _keep(ended: torch.Tensor, fresh: torch.Tensor, going: torch.Tensor) -> torch.Tensor:
     """``fresh`` where ``ended`` (an env mask ``(N,)``), else ``going``."""
     return torch.where(ended.view(-1, *[1] * (fresh.dim() - 1)), fresh, going)
@@ -279,7 +289,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self._step = self.step_state
         if compile:
             self._step = torch.compile(self.step_state, fullgraph=True, dynamic=False,
-                                       mode="reduce-overhead" if self.cuda_graphs else None)
+                                       options=_compile_options(self.cuda_graphs))
         self._set_params()
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.preprocessing import preprocess_obs
 
 
 class CapturedPolicy:
@@ -31,23 +32,28 @@ class CapturedPolicy:
                                       backend=backend)
         self._graphs = backend == "cudagraphs"
 
-    def _latents(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """SB3's ``ActorCriticPolicy.forward`` up to the action head: the actor's latent and
-        the values."""
-        features = self.policy.extract_features(observations)
-        if self.policy.share_features_extractor:
-            latent_pi, latent_vf = self.policy.mlp_extractor(features)
+    def _latents(self, preprocessed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """SB3's ``ActorCriticPolicy.forward`` after ``preprocess_obs`` and up to the action
+        head: the actor's latent and the values. (``preprocess_obs`` stays outside the graph:
+        its image-space test branches on NumPy arrays, which Dynamo traces as data in torch
+        2.11.)"""
+        policy = self.policy
+        if policy.share_features_extractor:
+            latent_pi, latent_vf = policy.mlp_extractor(policy.features_extractor(preprocessed))
         else:
-            pi_features, vf_features = features
-            latent_pi = self.policy.mlp_extractor.forward_actor(pi_features)
-            latent_vf = self.policy.mlp_extractor.forward_critic(vf_features)
-        return latent_pi, self.policy.value_net(latent_vf)
+            latent_pi = policy.mlp_extractor.forward_actor(
+                policy.pi_features_extractor(preprocessed))
+            latent_vf = policy.mlp_extractor.forward_critic(
+                policy.vf_features_extractor(preprocessed))
+        return latent_pi, policy.value_net(latent_vf)
 
     def __call__(self, observations: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self._graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        latent_pi, values = self._network(observations)
+        policy = self.policy
+        latent_pi, values = self._network(preprocess_obs(
+            observations, policy.observation_space, normalize_images=policy.normalize_images))
         # the graph's next replay writes over its outputs: the values outlive this step
         values = values.clone() if self._graphs else values
         distribution = self.policy._get_action_dist_from_latent(latent_pi)
