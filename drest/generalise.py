@@ -268,7 +268,3 @@ def _generalise(args: argparse.Namespace) -> dict:
     print(text)
     print(f"outputs in {args.out}")
     return {"summary": summary, "runs": results, "wall_seconds": wall}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

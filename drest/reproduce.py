@@ -218,7 +218,3 @@ def _reproduce(args: argparse.Namespace) -> dict:
     print(text)
     print(f"outputs in {args.out}")
     return {"wall_seconds": wall, "runs": len(results)}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -279,7 +279,3 @@ def app(cfg: DictConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``extended-envs benchmark [OVERRIDE ...]``; the exit status."""
     return run_hydra_app(app, PROG, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -26,7 +26,3 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run_command_line(PROG, __doc__, COMMANDS, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

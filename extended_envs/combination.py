@@ -28,7 +28,6 @@ length (``summary()``), which Figures 1-2 plot.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -53,7 +52,6 @@ from safety_rl_common.errors import UserError
 GYM_NAMESPACE = "extended_envs"
 #: The namespace of the previous release: its ids stay registered for one release, each
 #: warning (DeprecationWarning) with the id that replaces it.
-DEPRECATED_NAMESPACE = "ExtendedEnvs"
 # The paper's Listing 2 uses CartPole-v0: CartPole-v1's dynamics with 200-step episodes.
 CARTPOLE_ID, CARTPOLE_KWARGS = "CartPole-v1", {"max_episode_steps": 200}
 
@@ -382,25 +380,13 @@ def gym_id(env_name: str, namespace: str = GYM_NAMESPACE) -> str:
     return f"{namespace}/CartPole-{env_name}-v0"
 
 
-def make_deprecated_cartpole_gym_env(env_name: str, **kwargs: Any) -> CartPoleCombinationEnv:
-    """The env of a deprecated id ``ExtendedEnvs/CartPole-<env_name>-v0``, after a warning
-    naming the id to use instead."""
-    warnings.warn(f"{gym_id(env_name, DEPRECATED_NAMESPACE)} is deprecated and will be removed "
-                  f"in the next release: use {gym_id(env_name)}", DeprecationWarning, stacklevel=2)
-    return CartPoleCombinationEnv(env_name, **kwargs)
-
-
 def register_envs() -> None:
     """Register the CartPole combinations with Gymnasium (idempotent).
 
-    The entry points are strings, so the ids' specs serialise (``EnvSpec.to_json``). The ids
-    of the previous release (``ExtendedEnvs/...``) are registered as deprecated aliases.
+    The entry points are strings, so the ids' specs serialise (``EnvSpec.to_json``).
     """
     for env_name in CARTPOLE_COMBINATIONS:
-        for env_id, entry_point in (
-            (gym_id(env_name), "CartPoleCombinationEnv"),
-            (gym_id(env_name, DEPRECATED_NAMESPACE), "make_deprecated_cartpole_gym_env"),
-        ):
-            if env_id not in gym.registry:
-                gym.register(id=env_id, entry_point=f"{__name__}:{entry_point}",
-                             kwargs={"env_name": env_name})
+        env_id = gym_id(env_name)
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=f"{__name__}:CartPoleCombinationEnv",
+                         kwargs={"env_name": env_name})

@@ -326,7 +326,3 @@ def app(cfg: DictConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``extended-envs debate [OVERRIDE ...]``; the exit status."""
     return run_hydra_app(app, PROG, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

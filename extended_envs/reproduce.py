@@ -312,7 +312,3 @@ def run(argv: list[str]) -> None:
     command = table1 if args.command == "table1" else figures
     print(command(out, steps, seeds, args.jobs))
     print(f"written to {out}/")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -95,27 +95,32 @@ OwnCommands = Callable[[argparse._SubParsersAction], Callable[[argparse.Namespac
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand run by ``main`` of ``module``."""
+    """A subcommand run by ``function`` (``main``) of ``module``."""
 
     module: str
     summary: str
+    function: str = "main"
 
     def run(self, argv: Sequence[str]) -> int:
-        return importlib.import_module(self.module).main(list(argv))
+        return getattr(importlib.import_module(self.module), self.function)(list(argv))
 
 
 def run_command_line(prog: str, description: str, commands: Mapping[str, Command],
-                     argv: Sequence[str] | None = None, own: OwnCommands | None = None) -> int:
+                     argv: Sequence[str] | None = None, own: OwnCommands | None = None,
+                     internal: Mapping[str, Command] | None = None) -> int:
     """Run the subcommand ``argv`` names (default: ``sys.argv[1:]``) and return its exit
     status; ``--help`` lists the subcommands, and no or an unknown subcommand is a one-line
     error (status 2).
 
     :param commands: the subcommands with a module of their own, given the rest of ``argv``.
     :param own: the subcommands parsed here (flags only, no module of their own).
+    :param internal: subcommands that the package's own commands start (a sweep's jobs), run
+        like ``commands`` but not offered by ``--help``.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in commands:
-        return commands[argv[0]].run(argv[1:])
+    dispatched = {**(internal or {}), **commands}
+    if argv and argv[0] in dispatched:
+        return dispatched[argv[0]].run(argv[1:])
     parser = ArgumentParser(prog=prog, description=description)
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name, command in commands.items():

@@ -427,6 +427,3 @@ def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     print(table)
     print(f"wrote {out}")
     return summary
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -35,8 +35,16 @@ DELEGATED = {
 }
 
 
+#: Commands that SafeLife's commands start, not offered by ``--help``.
+INTERNAL = {
+    "reproduce-job": Command("safelife_rl.apps.reproduce.job",
+                             "one job of a reproduction's sweep (started by reproduce)",
+                             "sweep_main"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command_line(PROG, __doc__, DELEGATED, argv, _own_commands)
+    return run_command_line(PROG, __doc__, DELEGATED, argv, _own_commands, INTERNAL)
 
 
 def _own_commands(commands: argparse._SubParsersAction) -> Callable[[argparse.Namespace], int]:
@@ -106,7 +114,3 @@ def _run(args: argparse.Namespace) -> int:
             )
             print(json.dumps(summary, indent=2))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -156,7 +156,3 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     print(header + table)
     print(f"written to {out}/")
     return {"wall_seconds": wall, "runs": len(runs)}
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

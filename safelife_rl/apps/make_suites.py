@@ -11,7 +11,6 @@ can be made again bit for bit (same NumPy and Numba versions)::
 
 from __future__ import annotations
 
-import sys
 import zlib
 from pathlib import Path
 
@@ -102,7 +101,3 @@ def main(argv: list[str] | None = None) -> int:
             save_levels(levels, path)
             print(f"{path}: {len(levels)} levels, {path.stat().st_size / 1024:.0f} KiB")
     return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

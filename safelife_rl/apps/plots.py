@@ -34,7 +34,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UserError(f"{len(args.labels)} labels for {len(args.runs)} runs")
         print(plot_runs(args.runs, args.out, args.labels))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -83,7 +83,3 @@ def objective(summary: dict) -> float | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``safelife-rl train [OVERRIDE ...]``; the exit status."""
     return run_hydra_app(app, PROG, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -2,14 +2,12 @@
 PettingZoo names its envs (``build_coop_v0.parallel_env()``, ``build_coop_v0.env()``).
 
 The tasks are not Gymnasium ids: ``gym.make`` cannot make a multi-agent env, so their names
-are not shaped like one (``safelife_rl/BuildCoop-v0``, the names of the previous release, still
-work where an env name is taken, with a warning).
+are not shaped like one.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,29 +46,10 @@ MULTI_AGENT_TASKS = {
     "asym1-pretrain-cyanonly": "asym1_pretrain_cyanonly_v0",
     "asym1-pretrain-redonly": "asym1_pretrain_redonly_v0",
 }
-#: The previous release's names, shaped like Gymnasium ids though never registered: deprecated.
-DEPRECATED_NAMES = {
-    "safelife_rl/BuildCoop-v0": "build-coop",
-    "safelife_rl/BuildCompete-v0": "build-compete",
-    "safelife_rl/BuildParallel-v0": "build-parallel",
-    "safelife_rl/Asym1-v0": "asym1",
-    "safelife_rl/Asym2-v0": "asym2",
-    "safelife_rl/Asym1PretrainCyanOnly-v0": "asym1-pretrain-cyanonly",
-    "safelife_rl/Asym1PretrainRedOnly-v0": "asym1-pretrain-redonly",
-}
-
-
 def multi_agent_task(name: str) -> str | None:
     """The task of a multi-agent env name (``build_coop_v0``), or ``None`` for any other name
-    (a Gymnasium id). A deprecated name (``safelife_rl/BuildCoop-v0``) warns and gives its task.
-    """
-    task = next((task for task, known in MULTI_AGENT_TASKS.items() if known == name), None)
-    if task is None and name in DEPRECATED_NAMES:
-        task = DEPRECATED_NAMES[name]
-        # FutureWarning, not DeprecationWarning: shown by default, also from a config file
-        warnings.warn(f"the multi-agent env name {name!r} is deprecated (it is no Gymnasium id):"
-                      f" use {MULTI_AGENT_TASKS[task]!r}", FutureWarning, stacklevel=2)
-    return task
+    (a Gymnasium id)."""
+    return next((task for task, known in MULTI_AGENT_TASKS.items() if known == name), None)
 
 
 class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):

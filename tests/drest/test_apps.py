@@ -26,7 +26,7 @@ def cfg(*overrides):
 def test_train_cli_reinforce_writes_outputs(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "drest.train", "gridworld=lopsided", "x=0.5", "reward=drest",
+        [sys.executable, "-m", "drest", "train", "gridworld=lopsided", "x=0.5", "reward=drest",
          "agent=reinforce", "seed=1", "agent.meta_episodes=4", f"hydra.run.dir={out}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -81,7 +81,7 @@ def test_reproduce_tiny(tmp_path):
 
 
 def train_cli(*overrides, env=None):
-    return subprocess.run([sys.executable, "-m", "drest.train", *overrides],
+    return subprocess.run([sys.executable, "-m", "drest", "train", *overrides],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, **(env or {})})
 
@@ -92,7 +92,7 @@ def test_train_cli_user_error_is_one_line(tmp_path):
     proc = train_cli(f"gridworld={world}", f"hydra.run.dir={tmp_path / 'run'}")
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        (f"drest train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
+        (f"python -m drest train: error: {world}: the agent at (1, 1) is walled in: it can never move, so "
          "it is never shut down (free a neighbouring cell, or set bumps_use_moves: yes)")]
     assert not (tmp_path / "run").exists(), "a refused run leaves no folder behind"
     proc = train_cli("agent.lam=2", f"hydra.run.dir={tmp_path / 'run'}",

@@ -87,7 +87,7 @@ def test_bad_arguments_are_named():
 
 def run_app(*overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "extended_envs.benchmark", *overrides],
+        [sys.executable, "-m", "extended_envs", "benchmark", *overrides],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
 

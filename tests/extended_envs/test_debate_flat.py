@@ -147,7 +147,7 @@ def test_trained_alice_answers_hugh_correctly():
 
 def test_hydra_app(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "extended_envs.debate", "rounds=200", "seeds=[0,1]",
+        [sys.executable, "-m", "extended_envs", "debate", "rounds=200", "seeds=[0,1]",
          "bobs=[q,random]", f"hydra.run.dir={tmp_path}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )

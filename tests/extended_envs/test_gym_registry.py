@@ -124,14 +124,8 @@ def test_adapter_of_a_library_environment_pickles_and_continues():
         assert all(same_step(step, other.step(action)) for other in copies)
 
 
-@pytest.mark.parametrize("env_name", ["IgnoreRewards", "IncentivizeLearningRate"])
-def test_the_previous_releases_ids_are_deprecated_aliases(env_name):
-    old, new = f"ExtendedEnvs/CartPole-{env_name}-v0", f"extended_envs/CartPole-{env_name}-v0"
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated .* use {new}"):
-        env = gym.make(old)
-    assert isinstance(env.unwrapped, type(gym.make(new).unwrapped))
-    assert env.unwrapped.env_name == env_name
-    env.close()
+def test_the_previous_releases_namespace_is_gone():
+    assert not [env_id for env_id in gym.registry if env_id.startswith("ExtendedEnvs/")]
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -192,7 +192,7 @@ def test_benchmark_takes_an_agent_class_by_import_path(tmp_path, monkeypatch):
         with pytest.raises(ValueError, match=message):
             agent_class(bad)
     run = subprocess.run(
-        [sys.executable, "-m", "extended_envs.benchmark", "agent=my_agents.MyAgent", "steps=20",
+        [sys.executable, "-m", "extended_envs", "benchmark", "agent=my_agents.MyAgent", "steps=20",
          "only=[TemptingButton]", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
@@ -200,11 +200,11 @@ def test_benchmark_takes_an_agent_class_by_import_path(tmp_path, monkeypatch):
     assert run.returncode == 0, run.stderr
     assert "Agent `MyAgent`" in run.stdout
     refused = subprocess.run(
-        [sys.executable, "-m", "extended_envs.benchmark", "agent=my_agents.DrawsInAct",
+        [sys.executable, "-m", "extended_envs", "benchmark", "agent=my_agents.DrawsInAct",
          "steps=20", f"hydra.run.dir={tmp_path / 'refused'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )  # fmt: skip
     assert refused.returncode == 2
     last = refused.stderr.strip().splitlines()[-1]
-    assert last.startswith("extended-envs benchmark: error: check_agent: DrawsInAct")
+    assert last.startswith("python -m extended_envs benchmark: error: check_agent: DrawsInAct")

@@ -192,7 +192,7 @@ def test_benchmark_cli_runs_reference_agents_and_names_their_errors(tmp_path):
 
     def benchmark(agent: str, folder: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "extended_envs.benchmark", f"agent=reference_agents.{agent}",
+            [sys.executable, "-m", "extended_envs", "benchmark", f"agent=reference_agents.{agent}",
              "steps=20", "only=[TemptingButton]", "progress=false",
              f"hydra.run.dir={tmp_path / folder}"],
             cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
@@ -207,6 +207,6 @@ def test_benchmark_cli_runs_reference_agents_and_names_their_errors(tmp_path):
     lines = refused.stderr.strip().splitlines()
     assert "Traceback" not in refused.stderr
     assert lines[-1].startswith(
-        "extended-envs benchmark: error: check_agent: NeedsEnv raised KeyError: 'env' at "
+        "python -m extended_envs benchmark: error: check_agent: NeedsEnv raised KeyError: 'env' at "
         "reference_agents.py:4"
     )

@@ -14,7 +14,6 @@ from safelife_rl.engine.game import SafeLifeGame
 from safelife_rl.engine.level_files import save_levels
 from safelife_rl.envs import multi_agent_env
 from safelife_rl.envs.multi_agent_env import (
-    DEPRECATED_NAMES,
     MULTI_AGENT_TASKS,
     SafeLifeParallelEnv,
     make_parallel_env,
@@ -51,11 +50,10 @@ def test_every_task_has_pettingzoo_style_constructors_under_its_name(task, name)
     assert aec.agent_selection == "agent_0" and aec.possible_agents == parallel.possible_agents
 
 
-def test_the_previous_names_are_deprecated_aliases_that_warn():
-    assert set(DEPRECATED_NAMES.values()) == set(MULTI_AGENT_TASKS)
-    with pytest.warns(FutureWarning, match="'safelife_rl/Asym2-v0' is deprecated.*'asym2_v0'"):
-        assert multi_agent_task("safelife_rl/Asym2-v0") == "asym2"
+def test_only_the_pettingzoo_names_are_multi_agent_tasks():
+    assert {multi_agent_task(name) for name in MULTI_AGENT_TASKS.values()} == set(MULTI_AGENT_TASKS)
     assert multi_agent_task("safelife_rl/PruneStill-v1") is None
+    assert multi_agent_task("safelife_rl/BuildCoop-v0") is None  # 0.1.0's name: removed
 
 
 def rollout(env, seed: int, steps: int = 30) -> list:

@@ -92,10 +92,3 @@ def test_single_agent_settings_are_refused_for_multi_agent_envs():
         make_vec_env("build_coop_v0", {}, {"exit_bonus": {"bonus": 1}}, 1)
     with pytest.raises(UserError, match="vec_env=batched does not step multi-agent envs"):
         make_vec_env("build_coop_v0", {}, None, 1, kind="batched")
-
-
-def test_a_deprecated_multi_agent_name_still_trains_with_a_warning():
-    with pytest.warns(FutureWarning, match="use 'build_coop_v0'"):
-        venv = make_vec_env("safelife_rl/BuildCoop-v0", {"time_limit": 5}, None, 1)
-    assert venv.num_envs == 2  # one slot per agent
-    venv.close()

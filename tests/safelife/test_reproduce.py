@@ -256,7 +256,7 @@ def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
                               ("device=cuda", "hydra.launcher.partition=gpu"))
     runs = [Run("navigation", 0.0, 1), Run("navigation", 0.5, 1), Run("prune-still", 0.5, 2)]
     command = sweep.job_command(runs, settings, "slurm", tmp_path)
-    assert command[1:5] == ["-m", "safelife_rl.apps.reproduce.job", "-m", "hydra/launcher=slurm"]
+    assert command[1:6] == ["-m", "safelife_rl", "reproduce-job", "-m", "hydra/launcher=slurm"]
     for part in ("experiment=paper", "env=navigation,prune-still",
                  "wrappers.side_effect_penalty.penalty=0.0,0.5", "seed=1,2",
                  "total_timesteps=6000000", f"+reproduce.out={tmp_path.resolve()}",

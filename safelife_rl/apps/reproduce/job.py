@@ -40,7 +40,7 @@ from safety_rl_common.cli import run_hydra_app
 from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
 from safety_rl_common.workers import exit_with_parent
 
-PROG = "safelife_rl.apps.reproduce.job"
+PROG = "safelife-rl reproduce-job"
 #: Lines a job prints about its run start with this, for the sweep's progress display.
 MARK = "[run]"
 
@@ -122,10 +122,12 @@ def app(cfg: DictConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m safelife_rl.apps.reproduce.job [OVERRIDE ...]`` (run by the sweep); the exit status."""
+    """The job app on ``argv`` (Hydra overrides); the exit status."""
     return run_hydra_app(app, PROG, argv)
 
 
-if __name__ == "__main__":
-    exit_with_parent()  # the sweep's Hydra process ends with the reproduce command that ran it
-    raise SystemExit(main())
+def sweep_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m safelife_rl reproduce-job [OVERRIDE ...]``, the process the sweep starts: it
+    ends with the reproduce command that started it."""
+    exit_with_parent()
+    return main(argv)

@@ -173,7 +173,7 @@ def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Pat
     seeds = ",".join(str(s) for s in sorted({r.seed for r in runs}))
     out = out.resolve()
     return [
-        sys.executable, "-m", "safelife_rl.apps.reproduce.job", "-m",
+        sys.executable, "-m", "safelife_rl", "reproduce-job", "-m",
         f"hydra/launcher={launcher}", f"experiment={settings.experiment}", f"env={tasks}",
         f"{AXES[settings.axis]}={variants}", f"seed={seeds}",
         f"total_timesteps={settings.steps}", "progress_bar=false", f"+reproduce.out={out}",
