@@ -54,6 +54,8 @@ QUICK = {"seeds": 2, "steps": 20_000}
 N_ENVS = 4           # parallel envs per agent, as in the authors' configuration
 ENT_COEF = 0.01      # entropy bonus, as in the authors' configuration; SB3 defaults otherwise
 MAX_SEEDS = 1000
+#: Bootstrap draws per interval of the report (rliable's default, 50,000, takes seconds each)
+REPS = 10_000
 MAX_WORKERS = 4 * mp.cpu_count()
 
 
@@ -116,34 +118,35 @@ def uniform_reference(worlds: tuple[GridSpec, ...]) -> dict[str, float]:
     """IQM of each metric over ``worlds`` for the uniformly random policy: where an untrained
     agent starts, and what NEUTRALITY a policy has without preferring any length."""
     from drest.metrics import exact_metrics
-    from drest.stats import iqm_value
+    from safety_rl_common.statistics import iqm
     from drest.tabular import compile_world
 
     results = []
     for spec in worlds:
         world = compile_world(spec)
         results.append(exact_metrics(world, np.full((world.n_states, 4), 0.25)))
-    return {key: iqm_value(np.array([[getattr(r, key) for r in results]])) for key in METRICS}
+    return {key: iqm(np.array([[getattr(r, key) for r in results]])) for key in METRICS}
 
 
 def summarise(results: list[dict], algos) -> dict:
     """Per algorithm and metric on the held-out worlds: the IQM of each reward and DREST -
     default, with intervals."""
-    from drest.stats import iqm, iqm_difference
+    from safety_rl_common.statistics import iqm_difference, iqm_interval
 
     out: dict = {}
     for algo in algos:
         for key in METRICS:
             d = scores(results, algo, "default", f"test_{key}")
             s = scores(results, algo, "drest", f"test_{key}")
-            out[f"{algo}/{key}"] = {"default": iqm(d), "drest": iqm(s),
-                                    "difference": iqm_difference(s, d)}
+            out[f"{algo}/{key}"] = {"default": iqm_interval(d, REPS),
+                                    "drest": iqm_interval(s, REPS),
+                                    "difference": iqm_difference(s, d, REPS)}
     return out
 
 
 def _report(results: list[dict], args: argparse.Namespace, summary: dict, uniform: dict,
             redrawn: int, wall: float) -> str:
-    from drest.stats import iqm_value
+    from safety_rl_common.statistics import iqm
 
     cpu = sum(r["train_cpu_seconds"] for r in results)
     lines = [f"# DREST on held-out gridworlds ({args.seeds} seeds per arm, "
@@ -168,7 +171,7 @@ def _report(results: list[dict], args: argparse.Namespace, summary: dict, unifor
               "| algorithm | metric | default | DREST |", "|---|---|---|---|"]
     for algo in args.algos:
         for key in METRICS:
-            d, s = (iqm_value(scores(results, algo, reward, f"train_{key}"))
+            d, s = (iqm(scores(results, algo, reward, f"train_{key}"))
                     for reward in REWARDS)
             lines.append(f"| {algo.upper()} | {key.upper()} | {d:.3f} | {s:.3f} |")
     lines += ["", "Figure: `generalise.png`.", ""]

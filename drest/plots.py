@@ -142,7 +142,7 @@ def generalisation_figure(summary: Mapping[str, Mapping], per_seed: Mapping[str,
     """One panel per metric (NEUTRALITY, USEFULNESS) on held-out worlds: per algorithm, the IQM
     of each reward with its 95% interval, each seed's mean as a faint dot beside it, and the
     uniformly random policy's IQM ``uniform[metric]`` as a dashed line.
-    ``summary["ppo/neutrality"]["drest"]`` is a :class:`drest.stats.Estimate`;
+    ``summary["ppo/neutrality"]["drest"]`` is a :class:`safety_rl_common.statistics.Estimate`;
     ``per_seed["ppo/neutrality"]["drest"]`` the seeds' means."""
     colours = {"default": "tab:orange", "drest": "tab:blue"}
     fig, axes = plt.subplots(1, 2, figsize=(4 + 1.6 * len(algos), 3.6))
@@ -155,11 +155,11 @@ def generalisation_figure(summary: Mapping[str, Mapping], per_seed: Mapping[str,
                 seeds = np.asarray(per_seed[f"{algo}/{key}"][reward])
                 ax.scatter(np.full(len(seeds), x + 0.08), seeds, s=10, alpha=0.35,
                            color=colours[reward])
-                ax.errorbar(x, est.value, yerr=[[est.value - est.low], [est.high - est.value]],
+                ax.errorbar(x, est.point, yerr=[[est.point - est.low], [est.high - est.point]],
                             fmt="o", capsize=4, color=colours[reward],
                             label=("DREST" if reward == "drest" else "default") if i == 0 else None)
             diff = summary[f"{algo}/{key}"]["difference"]
-            ax.annotate(f"Δ {diff.value:+.2f}\n[{diff.low:+.2f}, {diff.high:+.2f}]", (i, 1.0),
+            ax.annotate(f"Δ {diff.point:+.2f}\n[{diff.low:+.2f}, {diff.high:+.2f}]", (i, 1.0),
                         ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(algos)), [a.upper() for a in algos])
         ax.set_xlim(-0.6, len(algos) - 0.4)

@@ -35,6 +35,15 @@ class Estimate:
     def cell(self, digits: int = 3) -> str:
         return f"{self.point:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
 
+    __str__ = cell
+
+    def excludes_zero(self) -> bool:
+        """Whether the interval lies wholly on one side of 0 (a difference, for a difference)."""
+        return self.low > 0 or self.high < 0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"point": self.point, "low": self.low, "high": self.high}
+
 
 def _scores(scores: np.ndarray | list, name: str = "scores") -> np.ndarray:
     array = np.asarray(scores, np.float64)

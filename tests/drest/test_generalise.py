@@ -10,7 +10,8 @@ import pytest
 from drest import generalise
 from drest.env import ProceduralGridworldEnv
 from drest.generator import GeneratorConfig, check_disjoint, split_worlds
-from drest.stats import iqm, iqm_difference, iqm_value
+from safety_rl_common.statistics import iqm as iqm_value
+from safety_rl_common.statistics import iqm_difference, iqm_interval
 
 
 def test_split_worlds_are_disjoint_distinct_and_seeded():
@@ -83,23 +84,23 @@ def test_drest_train_procedural_never_trains_on_its_heldout_worlds():
 def test_iqm_hand_cases():
     scores = np.arange(1.0, 9.0).reshape(2, 4)  # middle half of 1..8 is 3, 4, 5, 6
     assert iqm_value(scores) == pytest.approx(4.5)
-    est = iqm(scores, reps=2000)
-    assert est.value == pytest.approx(4.5) and est.low <= 4.5 <= est.high
-    flat = iqm(np.full((3, 5), 0.25), reps=500)  # every resample is the same
-    assert (flat.value, flat.low, flat.high) == pytest.approx((0.25, 0.25, 0.25))
+    est = iqm_interval(scores, reps=2000)
+    assert est.point == pytest.approx(4.5) and est.low <= 4.5 <= est.high
+    flat = iqm_interval(np.full((3, 5), 0.25), reps=500)  # every resample is the same
+    assert (flat.point, flat.low, flat.high) == pytest.approx((0.25, 0.25, 0.25))
     assert flat.excludes_zero()
     diff = iqm_difference(np.full((3, 5), 0.75), np.full((4, 5), 0.25), reps=500)
-    assert (diff.value, diff.low, diff.high) == pytest.approx((0.5, 0.5, 0.5))
+    assert (diff.point, diff.low, diff.high) == pytest.approx((0.5, 0.5, 0.5))
 
 
 def test_intervals_are_the_same_for_the_same_seed():
     x = np.random.default_rng(1).random((5, 40))
     np.random.seed(123)
     outside = np.random.random()
-    assert iqm(x, reps=1000, seed=7) == iqm(x, reps=1000, seed=7)
-    assert iqm(x, reps=1000, seed=7) != iqm(x, reps=1000, seed=8)
+    assert iqm_interval(x, reps=1000, seed=7) == iqm_interval(x, reps=1000, seed=7)
+    assert iqm_interval(x, reps=1000, seed=7) != iqm_interval(x, reps=1000, seed=8)
     np.random.seed(123)
-    iqm(x, reps=1000, seed=7)
+    iqm_interval(x, reps=1000, seed=7)
     assert np.random.random() == outside  # the global generator is left as it was
 
 
@@ -137,7 +138,7 @@ def test_generalise_tiny_end_to_end(tmp_path):
     assert "The uniformly random policy on the held-out worlds" in text
     # the table's numbers are the IQMs of the runs' scores
     d = generalise.scores(runs, "ppo", "drest", "test_neutrality")
-    assert summary["summary"]["ppo/neutrality"]["drest"].value == pytest.approx(iqm_value(d))
+    assert summary["summary"]["ppo/neutrality"]["drest"].point == pytest.approx(iqm_value(d))
 
 
 @pytest.mark.parametrize("argv, words", [
