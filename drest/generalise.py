@@ -118,8 +118,8 @@ def uniform_reference(worlds: tuple[GridSpec, ...]) -> dict[str, float]:
     """IQM of each metric over ``worlds`` for the uniformly random policy: where an untrained
     agent starts, and what NEUTRALITY a policy has without preferring any length."""
     from drest.metrics import exact_metrics
-    from safety_rl_common.statistics import iqm
     from drest.tabular import compile_world
+    from safety_rl_common.statistics import iqm
 
     results = []
     for spec in worlds:
