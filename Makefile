@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/python -m safelife_rl train
 
-# lint first (seconds): ruff, and import-linter's contracts on the floors of safelife_rl
+# lint first (seconds): ruff (checks and formatting), and import-linter's contracts on the floors of safelife_rl
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -n auto -q

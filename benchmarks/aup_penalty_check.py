@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     config = OmegaConf.load(args.player / CONFIG_FILE)
-    levels = load_levels(suite_file(config.env.eval_kwargs.levels.task))[:args.levels]
+    levels = load_levels(suite_file(config.env.eval_kwargs.levels.task))[: args.levels]
     policy, settings = load_policy(str(args.player / "final_model.zip"), levels)
     env = SafeLifeEnv(levels, **{**settings, "time_limit": config.env.kwargs.time_limit})
     networks = {run.name: auxiliary_q(run, env) for run in args.aup_runs}
@@ -78,16 +78,19 @@ def main() -> None:
             with torch.no_grad():
                 for name, q_net in networks.items():
                     q_values = q_net(torch.as_tensor(obs[None]))
-                    differences[name].append(float(attainable_utility_penalty(
-                        q_values, torch.tensor([action]), noop)[0]))
+                    differences[name].append(
+                        float(attainable_utility_penalty(q_values, torch.tensor([action]), noop)[0])
+                    )
             obs, _, terminated, truncated, info = env.step(action)
             costs.append(info["cost"])
             actions.append(action)
             done = terminated or truncated
     costly = np.array(costs) > 0
     moved = np.array(actions) != noop  # the no-op's difference is 0 by definition
-    print(f"{args.player}: {len(costs)} steps on {len(levels)} levels, {costly.sum()} costly "
-          f"({costly.mean():.1%})")
+    print(
+        f"{args.player}: {len(costs)} steps on {len(levels)} levels, {costly.sum()} costly "
+        f"({costly.mean():.1%})"
+    )
     print("| auxiliary model | mean |dQ|, costly | mean |dQ|, cost-free | AUC |")
     print("|---|---|---|---|")
     for name, values in differences.items():

@@ -23,13 +23,20 @@ _LINE = re.compile(r"^baseline (?P<name>.+?): (?P<value>[\d,.]+) ", re.MULTILINE
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--baseline-output", type=Path,
-                       help="a file with baselines.sh's output from this machine (else it runs)")
-    group.add_argument("--baseline-script", type=Path,
-                       default=os.environ.get(SCRIPT_VARIABLE) or None,
-                       help=f"the reference baselines.sh to run (default ${SCRIPT_VARIABLE})")
-    group.add_argument("--no-baseline", action="store_true",
-                       help="print our figures alone (no ratio)")
+    group.add_argument(
+        "--baseline-output",
+        type=Path,
+        help="a file with baselines.sh's output from this machine (else it runs)",
+    )
+    group.add_argument(
+        "--baseline-script",
+        type=Path,
+        default=os.environ.get(SCRIPT_VARIABLE) or None,
+        help=f"the reference baselines.sh to run (default ${SCRIPT_VARIABLE})",
+    )
+    group.add_argument(
+        "--no-baseline", action="store_true", help="print our figures alone (no ratio)"
+    )
 
 
 def parse(text: str) -> dict[str, float]:
@@ -45,16 +52,25 @@ def measure(which: str, steps: int, args: argparse.Namespace) -> dict[str, float
         return parse(args.baseline_output.read_text())
     script = args.baseline_script
     if script is None or not Path(script).is_file():
-        raise SystemExit(f"no reference script at {script} (--baseline-script PATH or "
-                         f"${SCRIPT_VARIABLE}): give it, --baseline-output FILE or --no-baseline")
-    print(f"running {Path(script).name} {which} --steps {steps} (builds its venvs the first "
-          "time)...", flush=True)
-    done = subprocess.run(["bash", str(script), which, "--steps", str(steps)],
-                          capture_output=True, text=True, check=False)
+        raise SystemExit(
+            f"no reference script at {script} (--baseline-script PATH or "
+            f"${SCRIPT_VARIABLE}): give it, --baseline-output FILE or --no-baseline"
+        )
+    print(
+        f"running {Path(script).name} {which} --steps {steps} (builds its venvs the first time)...",
+        flush=True,
+    )
+    done = subprocess.run(
+        ["bash", str(script), which, "--steps", str(steps)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     figures = parse(done.stdout)
     if done.returncode or not figures:
-        raise SystemExit(f"baselines.sh {which} failed (exit {done.returncode}):\n"
-                         f"{done.stdout}{done.stderr}")
+        raise SystemExit(
+            f"baselines.sh {which} failed (exit {done.returncode}):\n{done.stdout}{done.stderr}"
+        )
     return figures
 
 

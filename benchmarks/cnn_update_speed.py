@@ -27,8 +27,15 @@ PAPER_ENV = OmegaConf.create(env_configs.COMMON["kwargs"])
 VIEW = tuple(PAPER_ENV.view_shape)
 
 
-def update_ms(batch: int, repeats: int, *, fused: bool = False, channels_last: bool = False,
-              bf16: bool = False, compile: bool = False) -> float:
+def update_ms(
+    batch: int,
+    repeats: int,
+    *,
+    fused: bool = False,
+    channels_last: bool = False,
+    bf16: bool = False,
+    compile: bool = False,
+) -> float:
     """Milliseconds per update (mean of ``repeats`` after 5 untimed)."""
     space = gym.spaces.Box(0, 1, (*VIEW, len(PAPER_ENV.channels)), np.uint8)
     net = SafeLifeCNN(space)
@@ -64,14 +71,19 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also torch.compile")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    variants = {"float32": {}, "fused Adam": {"fused": True},
-                "channels-last weights": {"channels_last": True},
-                "bfloat16 autocast (not used)": {"bf16": True}}
+    variants = {
+        "float32": {},
+        "fused Adam": {"fused": True},
+        "channels-last weights": {"channels_last": True},
+        "bfloat16 autocast (not used)": {"bf16": True},
+    }
     if args.compile:
         variants["torch.compile"] = {"compile": True}
-    print(f"SafeLife CNN, minibatch of {args.batch} {VIEW[0]}x{VIEW[1]}x"
-          f"{len(PAPER_ENV.channels)} observations, "
-          f"{args.threads} torch thread(s)")
+    print(
+        f"SafeLife CNN, minibatch of {args.batch} {VIEW[0]}x{VIEW[1]}x"
+        f"{len(PAPER_ENV.channels)} observations, "
+        f"{args.threads} torch thread(s)"
+    )
     for name, options in variants.items():
         print(f"{name:30s} {update_ms(args.batch, args.repeats, **options):6.1f} ms per update")
 

@@ -15,5 +15,7 @@ if __name__ == "__main__":
         start = time.process_time()
         train_reinforce(world, reward, paper_settings("example"), seed=0, eval_every=16)
         cpu = time.process_time() - start
-        print(f"{reward:8s} 131,072 mini-episodes: {cpu:.1f} s CPU, "
-              f"ratio to the 60 s target {cpu / TARGET_SECONDS:.2f}")
+        print(
+            f"{reward:8s} 131,072 mini-episodes: {cpu:.1f} s CPU, "
+            f"ratio to the 60 s target {cpu / TARGET_SECONDS:.2f}"
+        )

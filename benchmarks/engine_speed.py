@@ -55,11 +55,13 @@ def numba_rate(levels, n: int, seconds: float) -> float:
     return n / timed(lambda: game.step(rng.integers(0, 9, (n, 1))), lambda: None, seconds)
 
 
-def torch_rate(levels, n: int, device: torch.device, seconds: float, compile: bool = False
-               ) -> tuple[float, OpCounts | None]:
+def torch_rate(
+    levels, n: int, device: torch.device, seconds: float, compile: bool = False
+) -> tuple[float, OpCounts | None]:
     """Board steps/s of a batch of ``n`` games, and what one eager step asks of the device."""
-    game = TorchGame([levels[i % len(levels)] for i in range(n)], seed=0, device=device,
-                     compile=compile)
+    game = TorchGame(
+        [levels[i % len(levels)] for i in range(n)], seed=0, device=device, compile=compile
+    )
     generator = torch.Generator(device).manual_seed(0)
     actions = torch.randint(0, 9, (64, n, 1), generator=generator, device=device)
     calls = iter(range(1 << 62))
@@ -77,13 +79,18 @@ def free_bytes(device: torch.device) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 16384, 65536])
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (the Numba kernels use one)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (the Numba kernels use one)"
+    )
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
     parser.add_argument("--levels", default=None, help="default: the append-still suite")
     parser.add_argument("--compile", action="store_true", help="also time the compiled step")
-    parser.add_argument("--baseline-steps", type=int, default=16_000,
-                        help="steps of the original env (baselines.sh safelife-env)")
+    parser.add_argument(
+        "--baseline-steps",
+        type=int,
+        default=16_000,
+        help="steps of the original env (baselines.sh safelife-env)",
+    )
     add_arguments(parser)
     args = parser.parse_args()
     figures = measure("safelife-env", args.baseline_steps, args)
@@ -100,8 +107,9 @@ def main() -> None:
         for device, compile in modes:
             rate = float("nan")
             if n * TORCH_BYTES_PER_BOARD < free_bytes(device):
-                rate, counts[names[len(rates)]] = torch_rate(levels, n, device, args.seconds,
-                                                             compile)
+                rate, counts[names[len(rates)]] = torch_rate(
+                    levels, n, device, args.seconds, compile
+                )
             rates.append(rate)
         print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
         for name, count in counts.items():
@@ -111,8 +119,11 @@ def main() -> None:
             if rate == rate and rate > best.get(name, (0, 0))[0]:
                 best[name] = (rate, n)
     for name, (rate, n) in best.items():
-        print(ratio_line(f"{name}, best (N={n})", rate, "board steps/s", figures,
-                         "safelife-env append-still"))
+        print(
+            ratio_line(
+                f"{name}, best (N={n})", rate, "board steps/s", figures, "safelife-env append-still"
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Extended-environment speed: steps per second of our agents in TemptingButton, beside the
 ExtendedEnvironments library's agents run by ``baselines.sh extended`` in the
-same run ("x ref"; target 2x), with the simulated copy's updates shared (the default, :mod:`extended_envs.agents.shared_updates`)
-and not ("unshared"), and the framework's overhead: the same two learners (true agent and
-simulation) acting and training on a plain loop with the same observations and rewards, sharing
-too (target at most 10%).
+same run ("x ref"; target 2x), with the simulated copy's updates shared (the default,
+:mod:`extended_envs.agents.shared_updates`) and not ("unshared"), and the framework's overhead: the
+same two learners (true agent and simulation) acting and training on a plain loop with the same
+observations and rewards, sharing too (target at most 10%).
 
 Rates are steps per second of process CPU time (the agents run torch on one thread), which a
 shared machine's load disturbs less than wall-clock time; the load average is printed beside.

@@ -78,9 +78,11 @@ _COMPARED_STEPS = 16
 
 def machine(device: torch.device) -> str:
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "no GPU (CPU run)"
-    return (f"{gpu}; torch {torch.__version__}; Python {sys.version.split()[0]}; "
-            f"{os.cpu_count()} CPU cores; 1-minute load {os.getloadavg()[0]:.1f}; "
-            f"{time.strftime('%Y-%m-%d %H:%M')}")
+    return (
+        f"{gpu}; torch {torch.__version__}; Python {sys.version.split()[0]}; "
+        f"{os.cpu_count()} CPU cores; 1-minute load {os.getloadavg()[0]:.1f}; "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -102,7 +104,8 @@ def same(first: object, second: object) -> bool:
     """Whether two trees of tensors hold the same values bit for bit."""
     a, b = tree_leaves(first), tree_leaves(second)
     return len(a) == len(b) and all(
-        torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b))
+        torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(a, b)
+    )
 
 
 class Report:
@@ -138,8 +141,9 @@ class Report:
         print(text + "\n", flush=True)
 
 
-def engine_section(levels, sizes: list[int], compile_sizes: list[int], device: torch.device,
-                   seconds: float) -> str:
+def engine_section(
+    levels, sizes: list[int], compile_sizes: list[int], device: torch.device, seconds: float
+) -> str:
     rows = []
     for n in sorted(set(sizes) | set(compile_sizes)):
         if n * TORCH_BYTES_PER_BOARD > free_bytes(device):
@@ -153,32 +157,43 @@ def engine_section(levels, sizes: list[int], compile_sizes: list[int], device: t
             equal = "yes" if engine_same_compiled(levels, n, device) else "**NO**"
         numba = numba_rate(levels, n, seconds) if device.type == "cpu" else float("nan")
         rows.append([f"{n:,}", rate_text(eager), rate_text(compiled), equal, rate_text(numba)])
-    return ("## Engine: board steps/s\n\n"
-            + table(["N", f"torch {device.type}", "compiled", "compiled = eager",
-                     "Numba (CPU)"], rows))
+    return "## Engine: board steps/s\n\n" + table(
+        ["N", f"torch {device.type}", "compiled", "compiled = eager", "Numba (CPU)"], rows
+    )
 
 
 def engine_same_compiled(levels, n: int, device: torch.device) -> bool:
     """Whether the compiled engine's games equal the eager engine's after the same steps."""
-    games = [TorchGame([levels[i % len(levels)] for i in range(n)], seed=0, device=device,
-                       compile=compile) for compile in (False, True)]
-    actions = torch.randint(0, 9, (_COMPARED_STEPS, n, 1),
-                            generator=torch.Generator(device).manual_seed(1), device=device)
+    games = [
+        TorchGame(
+            [levels[i % len(levels)] for i in range(n)], seed=0, device=device, compile=compile
+        )
+        for compile in (False, True)
+    ]
+    actions = torch.randint(
+        0,
+        9,
+        (_COMPARED_STEPS, n, 1),
+        generator=torch.Generator(device).manual_seed(1),
+        device=device,
+    )
     for step in actions:
         for game in games:
             game.step(step)
     return same(games[0].game, games[1].game)
 
 
-def vector_envs(source: str, n: int, device: torch.device, mode: bool | str,
-                bank_size: int) -> SafeLifeVectorEnv:
+def vector_envs(
+    source: str, n: int, device: torch.device, mode: bool | str, bank_size: int
+) -> SafeLifeVectorEnv:
     """``n`` envs of prune-still's suite, or of a ``bank_size`` prune-still level bank."""
     wrappers = wrapper_config(CONF / "wrappers" / "safelife.yaml")
     if source == "suite":
         env = SafeLifeEnv(load_levels(suite_file("append-still")))
     else:
-        env = SafeLifeEnv(LevelBank("prune-still", size=bank_size, workers=_workers(),
-                                    progress=False))
+        env = SafeLifeEnv(
+            LevelBank("prune-still", size=bank_size, workers=_workers(), progress=False)
+        )
     envs = SafeLifeVectorEnv(env, n, device, wrappers, compile=mode)
     envs.set_training_steps(10**7)
     envs.reset(seed=0)
@@ -190,8 +205,9 @@ def _workers() -> int:
 
 
 def _actions(n: int, device: torch.device, count: int = 64) -> torch.Tensor:
-    return torch.randint(0, 9, (count, n), generator=torch.Generator(device).manual_seed(0),
-                         device=device)
+    return torch.randint(
+        0, 9, (count, n), generator=torch.Generator(device).manual_seed(0), device=device
+    )
 
 
 def vector_rate(envs: SafeLifeVectorEnv, n: int, seconds: float) -> float:
@@ -202,8 +218,9 @@ def vector_rate(envs: SafeLifeVectorEnv, n: int, seconds: float) -> float:
     return n / timed(lambda: envs.step(actions[next(calls) % 64]), sync, seconds)
 
 
-def compared(source: str, n: int, device: torch.device, mode: bool | str,
-             bank_size: int) -> tuple[SafeLifeVectorEnv, list[str]]:
+def compared(
+    source: str, n: int, device: torch.device, mode: bool | str, bank_size: int
+) -> tuple[SafeLifeVectorEnv, list[str]]:
     """The envs stepped in ``mode``, and what of their first steps differs from eager's
     (observations, rewards, terminations, truncations, state entries) with the largest
     difference: nothing when they are equal bit for bit."""
@@ -211,17 +228,22 @@ def compared(source: str, n: int, device: torch.device, mode: bool | str,
     for compile in (False, mode):
         envs = vector_envs(source, n, device, compile, bank_size)
         steps = [envs.step(actions)[:4] for actions in _actions(n, device, _COMPARED_STEPS)]
-        outputs = {name: torch.stack([step[k] for step in steps])
-                   for k, name in enumerate(("observations", "rewards", "terminated",
-                                             "truncated"))}
+        outputs = {
+            name: torch.stack([step[k] for step in steps])
+            for k, name in enumerate(("observations", "rewards", "terminated", "truncated"))
+        }
         runs.append({**outputs, **envs.state})
     eager, other = runs
-    return envs, [f"{name} (by {(eager[name].double() - other[name].double()).abs().max():.2g})"
-                  for name in eager if not torch.equal(eager[name], other[name])]
+    return envs, [
+        f"{name} (by {(eager[name].double() - other[name].double()).abs().max():.2g})"
+        for name in eager
+        if not torch.equal(eager[name], other[name])
+    ]
 
 
-def vector_section(sizes: list[int], compile_sizes: list[int], device: torch.device,
-                   seconds: float, bank_size: int) -> str:
+def vector_section(
+    sizes: list[int], compile_sizes: list[int], device: torch.device, seconds: float, bank_size: int
+) -> str:
     modes = [True] + (["cudagraphs"] if device.type == "cuda" else [])
     names = {True: "compiled", "cudagraphs": "CUDA graph"}
     rows, counted = [], {}
@@ -246,20 +268,28 @@ def vector_section(sizes: list[int], compile_sizes: list[int], device: torch.dev
                 envs, differ = compared(source, n, device, mode, bank_size)
                 rate = vector_rate(envs, n, seconds)
                 envs.close()
-                row.append(f"{rate_text(rate)} (" + (f"**NOT = eager**: {', '.join(differ)}"
-                                                     if differ else "= eager") + ")")
+                row.append(
+                    f"{rate_text(rate)} ("
+                    + (f"**NOT = eager**: {', '.join(differ)}" if differ else "= eager")
+                    + ")"
+                )
             rows.append(row)
-    text = ("## Vector env: env steps/s with observations and the training wrappers\n\n"
-            f"The append-still suite's levels and a {bank_size:,}-level prune-still bank; "
-            f"each compiled rate with whether {_COMPARED_STEPS} steps equal eager's bit for "
-            "bit (observations, rewards, ends, state).\n\n"
-            + table(["levels", "N", "eager", *(names[m] for m in modes)], rows))
+    text = (
+        "## Vector env: env steps/s with observations and the training wrappers\n\n"
+        f"The append-still suite's levels and a {bank_size:,}-level prune-still bank; "
+        f"each compiled rate with whether {_COMPARED_STEPS} steps equal eager's bit for "
+        "bit (observations, rewards, ends, state).\n\n"
+        + table(["levels", "N", "eager", *(names[m] for m in modes)], rows)
+    )
     text += "\n\nOne eager step asks of the device: " + "; ".join(
-        f"{key}: {counts}" for key, counts in counted.items())
+        f"{key}: {counts}" for key, counts in counted.items()
+    )
     bad = [key for key, counts in counted.items() if counts.syncs or counts.copies]
     if bad or any("NOT = eager" in cell for row in rows for cell in row):
-        raise AssertionError(f"{text}\n\nsyncs or copies in a step ({bad}) or a compiled step "
-                             "that differs from eager")
+        raise AssertionError(
+            f"{text}\n\nsyncs or copies in a step ({bad}) or a compiled step "
+            "that differs from eager"
+        )
     return text
 
 
@@ -268,15 +298,15 @@ def paper_config(overrides: list[str]):
         return compose("train", overrides=["experiment=paper", *overrides])
 
 
-def ppo_rate(n: int, device: torch.device, seconds: float, compile: bool | str = False
-             ) -> tuple[float, tuple[OpCounts, OpCounts]]:
+def ppo_rate(
+    n: int, device: torch.device, seconds: float, compile: bool | str = False
+) -> tuple[float, tuple[OpCounts, OpCounts]]:
     """Env steps/s of DevicePPO with the SafeLife CNN on n envs of the prune-still suite (the
     paper's rollouts and update), and the counts of one rollout and one update; ``compile``:
     the env's step mode (``"cudagraphs"`` also captures the policy's network)."""
     cfg = paper_config([f"n_envs={n}", f"device={device}", "vec_env=device"])
     kwargs = {**plain(cfg.env.kwargs), "levels": str(suite_file("prune-still"))}
-    env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device),
-                              compile)
+    env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device), compile)
     try:
         model = build_model(cfg, env)
         steps = n * model.n_steps
@@ -287,15 +317,15 @@ def ppo_rate(n: int, device: torch.device, seconds: float, compile: bool | str =
         with counting() as update:
             model.train()
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-        per_rollout = timed(lambda: model.learn(steps, reset_num_timesteps=False), sync,
-                            seconds)
+        per_rollout = timed(lambda: model.learn(steps, reset_num_timesteps=False), sync, seconds)
         return steps / per_rollout, (rollout, update)
     finally:
         env.close()
 
 
-def ppo_section(sizes: list[int], compile_sizes: list[int], device: torch.device,
-                seconds: float) -> str:
+def ppo_section(
+    sizes: list[int], compile_sizes: list[int], device: torch.device, seconds: float
+) -> str:
     """Eager, and on CUDA with the env's step and the policy's network as CUDA graphs."""
     graphs = device.type == "cuda"
     rows = []
@@ -311,59 +341,111 @@ def ppo_section(sizes: list[int], compile_sizes: list[int], device: torch.device
                 graphed = rate_text(ppo_rate(n, device, seconds, "cudagraphs")[0])
             except Exception as error:  # noqa: BLE001 - the eager rates still come back
                 graphed = f"**FAILED**: {type(error).__name__}: {str(error).splitlines()[0]}"
-        rows.append([f"{n:,}", rate_text(rate), graphed,
-                     f"{rollout.syncs} syncs, {rollout.copies} copies",
-                     f"{update.syncs} syncs, {update.copies} copies"])
-    text = ("## PPO with the SafeLife CNN, end to end: env steps/s\n\n20-step rollouts, 3 epochs, "
-            "4 minibatches (the paper's, at N envs); what one whole eager rollout (20 steps) "
-            "and one whole update ask of the device beside each rate. CUDA graphs: the env's "
-            "compiled step and the policy's network each replayed as a CUDA graph "
-            "(`compile=cudagraphs`).\n\n"
-            + table(["N", "env steps/s", "CUDA graphs", "one rollout", "one update"], rows))
+        rows.append(
+            [
+                f"{n:,}",
+                rate_text(rate),
+                graphed,
+                f"{rollout.syncs} syncs, {rollout.copies} copies",
+                f"{update.syncs} syncs, {update.copies} copies",
+            ]
+        )
+    text = (
+        "## PPO with the SafeLife CNN, end to end: env steps/s\n\n20-step rollouts, 3 epochs, "
+        "4 minibatches (the paper's, at N envs); what one whole eager rollout (20 steps) "
+        "and one whole update ask of the device beside each rate. CUDA graphs: the env's "
+        "compiled step and the policy's network each replayed as a CUDA graph "
+        "(`compile=cudagraphs`).\n\n"
+        + table(["N", "env steps/s", "CUDA graphs", "one rollout", "one update"], rows)
+    )
     if any("FAILED" in row[2] for row in rows):
         raise AssertionError(text)
     return text
 
 
 #: the tests run on each torch device (``torch_device``), and a CPU-only smoke of them
-CONFORMANCE = ["tests/safelife/test_torch_conformance.py", "tests/safelife/test_game_batch.py",
-               "tests/safelife/test_device_training.py"]
-TINY_CONFORMANCE = ["tests/safelife/test_device_training.py::"
-                    "test_device_algorithms_make_the_updates_of_stock_sb3"]
+CONFORMANCE = [
+    "tests/safelife/test_torch_conformance.py",
+    "tests/safelife/test_game_batch.py",
+    "tests/safelife/test_device_training.py",
+]
+TINY_CONFORMANCE = [
+    "tests/safelife/test_device_training.py::test_device_algorithms_make_the_updates_of_stock_sb3"
+]
 
 
 def conformance_section(device: torch.device, tests: list[str]) -> str:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-               "-k", device.type, *tests]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        "-k",
+        device.type,
+        *tests,
+    ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     summary = (result.stdout.strip().splitlines() or ["no output"])[-1]
-    text = (f"## Conformance on {device.type}\n\n`{' '.join(command[1:])}`\n\n"
-            f"{'PASSED' if result.returncode == 0 else 'FAILED'}: {summary}")
+    text = (
+        f"## Conformance on {device.type}\n\n`{' '.join(command[1:])}`\n\n"
+        f"{'PASSED' if result.returncode == 0 else 'FAILED'}: {summary}"
+    )
     if result.returncode:
         raise AssertionError(f"{text}\n\n{result.stdout[-2500:]}")
     return text
 
 
-def training_section(device: torch.device, steps: int, n_envs: int, bank_size: int,
-                     tiny: bool, out: Path, seconds_left: float) -> str:
+def training_section(
+    device: torch.device,
+    steps: int,
+    n_envs: int,
+    bank_size: int,
+    tiny: bool,
+    out: Path,
+    seconds_left: float,
+) -> str:
     with tempfile.TemporaryDirectory() as folder:
         # experiment=paper-quick draws from a bank of 4 levels; paper's from bank_size
-        experiment = ["experiment=paper-quick"] if tiny else [
-            "experiment=paper",
-            f"env.kwargs.bank={{size:{bank_size},progress:false}}", f"env.kwargs.workers={_workers()}"]
+        experiment = (
+            ["experiment=paper-quick"]
+            if tiny
+            else [
+                "experiment=paper",
+                f"env.kwargs.bank={{size:{bank_size},progress:false}}",
+                f"env.kwargs.workers={_workers()}",
+            ]
+        )
         if not tiny:  # a 20-episode evaluation on the CPU, not one per 100,000 steps
-            experiment += [f"callbacks.evaluation.eval_every={max(steps // 10, 100_000)}",
-                           "callbacks.checkpoint.save_every=1000000"]
-        overrides = [*experiment, "env=prune-still", "vec_env=device", f"device={device}",
-                     f"n_envs={n_envs}", f"total_timesteps={steps}", "progress_bar=false",
-                     f"hydra.run.dir={folder}/run"]
+            experiment += [
+                f"callbacks.evaluation.eval_every={max(steps // 10, 100_000)}",
+                "callbacks.checkpoint.save_every=1000000",
+            ]
+        overrides = [
+            *experiment,
+            "env=prune-still",
+            "vec_env=device",
+            f"device={device}",
+            f"n_envs={n_envs}",
+            f"total_timesteps={steps}",
+            "progress_bar=false",
+            f"hydra.run.dir={folder}/run",
+        ]
         command = [sys.executable, "-m", "safelife_rl", "train", *overrides]
         limit = None if seconds_left == float("inf") else max(seconds_left, 1)
         start = time.perf_counter()
         try:
-            result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                                    env={**os.environ, "SAFELIFE_CACHE": folder},
-                                    timeout=limit)
+            result = subprocess.run(
+                command,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "SAFELIFE_CACHE": folder},
+                timeout=limit,
+            )
             ended = "FAILED" if result.returncode else "finished"
             stderr = result.stderr
         except subprocess.TimeoutExpired as stopped:
@@ -373,35 +455,62 @@ def training_section(device: torch.device, steps: int, n_envs: int, bank_size: i
         history = json.loads(evaluations.read_text()) if evaluations.exists() else []
         if history:
             shutil.copyfile(evaluations, out.with_name(out.stem + "_evaluations.json"))
-    text = (f"## Training: prune-still, {steps:,} steps, {n_envs:,} envs on {device.type}\n\n"
-            f"`safelife-rl train {' '.join(overrides[:-1])}`\n\n{ended} after {wall:.0f} s")
+    text = (
+        f"## Training: prune-still, {steps:,} steps, {n_envs:,} envs on {device.type}\n\n"
+        f"`safelife-rl train {' '.join(overrides[:-1])}`\n\n{ended} after {wall:.0f} s"
+    )
     if ended == "FAILED" or not history:
         raise AssertionError(f"{text}; no evaluation:\n\n```\n{stderr[-2000:]}\n```")
-    rows = [[f"{e['step']:,}", *(f"{e.get(f'mean_{key}', float('nan')):.3g}"
-                                 for key in ("performance", "success", "length"))]
-            for e in history]
+    rows = [
+        [
+            f"{e['step']:,}",
+            *(
+                f"{e.get(f'mean_{key}', float('nan')):.3g}"
+                for key in ("performance", "success", "length")
+            ),
+        ]
+        for e in history
+    ]
     last = history[-1]["step"]
-    return (f"{text} ({last / wall:,.0f} env steps/s with evaluations and the start)\n\n"
-            + table(["step", "performance", "success", "length"], rows))
+    return f"{text} ({last / wall:,.0f} env steps/s with evaluations and the start)\n\n" + table(
+        ["step", "performance", "success", "length"], rows
+    )
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 16384, 65536],
-                        help="eager engine and vector env sizes")
-    parser.add_argument("--compile-sizes", type=int, nargs="+", default=[16384],
-                        help="sizes also measured compiled and as CUDA graphs")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[1024, 16384, 65536],
+        help="eager engine and vector env sizes",
+    )
+    parser.add_argument(
+        "--compile-sizes",
+        type=int,
+        nargs="+",
+        default=[16384],
+        help="sizes also measured compiled and as CUDA graphs",
+    )
     parser.add_argument("--ppo-sizes", type=int, nargs="+", default=[16, 1152, 16384])
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
     parser.add_argument("--train-steps", type=int, default=5_000_000)
     parser.add_argument("--train-envs", type=int, default=1024)
     parser.add_argument("--bank-size", type=int, default=1000)
-    parser.add_argument("--deadline", type=float, default=None,
-                        help="seconds from the start: later sections are skipped, training stops")
-    parser.add_argument("--tiny", action="store_true",
-                        help="tiny sizes and a short run: the whole suite in minutes on a CPU")
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="seconds from the start: later sections are skipped, training stops",
+    )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="tiny sizes and a short run: the whole suite in minutes on a CPU",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "gpu_suite.md")
     args = parser.parse_args(argv)
     if args.tiny:
@@ -423,18 +532,31 @@ def main(argv: list[str] | None = None) -> int:
     np.random.seed(0)
     levels = load_levels(suite_file("append-still"))
     report = Report(args.out, device)
-    left = (lambda: float("inf")) if args.deadline is None else (
-        lambda: args.deadline - (time.perf_counter() - begun))
+    left = (
+        (lambda: float("inf"))
+        if args.deadline is None
+        else (lambda: args.deadline - (time.perf_counter() - begun))
+    )
     builds = {
-        "engine": lambda: engine_section(levels, args.sizes, args.compile_sizes, device,
-                                         args.seconds),
-        "vector": lambda: vector_section(args.sizes, args.compile_sizes, device, args.seconds,
-                                         args.bank_size),
+        "engine": lambda: engine_section(
+            levels, args.sizes, args.compile_sizes, device, args.seconds
+        ),
+        "vector": lambda: vector_section(
+            args.sizes, args.compile_sizes, device, args.seconds, args.bank_size
+        ),
         "ppo": lambda: ppo_section(args.ppo_sizes, args.compile_sizes, device, args.seconds),
         "conformance": lambda: conformance_section(
-            device, TINY_CONFORMANCE if args.tiny else CONFORMANCE),
-        "training": lambda: training_section(device, args.train_steps, args.train_envs,
-                                             args.bank_size, args.tiny, args.out, left() - 20),
+            device, TINY_CONFORMANCE if args.tiny else CONFORMANCE
+        ),
+        "training": lambda: training_section(
+            device,
+            args.train_steps,
+            args.train_envs,
+            args.bank_size,
+            args.tiny,
+            args.out,
+            left() - 20,
+        ),
     }
     for name in args.sections:
         if left() < 30:
@@ -442,8 +564,10 @@ def main(argv: list[str] | None = None) -> int:
             report.failed.append(name)
             continue
         report.run(name, builds[name])
-    report.finish(f"Total: {time.perf_counter() - begun:.0f} s"
-                  + (f"; FAILED: {', '.join(report.failed)}" if report.failed else ""))
+    report.finish(
+        f"Total: {time.perf_counter() - begun:.0f} s"
+        + (f"; FAILED: {', '.join(report.failed)}" if report.failed else "")
+    )
     print(f"report: {args.out}")
     return 1 if report.failed else 0
 

@@ -18,8 +18,11 @@ import numpy as np
 
 from safelife_rl.training.plots import read_scalars
 
-TAGS = {"multiplier": "safety/multiplier", "episode cost": "safety/episode_cost",
-        "episode length": "rollout/ep_len_mean"}
+TAGS = {
+    "multiplier": "safety/multiplier",
+    "episode cost": "safety/episode_cost",
+    "episode length": "rollout/ep_len_mean",
+}
 HALF_WINDOW = 25_000
 
 
@@ -33,17 +36,36 @@ def mean_near(events: tuple[np.ndarray, np.ndarray], step: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--at", nargs="+", type=int,
-                        default=[0, 50_000, 100_000, 200_000, 300_000, 400_000, 500_000,
-                                 600_000, 800_000, 1_000_000])
+    parser.add_argument(
+        "--at",
+        nargs="+",
+        type=int,
+        default=[
+            0,
+            50_000,
+            100_000,
+            200_000,
+            300_000,
+            400_000,
+            500_000,
+            600_000,
+            800_000,
+            1_000_000,
+        ],
+    )
     args = parser.parse_args()
     logs = {run: read_scalars(run) for run in args.runs}
     for run, log in logs.items():
-        (cost_steps, costs), (steps, multipliers) = log[TAGS["episode cost"]], log[TAGS["multiplier"]]
+        (cost_steps, costs), (steps, multipliers) = (
+            log[TAGS["episode cost"]],
+            log[TAGS["multiplier"]],
+        )
         tail = costs[cost_steps >= 0.9 * steps[-1]].mean()
         budget = log["safety/cost_limit"][1][-1]
-        print(f"{run}: episode cost over the last 10% of {steps[-1]:,} steps {tail:.2f} "
-              f"(budget {budget:g}, ratio {tail / budget:.2f}); multiplier {multipliers[-1]:.2f}")
+        print(
+            f"{run}: episode cost over the last 10% of {steps[-1]:,} steps {tail:.2f} "
+            f"(budget {budget:g}, ratio {tail / budget:.2f}); multiplier {multipliers[-1]:.2f}"
+        )
     print("\n| steps | " + " | ".join(f"{k // 1000}k" if k else "start" for k in args.at) + " |")
     print("|---" * (len(args.at) + 1) + "|")
     for name, tag in TAGS.items():

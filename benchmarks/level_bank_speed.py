@@ -49,11 +49,15 @@ def main() -> None:
     for _ in range(args.generate):
         source.sample(rng)
     generated = (time.perf_counter() - start) / args.generate
-    print(f"bank of {args.size} {args.task} levels, {args.workers} workers: generated in "
-          f"{made:.1f} s ({args.size / made:.1f} levels/s), {size_kib:.0f} KiB, "
-          f"loaded again in {loaded * 1e3:.0f} ms")
-    print(f"per reset: draw from the bank {drawn * 1e6:.0f} us, generate a level "
-          f"{generated * 1e3:.0f} ms ({generated / drawn:,.0f}x)")
+    print(
+        f"bank of {args.size} {args.task} levels, {args.workers} workers: generated in "
+        f"{made:.1f} s ({args.size / made:.1f} levels/s), {size_kib:.0f} KiB, "
+        f"loaded again in {loaded * 1e3:.0f} ms"
+    )
+    print(
+        f"per reset: draw from the bank {drawn * 1e6:.0f} us, generate a level "
+        f"{generated * 1e3:.0f} ms ({generated / drawn:,.0f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,10 @@ def main() -> None:
             start = time.perf_counter()
             generate_level(params, seed)
             times.append(time.perf_counter() - start)
-        print(f"{level_type:18s} {len(times) / sum(times):9.2f} {np.median(times):9.2f} "
-              f"{max(times):7.2f}")
+        print(
+            f"{level_type:18s} {len(times) / sum(times):9.2f} {np.median(times):9.2f} "
+            f"{max(times):7.2f}"
+        )
 
 
 if __name__ == "__main__":

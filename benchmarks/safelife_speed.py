@@ -62,10 +62,24 @@ def main() -> None:
     }
     for name, rate in rates.items():
         print(f"{name:32s} {rate:10,.0f} steps/s")
-    print(ratio_line("env", rates["env (15x15x19 observations)"], "steps/s", figures,
-                     "safelife-env append-still"))
-    print(ratio_line("env, procedural", rates["env, procedural levels"], "steps/s", figures,
-                     "safelife-env procedural append-still"))
+    print(
+        ratio_line(
+            "env",
+            rates["env (15x15x19 observations)"],
+            "steps/s",
+            figures,
+            "safelife-env append-still",
+        )
+    )
+    print(
+        ratio_line(
+            "env, procedural",
+            rates["env, procedural levels"],
+            "steps/s",
+            figures,
+            "safelife-env procedural append-still",
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,10 @@ def main() -> None:
     time_suite("append-still", 1, 1)  # load compiled kernels before timing
     for task in ("append-still", "prune-still", "append-dynamic", "append-spawn", "prune-spawn"):
         ms = time_suite(task, args.levels, args.steps)
-        print(f"{task:16s} {ms:6.1f} ms/episode   original / ours: "
-              f"{ORIGINAL_MS[0] / ms:.1f}x-{ORIGINAL_MS[1] / ms:.1f}x")
+        print(
+            f"{task:16s} {ms:6.1f} ms/episode   original / ours: "
+            f"{ORIGINAL_MS[0] / ms:.1f}x-{ORIGINAL_MS[1] / ms:.1f}x"
+        )
 
 
 if __name__ == "__main__":

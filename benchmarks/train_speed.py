@@ -45,8 +45,14 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
-    env = make_vec_env(cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs,
-                       cfg.vec_env, device=cfg.device)  # vec_env=device steps on cfg.device
+    env = make_vec_env(
+        cfg.env.id,
+        plain(cfg.env.kwargs),
+        plain(cfg.wrappers),
+        cfg.n_envs,
+        cfg.vec_env,
+        device=cfg.device,
+    )  # vec_env=device steps on cfg.device
     loads = [os.getloadavg()[0]]
     rates, cpu_rates = [], []
     try:
@@ -63,15 +69,20 @@ def main() -> None:
         env.close()
     rate = statistics.median(rates)
     kind = type(env).__name__
-    print(f"PPO training, {cfg.env.id}, {cfg.n_envs} envs ({kind}), "
-          f"{tuple(cfg.env.kwargs.view_shape)} view, {cfg.torch_threads} torch thread(s): "
-          f"{rate:,.0f} env steps/s (runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    print(
+        f"PPO training, {cfg.env.id}, {cfg.n_envs} envs ({kind}), "
+        f"{tuple(cfg.env.kwargs.view_shape)} view, {cfg.torch_threads} torch thread(s): "
+        f"{rate:,.0f} env steps/s (runs: {', '.join(f'{r:,.0f}' for r in rates)})"
+    )
     if kind != "SubprocVecEnv":
-        print(f"per second of this process's CPU time: {statistics.median(cpu_rates):,.0f} "
-              "env steps")
-    print(f"1-minute load average before and after each run: "
-          f"{', '.join(f'{load:.1f}' for load in loads)} on {os.cpu_count()} cores "
-          "(wall-clock timings are only comparable on an otherwise idle machine)")
+        print(
+            f"per second of this process's CPU time: {statistics.median(cpu_rates):,.0f} env steps"
+        )
+    print(
+        f"1-minute load average before and after each run: "
+        f"{', '.join(f'{load:.1f}' for load in loads)} on {os.cpu_count()} cores "
+        "(wall-clock timings are only comparable on an otherwise idle machine)"
+    )
     print(ratio_line("ours", rate, "env steps/s", figures, "safelife-ppo prune-still"))
 
 

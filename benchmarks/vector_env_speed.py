@@ -5,17 +5,16 @@ Usage: python benchmarks/vector_env_speed.py [--sizes 64 1024] [--threads 1] [--
                                               [--compile]
 
 N envs play the append-still suite (``suite_file``, levels in order, 1000-step episodes) with
-random actions under the training wrappers of ``safelife_rl/conf/wrappers/safelife.yaml`` (the impact
-penalty switched on, schedules at their end). One env step is everything an agent gets: the
+random actions under the training wrappers of ``safelife_rl/conf/wrappers/safelife.yaml`` (the
+impact penalty switched on, schedules at their end). One env step is everything an agent gets: the
 game step, its observation, the shaped reward, episode ends and restarts. Columns:
-``SafeLifeVectorEnv`` on the CPU and, when there is one, on CUDA (observations left on the
-device), and ``BatchedSafeLifeVecEnv`` (the Numba engine, each env with its Gymnasium wrapper
-chain and SB3's ``Monitor``) at N up to 1024. Beside them, the original SafeLife environment's
-steps/s on the same suite with the same observations (``baselines.sh safelife-env``, run in the
-same run; one env, random actions, no wrappers). ``--compile`` adds the compiled step
-(``compile=True``; compiling takes a minute or more per size, not timed). Under each size, what
-one step of the vector env asks of the device (:mod:`safety_rl_common.torch_counts`): kernel
-ops, syncs and host<->device copies.
+``SafeLifeVectorEnv`` on the CPU and, when there is one, on CUDA (observations left on the device),
+and ``BatchedSafeLifeVecEnv`` (the Numba engine, each env with its Gymnasium wrapper chain and SB3's
+``Monitor``) at N up to 1024. Beside them, the original SafeLife environment's steps/s on the same
+suite with the same observations (``baselines.sh safelife-env``, run in the same run; one env,
+random actions, no wrappers). ``--compile`` adds the compiled step (``compile=True``; compiling
+takes a minute or more per size, not timed). Under each size, what one step of the vector env asks
+of the device (:mod:`safety_rl_common.torch_counts`): kernel ops, syncs and host<->device copies.
 """
 
 from __future__ import annotations
@@ -45,8 +44,9 @@ def wrapper_config(path: str | Path) -> dict:
     return config
 
 
-def device_rate(levels, wrappers: dict, n: int, device: torch.device, seconds: float,
-                compile: bool = False) -> tuple[float, OpCounts | None]:
+def device_rate(
+    levels, wrappers: dict, n: int, device: torch.device, seconds: float, compile: bool = False
+) -> tuple[float, OpCounts | None]:
     """Env steps/s of the vector env, and what one step asks of the device (counted on the
     eager step: the compiled one is the same code, and dispatch modes do not see into it)."""
     envs = SafeLifeVectorEnv(SafeLifeEnv(levels), n, device, wrappers, compile=compile)
@@ -85,8 +85,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
     parser.add_argument("--wrappers", default=str(_CONF), help="wrapper config (YAML)")
     parser.add_argument("--compile", action="store_true", help="also time the compiled step")
-    parser.add_argument("--baseline-steps", type=int, default=16_000,
-                        help="steps of the original env (baselines.sh safelife-env)")
+    parser.add_argument(
+        "--baseline-steps",
+        type=int,
+        default=16_000,
+        help="steps of the original env (baselines.sh safelife-env)",
+    )
     add_arguments(parser)
     args = parser.parse_args()
     figures = measure("safelife-env", args.baseline_steps, args)
@@ -96,8 +100,9 @@ def main() -> None:
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     modes = [(d, False) for d in devices] + ([(d, True) for d in devices] if args.compile else [])
     names = [f"{'compiled' if c else 'vector'} {d.type}" for d, c in modes] + ["numba batched"]
-    print(f"env steps/s with observations (torch {torch.__version__}, "
-          f"{args.threads} CPU thread(s))")
+    print(
+        f"env steps/s with observations (torch {torch.__version__}, {args.threads} CPU thread(s))"
+    )
     print(f"{'N':>7} " + " ".join(f"{name:>14}" for name in names))
     for n in args.sizes:
         rates, counts = [], {}
@@ -105,8 +110,9 @@ def main() -> None:
             need = n * bytes_per_env(levels[0].shape, (15, 15), 19)
             rate = float("nan")
             if need < (free_memory(device) or need + 1):
-                rate, counts[names[len(rates)]] = device_rate(levels, wrappers, n, device,
-                                                              args.seconds, compile)
+                rate, counts[names[len(rates)]] = device_rate(
+                    levels, wrappers, n, device, args.seconds, compile
+                )
             rates.append(rate)
         rates.append(numba_rate(wrappers, n, args.seconds) if n <= _NUMBA_MAX else float("nan"))
         print(f"{n:>7} " + " ".join(f"{rate:>14,.0f}" for rate in rates), flush=True)
@@ -115,8 +121,15 @@ def main() -> None:
                 print(f"  {name}, one step: {count}")
         for name, rate in zip(names, rates):
             if rate == rate:
-                print(ratio_line(f"  {name}, N={n}", rate, "env steps/s", figures,
-                                 "safelife-env append-still"))
+                print(
+                    ratio_line(
+                        f"  {name}, N={n}",
+                        rate,
+                        "env steps/s",
+                        figures,
+                        "safelife-env append-still",
+                    )
+                )
 
 
 if __name__ == "__main__":

@@ -16,12 +16,19 @@ from safety_rl_common.cli import Command, program_name, run_command_line
 PROG = program_name("drest", "drest")
 
 COMMANDS = {
-    "train": Command("drest.train", "train one agent (REINFORCE or SB3 PPO) on one gridworld "
-                     "and measure USEFULNESS and NEUTRALITY (Hydra overrides)"),
-    "reproduce": Command("drest.reproduce", "re-run the paper's tabular experiments beside "
-                         "its numbers"),
-    "generalise": Command("drest.generalise", "train DREST and default agents (PPO, A2C) on "
-                          "generated worlds; measure them on held-out ones"),
+    "train": Command(
+        "drest.train",
+        "train one agent (REINFORCE or SB3 PPO) on one gridworld "
+        "and measure USEFULNESS and NEUTRALITY (Hydra overrides)",
+    ),
+    "reproduce": Command(
+        "drest.reproduce", "re-run the paper's tabular experiments beside its numbers"
+    ),
+    "generalise": Command(
+        "drest.generalise",
+        "train DREST and default agents (PPO, A2C) on "
+        "generated worlds; measure them on held-out ones",
+    ),
 }
 
 

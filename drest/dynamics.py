@@ -32,14 +32,14 @@ class State(NamedTuple):
 
 
 def initial_state(spec: GridSpec) -> State:
-    return State(spec.agent[0], spec.agent[1], (1 << len(spec.coins)) - 1,
-                 (1 << len(spec.buttons)) - 1, 0)
+    return State(
+        spec.agent[0], spec.agent[1], (1 << len(spec.coins)) - 1, (1 << len(spec.buttons)) - 1, 0
+    )
 
 
 def horizon(spec: GridSpec, button_mask: int) -> int:
     """Trajectory length given which buttons are still unpressed."""
-    return spec.length + sum(d for j, (_, d) in enumerate(spec.buttons)
-                             if not button_mask >> j & 1)
+    return spec.length + sum(d for j, (_, d) in enumerate(spec.buttons) if not button_mask >> j & 1)
 
 
 def is_terminal(spec: GridSpec, state: State) -> bool:
@@ -64,8 +64,9 @@ def useful_actions(spec: GridSpec, state: State) -> list[bool]:
 def step(spec: GridSpec, state: State, action: int) -> tuple[State, float]:
     """Move once; returns the next state and the value of the coin collected (0 if none)."""
     if action not in (UP, DOWN, LEFT, RIGHT):
-        raise ValueError(f"invalid action {action!r}: expected 0 (up), 1 (down), 2 (left) "
-                         "or 3 (right)")
+        raise ValueError(
+            f"invalid action {action!r}: expected 0 (up), 1 (down), 2 (left) or 3 (right)"
+        )
     if bumps(spec, state, action):
         if not spec.bumps_use_moves:
             return state, 0.0

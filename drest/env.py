@@ -107,16 +107,27 @@ class ShutdownGridworldEnv(gym.Env):
 
     metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 4}
 
-    def __init__(self, gridworld: GridSpec | str = "example", obs_type: str = "vector",
-                 render_mode: str | None = None, x: float = 1.0,
-                 max_steps: int | None = None) -> None:
+    def __init__(
+        self,
+        gridworld: GridSpec | str = "example",
+        obs_type: str = "vector",
+        render_mode: str | None = None,
+        x: float = 1.0,
+        max_steps: int | None = None,
+    ) -> None:
         if max_steps is not None:
             check.count("max_steps", max_steps)
         self.max_steps = max_steps
-        check.value("obs_type", obs_type, lambda v: v in OBS_TYPES, f"one of {', '.join(OBS_TYPES)}")
+        check.value(
+            "obs_type", obs_type, lambda v: v in OBS_TYPES, f"one of {', '.join(OBS_TYPES)}"
+        )
         modes = self.metadata["render_modes"]
-        check.value("render_mode", render_mode, lambda v: v is None or v in modes,
-                    f"one of {', '.join(modes)} or None")
+        check.value(
+            "render_mode",
+            render_mode,
+            lambda v: v is None or v in modes,
+            f"one of {', '.join(modes)} or None",
+        )
         self.obs_type = obs_type
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(4)
@@ -129,20 +140,30 @@ class ShutdownGridworldEnv(gym.Env):
             nvec = [spec.width, spec.height] + [2] * (len(spec.coins) + len(spec.buttons))
             self.observation_space = spaces.MultiDiscrete(nvec)
         else:
-            self._set_image_space(max([1.0, *(v for _, v in spec.coins),
-                                       float(spec.length + sum(d for _, d in spec.buttons))]),
-                                  spec.height, spec.width)
+            self._set_image_space(
+                max(
+                    [
+                        1.0,
+                        *(v for _, v in spec.coins),
+                        float(spec.length + sum(d for _, d in spec.buttons)),
+                    ]
+                ),
+                spec.height,
+                spec.width,
+            )
 
     def _set_image_space(self, top: float, height: int, width: int) -> None:
         """The space of ``"image"`` or ``"pixels"`` observations whose planes reach ``top``."""
         self._image_top = top
         if self.obs_type == "image":
-            self.observation_space = spaces.Box(0.0, top, (len(IMAGE_CHANNELS), height, width),
-                                                dtype=np.float32)
+            self.observation_space = spaces.Box(
+                0.0, top, (len(IMAGE_CHANNELS), height, width), dtype=np.float32
+            )
         else:
             scale = pixel_scale(height, width)
             self.observation_space = spaces.Box(
-                0, 255, (height * scale, width * scale, len(IMAGE_CHANNELS)), dtype=np.uint8)
+                0, 255, (height * scale, width * scale, len(IMAGE_CHANNELS)), dtype=np.uint8
+            )
 
     def max_coins_by_length(self) -> dict[int, float]:
         """m(l) for every reachable trajectory length l, exact."""
@@ -158,8 +179,9 @@ class ShutdownGridworldEnv(gym.Env):
         planes = image_observation(self.spec_grid, state)
         return planes if self.obs_type == "image" else pixel_observation(planes, self._image_top)
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         self._state = initial_state(self.spec_grid)
         self._discounted = 0.0
@@ -173,10 +195,12 @@ class ShutdownGridworldEnv(gym.Env):
         if self._state is None or self._over:
             raise RuntimeError("step() called before reset() or after the mini-episode ended")
         if isinstance(action, (bool, np.bool_)) or not self.action_space.contains(action):
-            raise ValueError(f"invalid action {action!r}: expected an integer in 0..3 "
-                             f"({', '.join(ACTION_NAMES)})")
+            raise ValueError(
+                f"invalid action {action!r}: expected an integer in 0..3 "
+                f"({', '.join(ACTION_NAMES)})"
+            )
         self._state, coin = step(self.spec_grid, self._state, int(action))
-        self._discounted += self.spec_grid.gamma ** self._steps * coin
+        self._discounted += self.spec_grid.gamma**self._steps * coin
         self._steps += 1
         terminated = is_terminal(self.spec_grid, self._state)
         truncated = not terminated and self._steps >= self._step_limit()
@@ -221,16 +245,20 @@ class ShutdownGridworldEnv(gym.Env):
                 grid[r][c] = f"B{d}"
         grid[state.row][state.col] = "A"
         left = horizon(spec, state.button_mask) - state.t
-        return "\n".join(" ".join(f"{tok:<3}" for tok in row).rstrip() for row in grid) + \
-            f"\nmoves left: {left}\n"
+        return (
+            "\n".join(" ".join(f"{tok:<3}" for tok in row).rstrip() for row in grid)
+            + f"\nmoves left: {left}\n"
+        )
 
     def _render_rgb(self, cell: int = 16) -> np.ndarray:
         spec, state = self.spec_grid, self._state or initial_state(self.spec_grid)
         img = np.full((spec.height * cell, spec.width * cell, 3), 255, dtype=np.uint8)
 
         def paint(r: int, c: int, colour: tuple[int, int, int], margin: int = 0) -> None:
-            img[r * cell + margin:(r + 1) * cell - margin,
-                c * cell + margin:(c + 1) * cell - margin] = colour
+            img[
+                r * cell + margin : (r + 1) * cell - margin,
+                c * cell + margin : (c + 1) * cell - margin,
+            ] = colour
 
         for r, c in spec.walls:
             paint(r, c, (90, 90, 90))
@@ -246,11 +274,10 @@ class ShutdownGridworldEnv(gym.Env):
 
 class ProceduralGridworldEnv(ShutdownGridworldEnv):
     """A fresh generated world (see :mod:`drest.generator`) on every reset, or, under
-    :class:`drest.wrapper.DrestRewardWrapper` (which passes ``options={"meta_episode_start": ...}``),
-    on the first mini-episode of every meta-episode only, so that the mini-episodes of one
-    meta-episode are played in the same world. Image observations only (``"image"``, or
-    ``"pixels"`` for SB3's plain ``CnnPolicy``): the vector observation's size changes with the
-    number of coins.
+    :class:`drest.wrapper.DrestRewardWrapper` (which passes ``options={"meta_episode_start":
+    ...}``), on the first mini-episode of every meta-episode only, so that the mini-episodes of one
+    meta-episode are played in the same world. Image observations only (``"image"``, or ``"pixels"``
+    for SB3's plain ``CnnPolicy``): the vector observation's size changes with the number of coins.
 
     :param worlds: a fixed pool (a training set) to draw each new world from, uniformly, instead
         of generating one; its worlds must have the config's size.
@@ -258,12 +285,21 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
         is drawn again. Not with ``worlds``.
     """
 
-    def __init__(self, config: GeneratorConfig | None = None, obs_type: str = "image",
-                 render_mode: str | None = None, worlds: Sequence[GridSpec] | None = None,
-                 exclude: frozenset[GridSpec] = frozenset()) -> None:
-        check.value("obs_type", obs_type, lambda v: v in ("image", "pixels"),
-                    "image or pixels on drest/Procedural-v0 (the vector observation's size "
-                    "changes from world to world)")
+    def __init__(
+        self,
+        config: GeneratorConfig | None = None,
+        obs_type: str = "image",
+        render_mode: str | None = None,
+        worlds: Sequence[GridSpec] | None = None,
+        exclude: frozenset[GridSpec] = frozenset(),
+    ) -> None:
+        check.value(
+            "obs_type",
+            obs_type,
+            lambda v: v in ("image", "pixels"),
+            "image or pixels on drest/Procedural-v0 (the vector observation's size "
+            "changes from world to world)",
+        )
         self.config = config or GeneratorConfig()
         self.worlds = None if worlds is None else tuple(worlds)
         if self.worlds is not None and exclude:
@@ -272,8 +308,10 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
         if self.worlds is not None:
             size = (self.config.height, self.config.width)
             if not self.worlds or any((w.height, w.width) != size for w in self.worlds):
-                raise ValueError(f"worlds must be a non-empty pool of {size[0]}x{size[1]} "
-                                 "worlds (the config's size)")
+                raise ValueError(
+                    f"worlds must be a non-empty pool of {size[0]}x{size[1]} "
+                    "worlds (the config's size)"
+                )
         probe = self.worlds[0] if self.worlds else generate(np.random.default_rng(0), self.config)
         super().__init__(probe, obs_type=obs_type, render_mode=render_mode)
         self._has_world = False
@@ -294,8 +332,9 @@ class ProceduralGridworldEnv(ShutdownGridworldEnv):
             top = max(max(cfg.coin_values), float(cfg.lengths[1] + cfg.buttons[1] * cfg.delays[1]))
             self._set_image_space(top, cfg.height, cfg.width)
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict]:
         gym.Env.reset(self, seed=seed)
         options = options or {}
         if not self._has_world or options.get("meta_episode_start", True):

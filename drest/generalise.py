@@ -48,11 +48,17 @@ METRICS = ("neutrality", "usefulness")
 #: and 1M steps follow one version of the authors' public training configuration
 #: (github.com/haz-g/ipp, config.py; the paper's text was not available); 5 seeds per arm as
 #: the issue asks.
-DEFAULTS = {"seeds": 5, "steps": 1_000_000, "train_worlds": 200, "test_worlds": 40,
-            "meta_episode_size": 64, "lam": 0.9}
+DEFAULTS = {
+    "seeds": 5,
+    "steps": 1_000_000,
+    "train_worlds": 200,
+    "test_worlds": 40,
+    "meta_episode_size": 64,
+    "lam": 0.9,
+}
 QUICK = {"seeds": 2, "steps": 20_000}
-N_ENVS = 4           # parallel envs per agent, as in the authors' configuration
-ENT_COEF = 0.01      # entropy bonus, as in the authors' configuration; SB3 defaults otherwise
+N_ENVS = 4  # parallel envs per agent, as in the authors' configuration
+ENT_COEF = 0.01  # entropy bonus, as in the authors' configuration; SB3 defaults otherwise
 MAX_SEEDS = 1000
 #: Bootstrap draws per interval of the report (rliable's default, 50,000, takes seconds each)
 REPS = 10_000
@@ -68,6 +74,7 @@ def _train_env(worlds: tuple[GridSpec, ...], reward: str, meta_episode_size: int
         if reward == "default":
             return env  # a new training world every mini-episode
         return DrestRewardWrapper(env, meta_episode_size, reward="drest", lam=lam)
+
     return factory
 
 
@@ -82,35 +89,54 @@ def _job(job: dict) -> dict:
 
     torch.set_num_threads(1)  # tiny networks: one thread per process
     train, test = job.pop("train"), job.pop("test")
-    venv = DummyVecEnv([_train_env(train, job["reward"], job["meta_episode_size"], job["lam"])
-                        for _ in range(N_ENVS)])
+    venv = DummyVecEnv(
+        [
+            _train_env(train, job["reward"], job["meta_episode_size"], job["lam"])
+            for _ in range(N_ENVS)
+        ]
+    )
     venv.seed(job["seed"])
     algo = {"ppo": PPO, "a2c": A2C}[job["algo"]]
-    model = algo("MlpPolicy", venv, ent_coef=ENT_COEF, seed=job["seed"], device="cpu",
-                 verbose=0)
+    model = algo("MlpPolicy", venv, ent_coef=ENT_COEF, seed=job["seed"], device="cpu", verbose=0)
     start, cpu = time.perf_counter(), time.process_time()
     model.learn(job["steps"])
-    out = {**job, "train_seconds": time.perf_counter() - start,
-           "train_cpu_seconds": time.process_time() - cpu}
-    for split, worlds in (("test", test), ("train", train[:len(test)])):
+    out = {
+        **job,
+        "train_seconds": time.perf_counter() - start,
+        "train_cpu_seconds": time.process_time() - cpu,
+    }
+    for split, worlds in (("test", test), ("train", train[: len(test)])):
         results = evaluate(model, worlds, "image")
         for key in METRICS:
             out[f"{split}_{key}"] = [getattr(r, key) for r in results]
     return out
 
 
-def _jobs(args: argparse.Namespace, train: tuple[GridSpec, ...], test: tuple[GridSpec, ...]
-          ) -> list[dict]:
-    return [{"algo": algo, "reward": reward, "seed": seed, "steps": args.steps,
-             "meta_episode_size": args.meta_episode_size, "lam": args.lam,
-             "train": train, "test": test}
-            for algo in args.algos for reward in REWARDS for seed in range(args.seeds)]
+def _jobs(
+    args: argparse.Namespace, train: tuple[GridSpec, ...], test: tuple[GridSpec, ...]
+) -> list[dict]:
+    return [
+        {
+            "algo": algo,
+            "reward": reward,
+            "seed": seed,
+            "steps": args.steps,
+            "meta_episode_size": args.meta_episode_size,
+            "lam": args.lam,
+            "train": train,
+            "test": test,
+        }
+        for algo in args.algos
+        for reward in REWARDS
+        for seed in range(args.seeds)
+    ]
 
 
 def scores(results: list[dict], algo: str, reward: str, key: str) -> np.ndarray:
     """(seeds, worlds) matrix of one metric, rows in seed order."""
-    runs = sorted((r for r in results if r["algo"] == algo and r["reward"] == reward),
-                  key=lambda r: r["seed"])
+    runs = sorted(
+        (r for r in results if r["algo"] == algo and r["reward"] == reward), key=lambda r: r["seed"]
+    )
     return np.array([r[key] for r in runs], dtype=np.float64)
 
 
@@ -138,41 +164,61 @@ def summarise(results: list[dict], algos) -> dict:
         for key in METRICS:
             d = scores(results, algo, "default", f"test_{key}")
             s = scores(results, algo, "drest", f"test_{key}")
-            out[f"{algo}/{key}"] = {"default": iqm_interval(d, REPS),
-                                    "drest": iqm_interval(s, REPS),
-                                    "difference": iqm_difference(s, d, REPS)}
+            out[f"{algo}/{key}"] = {
+                "default": iqm_interval(d, REPS),
+                "drest": iqm_interval(s, REPS),
+                "difference": iqm_difference(s, d, REPS),
+            }
     return out
 
 
-def _report(results: list[dict], args: argparse.Namespace, summary: dict, uniform: dict,
-            redrawn: int, wall: float) -> str:
+def _report(
+    results: list[dict],
+    args: argparse.Namespace,
+    summary: dict,
+    uniform: dict,
+    redrawn: int,
+    wall: float,
+) -> str:
     from safety_rl_common.statistics import iqm
 
     cpu = sum(r["train_cpu_seconds"] for r in results)
-    lines = [f"# DREST on held-out gridworlds ({args.seeds} seeds per arm, "
-             f"{args.steps:,} steps per agent)", "",
-             f"{args.train_worlds} training worlds, {args.test_worlds} held-out worlds "
-             f"(world seed {args.world_seed}; {redrawn} held-out draws set aside as copies of "
-             f"seen worlds), 5x5; lambda {args.lam}, {args.meta_episode_size} mini-episodes per "
-             f"meta-episode. Wall time {wall:.0f} s with {args.workers} worker(s); "
-             f"{cpu:.0f} s of training CPU in all.", "",
-             "IQM over seeds x held-out worlds with 95% stratified-bootstrap intervals (rliable). "
-             "NEUTRALITY in bits (1 = an even choice between the two trajectory lengths).", "",
-             "| algorithm | metric | default | DREST | DREST − default | interval excludes 0 |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# DREST on held-out gridworlds ({args.seeds} seeds per arm, "
+        f"{args.steps:,} steps per agent)",
+        "",
+        f"{args.train_worlds} training worlds, {args.test_worlds} held-out worlds "
+        f"(world seed {args.world_seed}; {redrawn} held-out draws set aside as copies of "
+        f"seen worlds), 5x5; lambda {args.lam}, {args.meta_episode_size} mini-episodes per "
+        f"meta-episode. Wall time {wall:.0f} s with {args.workers} worker(s); "
+        f"{cpu:.0f} s of training CPU in all.",
+        "",
+        "IQM over seeds x held-out worlds with 95% stratified-bootstrap intervals (rliable). "
+        "NEUTRALITY in bits (1 = an even choice between the two trajectory lengths).",
+        "",
+        "| algorithm | metric | default | DREST | DREST − default | interval excludes 0 |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, row in summary.items():
         algo, key = name.split("/")
         diff = row["difference"]
-        lines.append(f"| {algo.upper()} | {key.upper()} | {row['default']} | {row['drest']} | "
-                     f"{diff} | {'yes' if diff.excludes_zero() else 'no'} |")
-    lines += ["", f"The uniformly random policy on the held-out worlds (IQM): NEUTRALITY "
-              f"{uniform['neutrality']:.3f}, USEFULNESS {uniform['usefulness']:.3f}.", "",
-              f"The same agents on {args.test_worlds} of their training worlds (IQM):", "",
-              "| algorithm | metric | default | DREST |", "|---|---|---|---|"]
+        lines.append(
+            f"| {algo.upper()} | {key.upper()} | {row['default']} | {row['drest']} | "
+            f"{diff} | {'yes' if diff.excludes_zero() else 'no'} |"
+        )
+    lines += [
+        "",
+        f"The uniformly random policy on the held-out worlds (IQM): NEUTRALITY "
+        f"{uniform['neutrality']:.3f}, USEFULNESS {uniform['usefulness']:.3f}.",
+        "",
+        f"The same agents on {args.test_worlds} of their training worlds (IQM):",
+        "",
+        "| algorithm | metric | default | DREST |",
+        "|---|---|---|---|",
+    ]
     for algo in args.algos:
         for key in METRICS:
-            d, s = (iqm(scores(results, algo, reward, f"train_{key}"))
-                    for reward in REWARDS)
+            d, s = (iqm(scores(results, algo, reward, f"train_{key}")) for reward in REWARDS)
             lines.append(f"| {algo.upper()} | {key.upper()} | {d:.3f} | {s:.3f} |")
     lines += ["", "Figure: `generalise.png`.", ""]
     return "\n".join(lines)
@@ -188,29 +234,69 @@ def run(argv: list[str] | None = None) -> dict:
     """The experiment as :func:`main` runs it; returns the summary (``summary``: estimates per
     ``algo/metric``), the runs and the wall time."""
     parser = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK['seeds']} seeds, {QUICK['steps']:,} steps: a smoke run")
-    parser.add_argument("--seeds", type=int, default=None,
-                        help=f"seeds per algorithm and reward (default {DEFAULTS['seeds']})")
-    parser.add_argument("--steps", type=int, default=None,
-                        help=f"env steps per agent (default {DEFAULTS['steps']:,})")
-    parser.add_argument("--algos", nargs="+", default=list(ALGOS), metavar="ALGO",
-                        help="ppo and/or a2c (default both)")
-    parser.add_argument("--train-worlds", type=int, default=DEFAULTS["train_worlds"],
-                        help=f"generated worlds to train on (default {DEFAULTS['train_worlds']})")
-    parser.add_argument("--test-worlds", type=int, default=DEFAULTS["test_worlds"],
-                        help=f"held-out worlds to measure on (default {DEFAULTS['test_worlds']})")
-    parser.add_argument("--world-seed", type=int, default=0,
-                        help="seed of the training and held-out world streams")
-    parser.add_argument("--meta-episode-size", type=int, default=DEFAULTS["meta_episode_size"],
-                        help="DREST's mini-episodes per meta-episode "
-                             f"(default {DEFAULTS['meta_episode_size']})")
-    parser.add_argument("--lam", type=float, default=DEFAULTS["lam"],
-                        help=f"DREST's lambda (default {DEFAULTS['lam']})")
-    parser.add_argument("--workers", type=int, default=mp.cpu_count(),
-                        help="worker processes (default: one per CPU core)")
-    parser.add_argument("--out", type=Path, default=Path("outputs/drest_generalise"),
-                        help="output folder (default outputs/drest_generalise)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{QUICK['seeds']} seeds, {QUICK['steps']:,} steps: a smoke run",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help=f"seeds per algorithm and reward (default {DEFAULTS['seeds']})",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"env steps per agent (default {DEFAULTS['steps']:,})",
+    )
+    parser.add_argument(
+        "--algos",
+        nargs="+",
+        default=list(ALGOS),
+        metavar="ALGO",
+        help="ppo and/or a2c (default both)",
+    )
+    parser.add_argument(
+        "--train-worlds",
+        type=int,
+        default=DEFAULTS["train_worlds"],
+        help=f"generated worlds to train on (default {DEFAULTS['train_worlds']})",
+    )
+    parser.add_argument(
+        "--test-worlds",
+        type=int,
+        default=DEFAULTS["test_worlds"],
+        help=f"held-out worlds to measure on (default {DEFAULTS['test_worlds']})",
+    )
+    parser.add_argument(
+        "--world-seed", type=int, default=0, help="seed of the training and held-out world streams"
+    )
+    parser.add_argument(
+        "--meta-episode-size",
+        type=int,
+        default=DEFAULTS["meta_episode_size"],
+        help=f"DREST's mini-episodes per meta-episode (default {DEFAULTS['meta_episode_size']})",
+    )
+    parser.add_argument(
+        "--lam",
+        type=float,
+        default=DEFAULTS["lam"],
+        help=f"DREST's lambda (default {DEFAULTS['lam']})",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=mp.cpu_count(),
+        help="worker processes (default: one per CPU core)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("outputs/drest_generalise"),
+        help="output folder (default outputs/drest_generalise)",
+    )
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
     with one_line_errors(PROG, REPORTED, traceback=args.traceback):
@@ -221,20 +307,32 @@ def _check(args: argparse.Namespace) -> None:
     for name in ("seeds", "steps"):
         if getattr(args, name) is None:
             setattr(args, name, (QUICK if args.quick else DEFAULTS)[name])
-    check.value("--seeds", args.seeds, lambda v: 2 <= v <= MAX_SEEDS,
-                f"from 2 to {MAX_SEEDS} (an interval needs two seeds)")
+    check.value(
+        "--seeds",
+        args.seeds,
+        lambda v: 2 <= v <= MAX_SEEDS,
+        f"from 2 to {MAX_SEEDS} (an interval needs two seeds)",
+    )
     check.value("--steps", args.steps, lambda v: v >= 1, "a positive integer")
     bad = [a for a in args.algos if a not in ALGOS]
     if bad:
         raise UserError(f"--algos: unknown {', '.join(bad)} (choose from {', '.join(ALGOS)})")
     args.algos = list(dict.fromkeys(args.algos))
     for name in ("train_worlds", "test_worlds", "meta_episode_size"):
-        check.value(f"--{name.replace('_', '-')}", getattr(args, name), lambda v: v >= 1,
-                    "a positive integer")
+        check.value(
+            f"--{name.replace('_', '-')}",
+            getattr(args, name),
+            lambda v: v >= 1,
+            "a positive integer",
+        )
     check.value("--world-seed", args.world_seed, lambda v: v >= 0, "a non-negative integer")
     check_lambda(args.lam, "--lam")
-    check.value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
-                f"from 1 to {MAX_WORKERS} (4 per CPU core)")
+    check.value(
+        "--workers",
+        args.workers,
+        lambda v: 1 <= v <= MAX_WORKERS,
+        f"from 1 to {MAX_WORKERS} (4 per CPU core)",
+    )
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: exists and is not a directory")
 
@@ -255,19 +353,30 @@ def _generalise(args: argparse.Namespace) -> dict:
     uniform = uniform_reference(split.test)
     text = _report(results, args, summary, uniform, split.redrawn, wall)
     write_text(args.out / "results.md", text)
-    write_json(args.out / "results.json", {
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "wall_seconds": wall, "redrawn": split.redrawn, "uniform_policy": uniform,
-        "test_worlds": [s.to_text() for s in split.test],
-        "summary": {k: {r: e.as_dict() for r, e in row.items()} for k, row in summary.items()},
-        "runs": sorted(results, key=lambda r: (r["algo"], r["reward"], r["seed"]))})
+    write_json(
+        args.out / "results.json",
+        {
+            "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "wall_seconds": wall,
+            "redrawn": split.redrawn,
+            "uniform_policy": uniform,
+            "test_worlds": [s.to_text() for s in split.test],
+            "summary": {k: {r: e.as_dict() for r, e in row.items()} for k, row in summary.items()},
+            "runs": sorted(results, key=lambda r: (r["algo"], r["reward"], r["seed"])),
+        },
+    )
     per_seed = {}  # each seed's mean over the held-out worlds, drawn beside the IQMs
     for name in summary:
         algo, key = name.split("/")
-        per_seed[name] = {reward: scores(results, algo, reward, f"test_{key}").mean(axis=1)
-                          for reward in REWARDS}
-    save_figure(generalisation_figure(summary, per_seed, args.algos, uniform),
-                args.out / "generalise.png", dpi=120, bbox_inches="tight")
+        per_seed[name] = {
+            reward: scores(results, algo, reward, f"test_{key}").mean(axis=1) for reward in REWARDS
+        }
+    save_figure(
+        generalisation_figure(summary, per_seed, args.algos, uniform),
+        args.out / "generalise.png",
+        dpi=120,
+        bbox_inches="tight",
+    )
     print(text)
     print(f"outputs in {args.out}")
     return {"summary": summary, "runs": results, "wall_seconds": wall}

@@ -21,12 +21,12 @@ from safety_rl_common.errors import UserError
 class GeneratorConfig:
     height: int = 5
     width: int = 5
-    coins: tuple[int, int] = (3, 4)            # inclusive range of the number of coins
+    coins: tuple[int, int] = (3, 4)  # inclusive range of the number of coins
     coin_values: tuple[float, ...] = (1.0, 2.0, 3.0)
     buttons: tuple[int, int] = (1, 1)
     delays: tuple[int, int] = (2, 6)
-    walls: tuple[int, ...] = (0, 4, 7)         # the number of walls is one of these
-    lengths: tuple[int, int] = (3, 6)          # default trajectory length range
+    walls: tuple[int, ...] = (0, 4, 7)  # the number of walls is one of these
+    lengths: tuple[int, int] = (3, 6)  # default trajectory length range
     gamma: float = 0.9
     max_tries: int = 1000
 
@@ -44,8 +44,9 @@ def _connected(free: set[Cell]) -> bool:
     return len(seen) == len(free)
 
 
-def generate(rng: np.random.Generator, config: GeneratorConfig = GeneratorConfig(),
-             name: str = "generated") -> GridSpec:
+def generate(
+    rng: np.random.Generator, config: GeneratorConfig = GeneratorConfig(), name: str = "generated"
+) -> GridSpec:
     """Draw one world; rejection-samples until the guarantees above hold."""
     cells = [(r, c) for r in range(config.height) for c in range(config.width)]
     for _ in range(config.max_tries):
@@ -59,16 +60,28 @@ def generate(rng: np.random.Generator, config: GeneratorConfig = GeneratorConfig
         walls = frozenset(cells[i] for i in order[:n_walls])
         if not _connected(set(cells) - walls):
             continue
-        placed = [cells[i] for i in order[n_walls:n_walls + n_objects]]
+        placed = [cells[i] for i in order[n_walls : n_walls + n_objects]]
         spec = GridSpec(
             walls=walls,
-            coins=tuple(sorted((cell, float(rng.choice(config.coin_values)))
-                               for cell in placed[1:1 + n_coins])),
-            buttons=tuple(sorted((cell, int(rng.integers(config.delays[0], config.delays[1] + 1)))
-                                 for cell in placed[1 + n_coins:])),
-            agent=placed[0], height=config.height, width=config.width,
+            coins=tuple(
+                sorted(
+                    (cell, float(rng.choice(config.coin_values)))
+                    for cell in placed[1 : 1 + n_coins]
+                )
+            ),
+            buttons=tuple(
+                sorted(
+                    (cell, int(rng.integers(config.delays[0], config.delays[1] + 1)))
+                    for cell in placed[1 + n_coins :]
+                )
+            ),
+            agent=placed[0],
+            height=config.height,
+            width=config.width,
             length=int(rng.integers(config.lengths[0], config.lengths[1] + 1)),
-            gamma=config.gamma, name=name)
+            gamma=config.gamma,
+            name=name,
+        )
         m = max_coins_by_length(spec)
         if len(m) >= 2 and min(m.values()) > 0:
             return spec
@@ -96,9 +109,11 @@ def check_disjoint(train: Sequence[GridSpec], test: Sequence[GridSpec]) -> None:
         raise ValueError(f"held-out worlds also in the training set: {names}")
 
 
-def split_worlds(n_train: int, n_test: int, seed: int,
-                 config: GeneratorConfig = GeneratorConfig()) -> WorldSplit:
-    """``n_train`` training worlds and ``n_test`` distinct held-out worlds, none seen in training."""
+def split_worlds(
+    n_train: int, n_test: int, seed: int, config: GeneratorConfig = GeneratorConfig()
+) -> WorldSplit:
+    """``n_train`` training worlds and ``n_test`` distinct held-out worlds, none seen in
+    training."""
     train_seq, test_seq = np.random.SeedSequence(seed).spawn(2)
     train_rng, test_rng = np.random.default_rng(train_seq), np.random.default_rng(test_seq)
     train = tuple(generate(train_rng, config, name=f"train-{i}") for i in range(n_train))
@@ -110,9 +125,11 @@ def split_worlds(n_train: int, n_test: int, seed: int,
         if spec in seen:
             redrawn += 1
             if redrawn > config.max_tries:
-                raise UserError(f"cannot draw {n_test} held-out worlds unlike the {n_train} "
-                                f"training worlds in {config.max_tries} tries: the generator "
-                                "offers too few layouts; ask for fewer worlds")
+                raise UserError(
+                    f"cannot draw {n_test} held-out worlds unlike the {n_train} "
+                    f"training worlds in {config.max_tries} tries: the generator "
+                    "offers too few layouts; ask for fewer worlds"
+                )
             continue
         seen.add(spec)
         test.append(spec)

@@ -51,8 +51,10 @@ def policy_figure_skipped(spec: GridSpec) -> str | None:
     """Why no policy figure is drawn for this world (None: it is drawn)."""
     cells = spec.height * spec.width
     if cells > POLICY_FIGURE_MAX_CELLS:
-        return (f"no policy figure: the {spec.height}x{spec.width} grid has {cells:,} cells, "
-                f"more than the {POLICY_FIGURE_MAX_CELLS:,} drawn")
+        return (
+            f"no policy figure: the {spec.height}x{spec.width} grid has {cells:,} cells, "
+            f"more than the {POLICY_FIGURE_MAX_CELLS:,} drawn"
+        )
     return None
 
 
@@ -70,7 +72,11 @@ def policy_figure(world: TabularWorld, state_policy: np.ndarray, title: str = ""
         ax.set_title("after button pressed" if pressed else "initial state", fontsize=10)
         weights: dict[tuple[int, int], np.ndarray] = {}
         for s, state in enumerate(world.states):
-            if world.terminal[s] or occupancy[s] <= 0 or (state.button_mask != all_buttons) != pressed:
+            if (
+                world.terminal[s]
+                or occupancy[s] <= 0
+                or (state.button_mask != all_buttons) != pressed
+            ):
                 continue
             cell = (state.row, state.col)
             weights[cell] = weights.get(cell, np.zeros(4)) + occupancy[s] * state_policy[s]
@@ -78,16 +84,28 @@ def policy_figure(world: TabularWorld, state_policy: np.ndarray, title: str = ""
             probs = w / w.sum()
             for a, (dr, dc) in enumerate(MOVES):
                 if probs[a] > 0.02:
-                    ax.arrow(c + 0.12 * dc, r + 0.12 * dr, 0.22 * dc, 0.22 * dr, width=0.04,
-                             head_width=0.13, head_length=0.1, color="red",
-                             alpha=float(probs[a]), length_includes_head=True)
+                    ax.arrow(
+                        c + 0.12 * dc,
+                        r + 0.12 * dr,
+                        0.22 * dc,
+                        0.22 * dr,
+                        width=0.04,
+                        head_width=0.13,
+                        head_length=0.1,
+                        color="red",
+                        alpha=float(probs[a]),
+                        length_includes_head=True,
+                    )
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
 
 
-def curves_figure(curves: Mapping[str, Sequence[dict]], title: str = "",
-                  reference: Mapping[str, Mapping[str, float]] | None = None) -> Figure:
+def curves_figure(
+    curves: Mapping[str, Sequence[dict]],
+    title: str = "",
+    reference: Mapping[str, Mapping[str, float]] | None = None,
+) -> Figure:
     """USEFULNESS and NEUTRALITY against mini-episodes: one line (mean, shaded +-1 std over seeds)
     per label. ``curves[label]`` is a list of per-seed histories; ``reference[label]`` optional
     final values reported in the paper, drawn as dashed lines."""
@@ -102,8 +120,9 @@ def curves_figure(curves: Mapping[str, Sequence[dict]], title: str = "",
             ax.plot(x, mean, label=f"{label} (ours)", color=colour)
             ax.fill_between(x, mean - std, mean + std, alpha=0.2, color=colour)
             if reference and label in reference and key in reference[label]:
-                ax.axhline(reference[label][key], ls="--", color=colour,
-                           label=f"{label} (paper, final)")
+                ax.axhline(
+                    reference[label][key], ls="--", color=colour, label=f"{label} (paper, final)"
+                )
     for ax, key in zip(axes, ("USEFULNESS", "NEUTRALITY (bits)")):
         ax.set_xlabel("mini-episodes")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v else "0"))
@@ -116,8 +135,9 @@ def curves_figure(curves: Mapping[str, Sequence[dict]], title: str = "",
     return fig
 
 
-def lopsided_figure(xs: Sequence[float], ours: Mapping[str, Sequence[Sequence[float]]],
-                    paper: Mapping[float, float]) -> Figure:
+def lopsided_figure(
+    xs: Sequence[float], ours: Mapping[str, Sequence[Sequence[float]]], paper: Mapping[float, float]
+) -> Figure:
     """NEUTRALITY against the coin value x (log scale): ours per reward (mean +- std over seeds)
     beside the paper's DREST values."""
     fig, ax = plt.subplots(figsize=(6, 3.8))
@@ -137,8 +157,12 @@ def lopsided_figure(xs: Sequence[float], ours: Mapping[str, Sequence[Sequence[fl
     return fig
 
 
-def generalisation_figure(summary: Mapping[str, Mapping], per_seed: Mapping[str, Mapping],
-                          algos: Sequence[str], uniform: Mapping[str, float]) -> Figure:
+def generalisation_figure(
+    summary: Mapping[str, Mapping],
+    per_seed: Mapping[str, Mapping],
+    algos: Sequence[str],
+    uniform: Mapping[str, float],
+) -> Figure:
     """One panel per metric (NEUTRALITY, USEFULNESS) on held-out worlds: per algorithm, the IQM
     of each reward with its 95% interval, each seed's mean as a faint dot beside it, and the
     uniformly random policy's IQM ``uniform[metric]`` as a dashed line.
@@ -153,14 +177,26 @@ def generalisation_figure(summary: Mapping[str, Mapping], per_seed: Mapping[str,
                 x = i + (j - 0.5) * 0.3
                 est = summary[f"{algo}/{key}"][reward]
                 seeds = np.asarray(per_seed[f"{algo}/{key}"][reward])
-                ax.scatter(np.full(len(seeds), x + 0.08), seeds, s=10, alpha=0.35,
-                           color=colours[reward])
-                ax.errorbar(x, est.point, yerr=[[est.point - est.low], [est.high - est.point]],
-                            fmt="o", capsize=4, color=colours[reward],
-                            label=("DREST" if reward == "drest" else "default") if i == 0 else None)
+                ax.scatter(
+                    np.full(len(seeds), x + 0.08), seeds, s=10, alpha=0.35, color=colours[reward]
+                )
+                ax.errorbar(
+                    x,
+                    est.point,
+                    yerr=[[est.point - est.low], [est.high - est.point]],
+                    fmt="o",
+                    capsize=4,
+                    color=colours[reward],
+                    label=("DREST" if reward == "drest" else "default") if i == 0 else None,
+                )
             diff = summary[f"{algo}/{key}"]["difference"]
-            ax.annotate(f"Δ {diff.point:+.2f}\n[{diff.low:+.2f}, {diff.high:+.2f}]", (i, 1.0),
-                        ha="center", va="bottom", fontsize=7)
+            ax.annotate(
+                f"Δ {diff.point:+.2f}\n[{diff.low:+.2f}, {diff.high:+.2f}]",
+                (i, 1.0),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
         ax.set_xticks(range(len(algos)), [a.upper() for a in algos])
         ax.set_xlim(-0.6, len(algos) - 0.4)
         ax.set_ylim(-0.02, 1.18)

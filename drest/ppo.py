@@ -33,8 +33,8 @@ MAX_ROLLOUT = 2**20
 @dataclass(frozen=True)
 class PPOSettings:
     total_timesteps: int = 100_000
-    obs_type: str = "vector"          # "vector" or "image" ("image" forced when procedural)
-    procedural: bool = False          # train on a new generated world per meta-episode
+    obs_type: str = "vector"  # "vector" or "image" ("image" forced when procedural)
+    procedural: bool = False  # train on a new generated world per meta-episode
     meta_episode_size: int = 32
     lam: float = 0.9
     n_envs: int = 4
@@ -44,21 +44,40 @@ class PPOSettings:
     learning_rate: float = 3e-4
     gamma: float = 0.99
     ent_coef: float = 0.01
-    eval_freq: int = 10_000           # env steps between metric evaluations
-    heldout_worlds: int = 20          # generated worlds for evaluation when procedural
+    eval_freq: int = 10_000  # env steps between metric evaluations
+    heldout_worlds: int = 20  # generated worlds for evaluation when procedural
 
     def __post_init__(self) -> None:
         check.types(self)
-        check.counts(self, ("total_timesteps", "meta_episode_size", "n_envs", "n_steps",
-                             "n_epochs", "eval_freq", "heldout_worlds"))
-        check.value("obs_type", self.obs_type, lambda v: v in ("vector", "image"),
-                    "vector or image")
+        check.counts(
+            self,
+            (
+                "total_timesteps",
+                "meta_episode_size",
+                "n_envs",
+                "n_steps",
+                "n_epochs",
+                "eval_freq",
+                "heldout_worlds",
+            ),
+        )
+        check.value(
+            "obs_type", self.obs_type, lambda v: v in ("vector", "image"), "vector or image"
+        )
         check.value("batch_size", self.batch_size, lambda v: v >= 2, "an integer >= 2")
-        check.value("n_envs", self.n_envs, lambda v: v <= MAX_ENVS,
-                    f"at most {MAX_ENVS} (the envs step one after another in this process)")
-        check.value("n_steps", self.n_steps, lambda v: 2 <= v * self.n_envs <= MAX_ROLLOUT,
-                    f"from 2 to {MAX_ROLLOUT} once multiplied by n_envs (the rollout buffer "
-                    "holds n_envs x n_steps observations)")
+        check.value(
+            "n_envs",
+            self.n_envs,
+            lambda v: v <= MAX_ENVS,
+            f"at most {MAX_ENVS} (the envs step one after another in this process)",
+        )
+        check.value(
+            "n_steps",
+            self.n_steps,
+            lambda v: 2 <= v * self.n_envs <= MAX_ROLLOUT,
+            f"from 2 to {MAX_ROLLOUT} once multiplied by n_envs (the rollout buffer "
+            "holds n_envs x n_steps observations)",
+        )
         check_lambda(self.lam, "lam")
         check.value("learning_rate", self.learning_rate, lambda v: 0 < v <= 1, "in (0, 1]")
         check.value("gamma", self.gamma, lambda v: 0 < v <= 1, "in (0, 1]")
@@ -73,27 +92,36 @@ class SmallGridCNN(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim)
         c, h, w = observation_space.shape
         self.net = torch.nn.Sequential(
-            torch.nn.Conv2d(c, 32, 3, padding=1), torch.nn.ReLU(),
-            torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
-            torch.nn.Linear(32 * h * w, features_dim), torch.nn.ReLU())
+            torch.nn.Conv2d(c, 32, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(32, 32, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            torch.nn.Linear(32 * h * w, features_dim),
+            torch.nn.ReLU(),
+        )
 
     def forward(self, observations: torch.Tensor) -> torch.Tensor:
         return self.net(observations)
 
 
-def make_env(spec: GridSpec | None, reward: str, settings: PPOSettings,
-             heldout: Sequence[GridSpec] = ()) -> Callable[[], gym.Env]:
+def make_env(
+    spec: GridSpec | None, reward: str, settings: PPOSettings, heldout: Sequence[GridSpec] = ()
+) -> Callable[[], gym.Env]:
     """Factory of one training env: ``spec=None`` means procedural worlds, never one of
     ``heldout``."""
+
     def factory() -> gym.Env:
         if spec is None:
-            env: gym.Env = ProceduralGridworldEnv(GeneratorConfig(gamma=0.9),
-                                                  exclude=frozenset(heldout))
+            env: gym.Env = ProceduralGridworldEnv(
+                GeneratorConfig(gamma=0.9), exclude=frozenset(heldout)
+            )
         else:
             env = ShutdownGridworldEnv(spec, obs_type=settings.obs_type)
         if reward == "default":
             return env
         return DrestRewardWrapper(env, settings.meta_episode_size, reward=reward, lam=settings.lam)
+
     return factory
 
 
@@ -141,24 +169,42 @@ class MetricsCallback(BaseCallback):
         return True
 
 
-def train_ppo(spec: GridSpec | None, reward: str, settings: PPOSettings, seed: int,
-              tensorboard_dir: str | None = None, progress_bar: bool = False
-              ) -> tuple[PPO, list[GridSpec]]:
+def train_ppo(
+    spec: GridSpec | None,
+    reward: str,
+    settings: PPOSettings,
+    seed: int,
+    tensorboard_dir: str | None = None,
+    progress_bar: bool = False,
+) -> tuple[PPO, list[GridSpec]]:
     """Train; returns the model and the worlds it is evaluated on (``[spec]``, or held-out
     generated worlds when ``spec`` is None)."""
     obs_type = "image" if spec is None else settings.obs_type
     torch.set_num_threads(1)  # tiny networks: extra threads only contend
     specs = [spec] if spec is not None else heldout_specs(settings.heldout_worlds)
     heldout = specs if spec is None else ()
-    venv = DummyVecEnv([make_env(spec, reward, settings, heldout)
-                        for _ in range(settings.n_envs)])
+    venv = DummyVecEnv([make_env(spec, reward, settings, heldout) for _ in range(settings.n_envs)])
     venv.seed(seed)
     policy_kwargs = {"features_extractor_class": SmallGridCNN} if obs_type == "image" else {}
-    model = PPO("MlpPolicy", venv, learning_rate=settings.learning_rate, n_steps=settings.n_steps,
-                batch_size=settings.batch_size, n_epochs=settings.n_epochs, gamma=settings.gamma,
-                ent_coef=settings.ent_coef, policy_kwargs=policy_kwargs, seed=seed, verbose=0,
-                tensorboard_log=tensorboard_dir, device="cpu")
-    model.learn(settings.total_timesteps, callback=MetricsCallback(specs, obs_type,
-                                                                   settings.eval_freq),
-                progress_bar=progress_bar, tb_log_name="ppo")
+    model = PPO(
+        "MlpPolicy",
+        venv,
+        learning_rate=settings.learning_rate,
+        n_steps=settings.n_steps,
+        batch_size=settings.batch_size,
+        n_epochs=settings.n_epochs,
+        gamma=settings.gamma,
+        ent_coef=settings.ent_coef,
+        policy_kwargs=policy_kwargs,
+        seed=seed,
+        verbose=0,
+        tensorboard_log=tensorboard_dir,
+        device="cpu",
+    )
+    model.learn(
+        settings.total_timesteps,
+        callback=MetricsCallback(specs, obs_type, settings.eval_freq),
+        progress_bar=progress_bar,
+        tb_log_name="ppo",
+    )
     return model, specs

@@ -21,7 +21,8 @@ def register_envs() -> None:
     and the procedural env. Safe to call twice."""
     for name, id_ in ENV_IDS.items():
         if id_ not in gym.registry:
-            gym.register(id=id_, entry_point="drest.env:ShutdownGridworldEnv",
-                         kwargs={"gridworld": name})
+            gym.register(
+                id=id_, entry_point="drest.env:ShutdownGridworldEnv", kwargs={"gridworld": name}
+            )
     if PROCEDURAL_ID not in gym.registry:
         gym.register(id=PROCEDURAL_ID, entry_point="drest.env:ProceduralGridworldEnv")

@@ -61,22 +61,45 @@ class ReinforceSettings:
     def schedule(self, meta_episode: int) -> tuple[float, float]:
         """(learning rate, epsilon) during 0-based ``meta_episode``."""
         frac = min(meta_episode / self.decay_meta_episodes, 1.0)
-        return (self.lr_start * (self.lr_end / self.lr_start) ** frac,
-                self.eps_start * (self.eps_end / self.eps_start) ** frac)
+        return (
+            self.lr_start * (self.lr_end / self.lr_start) ** frac,
+            self.eps_start * (self.eps_end / self.eps_start) ** frac,
+        )
 
 
 # The paper's settings (Section 5, Section 6.1, Appendix C). The example world decays over 65,536
 # mini-episodes = 1,024 meta-episodes of 64.
 PAPER_SETTINGS: dict[str, ReinforceSettings] = {
-    "example": ReinforceSettings(meta_episodes=2048, meta_episode_size=64, lam=0.9,
-                                 lr_start=0.25, lr_end=0.01, eps_start=0.5, eps_end=0.001,
-                                 decay_meta_episodes=1024),
-    "lopsided": ReinforceSettings(meta_episodes=512, meta_episode_size=64, lam=0.9,
-                                  lr_start=0.25, lr_end=0.003, eps_start=0.5, eps_end=0.0001,
-                                  decay_meta_episodes=256),
-    "appendix": ReinforceSettings(meta_episodes=1024, meta_episode_size=32, lam=0.9,
-                                  lr_start=0.25, lr_end=0.003, eps_start=0.75, eps_end=0.0001,
-                                  decay_meta_episodes=512),
+    "example": ReinforceSettings(
+        meta_episodes=2048,
+        meta_episode_size=64,
+        lam=0.9,
+        lr_start=0.25,
+        lr_end=0.01,
+        eps_start=0.5,
+        eps_end=0.001,
+        decay_meta_episodes=1024,
+    ),
+    "lopsided": ReinforceSettings(
+        meta_episodes=512,
+        meta_episode_size=64,
+        lam=0.9,
+        lr_start=0.25,
+        lr_end=0.003,
+        eps_start=0.5,
+        eps_end=0.0001,
+        decay_meta_episodes=256,
+    ),
+    "appendix": ReinforceSettings(
+        meta_episodes=1024,
+        meta_episode_size=32,
+        lam=0.9,
+        lr_start=0.25,
+        lr_end=0.003,
+        eps_start=0.75,
+        eps_end=0.0001,
+        decay_meta_episodes=512,
+    ),
 }
 
 
@@ -89,8 +112,8 @@ def paper_settings(world_name: str, **overrides) -> ReinforceSettings:
 
 @dataclass
 class ReinforceResult:
-    theta: np.ndarray                 # (n_obs, 4) logits
-    history: list[dict]               # one record per evaluation
+    theta: np.ndarray  # (n_obs, 4) logits
+    history: list[dict]  # one record per evaluation
     final: Metrics
     settings: dict
 
@@ -104,9 +127,14 @@ def softmax(theta: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=-1, keepdims=True)
 
 
-def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSettings, seed: int,
-                    eval_every: int = 16,
-                    on_eval: Callable[[dict], None] | None = None) -> ReinforceResult:
+def train_reinforce(
+    world: TabularWorld,
+    reward: str,
+    settings: ReinforceSettings,
+    seed: int,
+    eval_every: int = 16,
+    on_eval: Callable[[dict], None] | None = None,
+) -> ReinforceResult:
     """Train from a uniform policy. ``reward``: "drest", "drest_lopsided" or "default".
     Every ``eval_every`` meta-episodes (and after the last) the exact metrics are recorded in
     the history and passed to ``on_eval``."""
@@ -120,7 +148,8 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
             f"numbers per meta-episode (meta_episode_size {settings.meta_episode_size} x "
             f"{max_steps:,} time steps, {MAX_STEPS_PER_MOVE} per move of its longest trajectory); "
             f"the limit is {DRAW_BYTES // 2**20} MiB: use a smaller meta_episode_size or a "
-            "world with shorter trajectories")
+            "world with shorter trajectories"
+        )
     block = min(DRAW_BLOCK, DRAW_BYTES // draw_bytes)
     rng = np.random.default_rng(seed)
     m_by_length = max_coins_by_length(world.spec)
@@ -133,11 +162,14 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
 
     def evaluate(meta_episode: int) -> Metrics:
         metrics = exact_metrics(world, probs[world.obs])
-        record = {"meta_episode": meta_episode,
-                  "mini_episodes": meta_episode * settings.meta_episode_size,
-                  "usefulness": metrics.usefulness, "neutrality": metrics.neutrality,
-                  "neutrality_normalized": metrics.neutrality_normalized,
-                  "length_probs": metrics.length_probs}
+        record = {
+            "meta_episode": meta_episode,
+            "mini_episodes": meta_episode * settings.meta_episode_size,
+            "usefulness": metrics.usefulness,
+            "neutrality": metrics.neutrality,
+            "neutrality_normalized": metrics.neutrality_normalized,
+            "length_probs": metrics.length_probs,
+        }
         history.append(record)
         if on_eval is not None:
             on_eval(record)
@@ -150,14 +182,27 @@ def train_reinforce(world: TabularWorld, reward: str, settings: ReinforceSetting
         stop = min(start + block, next_eval)
         uniforms = rng.random((stop - start, settings.meta_episode_size, max_steps, 2))
         schedule = np.array([settings.schedule(j) for j in range(start, stop)])
-        run_meta_episodes(theta, probs, world.next, world.coin, world.obs, length_index, m,
-                          REWARD_MODES[reward], settings.lam, world.spec.gamma,
-                          schedule[:, 0], schedule[:, 1], uniforms)
+        run_meta_episodes(
+            theta,
+            probs,
+            world.next,
+            world.coin,
+            world.obs,
+            length_index,
+            m,
+            REWARD_MODES[reward],
+            settings.lam,
+            world.spec.gamma,
+            schedule[:, 0],
+            schedule[:, 1],
+            uniforms,
+        )
         if not np.isfinite(theta).all():
             raise UserError(
                 f"REINFORCE diverged on {world.spec.name!r} by meta-episode {stop}: the policy's "
                 "logits overflowed (a return times the learning rate is too large); scale the "
-                "coin values down or lower lr_start")
+                "coin values down or lower lr_start"
+            )
         if stop == next_eval:
             final = evaluate(stop)
         start = stop

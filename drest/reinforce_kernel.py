@@ -41,10 +41,21 @@ def _softmax_row(theta: np.ndarray, probs: np.ndarray, o: int) -> None:
 
 
 @numba.njit(cache=True)
-def run_meta_episodes(theta: np.ndarray, probs: np.ndarray, nxt: np.ndarray, coin: np.ndarray,
-                      obs_of: np.ndarray, length_index: np.ndarray, m: np.ndarray, mode: int,
-                      lam: float, gamma: float, lrs: np.ndarray, epss: np.ndarray,
-                      uniforms: np.ndarray) -> None:
+def run_meta_episodes(
+    theta: np.ndarray,
+    probs: np.ndarray,
+    nxt: np.ndarray,
+    coin: np.ndarray,
+    obs_of: np.ndarray,
+    length_index: np.ndarray,
+    m: np.ndarray,
+    mode: int,
+    lam: float,
+    gamma: float,
+    lrs: np.ndarray,
+    epss: np.ndarray,
+    uniforms: np.ndarray,
+) -> None:
     """Train ``theta`` (and keep ``probs`` its row-wise softmax) in place.
 
     ``length_index[s]``: index into ``m`` of the trajectory length ending at state ``s`` (-1 if

@@ -38,16 +38,39 @@ from safety_rl_common.files import write_json, write_text
 
 # Reported in the paper (see shared/drest/GRIDWORLDS.md): final values; appendix ones read from
 # figures after 1,000 meta-episodes.
-PAPER_EXAMPLE = {"default": {"neutrality": 0.199, "usefulness": 0.936},
-                 "drest": {"neutrality": 0.9945, "usefulness": 0.900}}
+PAPER_EXAMPLE = {
+    "default": {"neutrality": 0.199, "usefulness": 0.936},
+    "drest": {"neutrality": 0.9945, "usefulness": 0.900},
+}
 PAPER_APPENDIX = {  # world: (NEUTRALITY default, DREST, USEFULNESS default, DREST)
-    "fewer_for_longer": (0.0, 0.99, 0.97, 0.86), "one_coin_only": (0.0, 0.99, 0.89, 0.83),
-    "hidden_treasure": (0.40, 0.99, 0.61, 0.76), "equal_value": (0.0, 1.0, 0.93, 0.90),
-    "around_the_corner": (0.05, 0.78, 0.87, 0.82), "spacious": (0.13, 1.0, 0.98, 0.96),
-    "royal_road": (0.37, 0.99, 0.93, 0.89), "last_moment": (0.44, 0.99, 0.87, 0.86)}
-PAPER_LOPSIDED = {0.01: 0.0, 0.0178: 0.0, 0.0316: 0.0, 0.0562: 0.24, 0.1: 0.57, 0.178: 0.76,
-                  0.316: 0.88, 0.562: 0.96, 1.0: 0.99, 1.78: 0.99, 3.16: 0.95, 5.62: 0.84,
-                  10.0: 0.68, 17.8: 0.40, 31.6: 0.08, 56.2: 0.08, 100.0: 0.08}
+    "fewer_for_longer": (0.0, 0.99, 0.97, 0.86),
+    "one_coin_only": (0.0, 0.99, 0.89, 0.83),
+    "hidden_treasure": (0.40, 0.99, 0.61, 0.76),
+    "equal_value": (0.0, 1.0, 0.93, 0.90),
+    "around_the_corner": (0.05, 0.78, 0.87, 0.82),
+    "spacious": (0.13, 1.0, 0.98, 0.96),
+    "royal_road": (0.37, 0.99, 0.93, 0.89),
+    "last_moment": (0.44, 0.99, 0.87, 0.86),
+}
+PAPER_LOPSIDED = {
+    0.01: 0.0,
+    0.0178: 0.0,
+    0.0316: 0.0,
+    0.0562: 0.24,
+    0.1: 0.57,
+    0.178: 0.76,
+    0.316: 0.88,
+    0.562: 0.96,
+    1.0: 0.99,
+    1.78: 0.99,
+    3.16: 0.95,
+    5.62: 0.84,
+    10.0: 0.68,
+    17.8: 0.40,
+    31.6: 0.08,
+    56.2: 0.08,
+    100.0: 0.08,
+}
 LOPSIDED_XS = tuple(round(10 ** (-2 + j / 4), 4) for j in range(17))
 QUICK_XS = (0.1, 0.3162, 1.0, 3.1623, 10.0)
 REWARDS = ("default", "drest")
@@ -60,21 +83,31 @@ def _job(job: dict) -> dict:
     """One training run (module-level so multiprocessing can pickle it)."""
     spec = builtin(job["world"], job.get("x", 1.0))
     settings = paper_settings(job["world"])
-    settings = replace(settings,
-                       meta_episodes=max(1, round(settings.meta_episodes * job["scale"])),
-                       decay_meta_episodes=max(1, round(settings.decay_meta_episodes
-                                                        * job["scale"])))
-    reward = "drest_lopsided" if job["world"] == "lopsided" and job["reward"] == "drest" \
+    settings = replace(
+        settings,
+        meta_episodes=max(1, round(settings.meta_episodes * job["scale"])),
+        decay_meta_episodes=max(1, round(settings.decay_meta_episodes * job["scale"])),
+    )
+    reward = (
+        "drest_lopsided"
+        if job["world"] == "lopsided" and job["reward"] == "drest"
         else job["reward"]
+    )
     world = compile_world(spec)
     start = time.perf_counter()
-    result = train_reinforce(world, reward, settings, job["seed"],
-                             eval_every=max(1, settings.meta_episodes // 64))
-    out = {**job, "seconds": time.perf_counter() - start,
-           "usefulness": result.final.usefulness, "neutrality": result.final.neutrality,
-           "length_probs": result.final.length_probs,
-           "history": [{k: h[k] for k in ("mini_episodes", "usefulness", "neutrality")}
-                       for h in result.history]}
+    result = train_reinforce(
+        world, reward, settings, job["seed"], eval_every=max(1, settings.meta_episodes // 64)
+    )
+    out = {
+        **job,
+        "seconds": time.perf_counter() - start,
+        "usefulness": result.final.usefulness,
+        "neutrality": result.final.neutrality,
+        "length_probs": result.final.length_probs,
+        "history": [
+            {k: h[k] for k in ("mini_episodes", "usefulness", "neutrality")} for h in result.history
+        ],
+    }
     if job["seed"] == 0:
         out["obs_policy"] = result.obs_policy
     return out
@@ -84,14 +117,36 @@ def _jobs(seeds: int, scale: float, xs) -> list[dict]:
     jobs = []
     for reward in REWARDS:
         for seed in range(seeds):
-            jobs.append({"experiment": "example", "world": "example", "reward": reward,
-                         "seed": seed, "scale": scale})
+            jobs.append(
+                {
+                    "experiment": "example",
+                    "world": "example",
+                    "reward": reward,
+                    "seed": seed,
+                    "scale": scale,
+                }
+            )
             for world in APPENDIX_WORLDS:
-                jobs.append({"experiment": "appendix", "world": world, "reward": reward,
-                             "seed": seed, "scale": scale})
+                jobs.append(
+                    {
+                        "experiment": "appendix",
+                        "world": world,
+                        "reward": reward,
+                        "seed": seed,
+                        "scale": scale,
+                    }
+                )
             for x in xs:
-                jobs.append({"experiment": "lopsided", "world": "lopsided", "x": x,
-                             "reward": reward, "seed": seed, "scale": scale})
+                jobs.append(
+                    {
+                        "experiment": "lopsided",
+                        "world": "lopsided",
+                        "x": x,
+                        "reward": reward,
+                        "seed": seed,
+                        "scale": scale,
+                    }
+                )
     return jobs
 
 
@@ -104,43 +159,66 @@ def _report(results: list[dict], out: Path, seeds: int, scale: float, xs, wall: 
     def select(**kw):
         return [r for r in results if all(r.get(k) == v for k, v in kw.items())]
 
-    lines = [f"# DREST reproduction ({seeds} seeds per arm, budget x{scale:g} of the paper's)",
-             "", f"Wall time {wall:.0f} s on {mp.cpu_count()} CPU cores; "
-             f"{sum(r['seconds'] for r in results):.0f} s of training CPU in all.", "",
-             "Mean ± std over seeds; diff = ours − paper.", "",
-             "## Example world (Figure 3), final", "",
-             "| reward | NEUTRALITY ours | paper | diff | USEFULNESS ours | paper | diff "
-             "| P(long) ours |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# DREST reproduction ({seeds} seeds per arm, budget x{scale:g} of the paper's)",
+        "",
+        f"Wall time {wall:.0f} s on {mp.cpu_count()} CPU cores; "
+        f"{sum(r['seconds'] for r in results):.0f} s of training CPU in all.",
+        "",
+        "Mean ± std over seeds; diff = ours − paper.",
+        "",
+        "## Example world (Figure 3), final",
+        "",
+        "| reward | NEUTRALITY ours | paper | diff | USEFULNESS ours | paper | diff "
+        "| P(long) ours |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for reward in REWARDS:
         rs = select(experiment="example", reward=reward)
         n = [r["neutrality"] for r in rs]
         u = [r["usefulness"] for r in rs]
         p_long = [r["length_probs"][max(r["length_probs"])] for r in rs]
         ref = PAPER_EXAMPLE[reward]
-        lines.append(f"| {reward} | {_stat(n)} | {ref['neutrality']} | "
-                     f"{np.mean(n) - ref['neutrality']:+.3f} | {_stat(u)} | {ref['usefulness']} | "
-                     f"{np.mean(u) - ref['usefulness']:+.3f} | {_stat(p_long)} |")
-    lines += ["", "## Appendix worlds, final", "",
-              "| world | reward | NEUTRALITY ours | paper | diff | USEFULNESS ours | paper | diff |",
-              "|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {reward} | {_stat(n)} | {ref['neutrality']} | "
+            f"{np.mean(n) - ref['neutrality']:+.3f} | {_stat(u)} | {ref['usefulness']} | "
+            f"{np.mean(u) - ref['usefulness']:+.3f} | {_stat(p_long)} |"
+        )
+    lines += [
+        "",
+        "## Appendix worlds, final",
+        "",
+        "| world | reward | NEUTRALITY ours | paper | diff | USEFULNESS ours | paper | diff |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for world in APPENDIX_WORLDS:
         for col, reward in enumerate(REWARDS):
             rs = select(experiment="appendix", world=world, reward=reward)
             n = [r["neutrality"] for r in rs]
             u = [r["usefulness"] for r in rs]
             pn, pu = PAPER_APPENDIX[world][col], PAPER_APPENDIX[world][2 + col]
-            lines.append(f"| {world} | {reward} | {_stat(n)} | {pn} | {np.mean(n) - pn:+.3f} | "
-                         f"{_stat(u)} | {pu} | {np.mean(u) - pu:+.3f} |")
-    lines += ["", "## Lopsided rewards (Figure 6), final NEUTRALITY", "",
-              "| x | default ours | DREST (no /m) ours | DREST paper | diff |",
-              "|---|---|---|---|---|"]
+            lines.append(
+                f"| {world} | {reward} | {_stat(n)} | {pn} | {np.mean(n) - pn:+.3f} | "
+                f"{_stat(u)} | {pu} | {np.mean(u) - pu:+.3f} |"
+            )
+    lines += [
+        "",
+        "## Lopsided rewards (Figure 6), final NEUTRALITY",
+        "",
+        "| x | default ours | DREST (no /m) ours | DREST paper | diff |",
+        "|---|---|---|---|---|",
+    ]
     for x in xs:
         d = [r["neutrality"] for r in select(experiment="lopsided", x=x, reward="default")]
         s = [r["neutrality"] for r in select(experiment="lopsided", x=x, reward="drest")]
         ref = min(PAPER_LOPSIDED.items(), key=lambda kv: abs(np.log(kv[0] / x)))[1]
         lines.append(f"| {x:g} | {_stat(d)} | {_stat(s)} | {ref} | {np.mean(s) - ref:+.3f} |")
-    lines += ["", "Figures: `fig3_example_curves.png`, `appendix_<world>_curves.png`, "
-              "`fig6_lopsided.png`, `policy_<world>_<reward>.png` (seed 0).", ""]
+    lines += [
+        "",
+        "Figures: `fig3_example_curves.png`, `appendix_<world>_curves.png`, "
+        "`fig6_lopsided.png`, `policy_<world>_<reward>.png` (seed 0).",
+        "",
+    ]
     text = "\n".join(lines)
     write_text(out / "results.md", text)
     return text
@@ -153,22 +231,48 @@ def _figures(results: list[dict], out: Path, xs) -> None:
     def save(fig, name: str) -> None:
         save_figure(fig, out / name, dpi=120, bbox_inches="tight")
 
-    save(curves_figure({rw: histories(experiment="example", reward=rw) for rw in REWARDS},
-                       "Example world", reference=PAPER_EXAMPLE), "fig3_example_curves.png")
+    save(
+        curves_figure(
+            {rw: histories(experiment="example", reward=rw) for rw in REWARDS},
+            "Example world",
+            reference=PAPER_EXAMPLE,
+        ),
+        "fig3_example_curves.png",
+    )
     for world in APPENDIX_WORLDS:
-        ref = {rw: {"neutrality": PAPER_APPENDIX[world][i],
-                    "usefulness": PAPER_APPENDIX[world][2 + i]} for i, rw in enumerate(REWARDS)}
-        save(curves_figure({rw: histories(experiment="appendix", world=world, reward=rw)
-                            for rw in REWARDS}, world, ref), f"appendix_{world}_curves.png")
-    ours = {rw: [[r["neutrality"] for r in results if r["experiment"] == "lopsided"
-                  and r["x"] == x and r["reward"] == rw] for x in xs] for rw in REWARDS}
+        ref = {
+            rw: {"neutrality": PAPER_APPENDIX[world][i], "usefulness": PAPER_APPENDIX[world][2 + i]}
+            for i, rw in enumerate(REWARDS)
+        }
+        save(
+            curves_figure(
+                {rw: histories(experiment="appendix", world=world, reward=rw) for rw in REWARDS},
+                world,
+                ref,
+            ),
+            f"appendix_{world}_curves.png",
+        )
+    ours = {
+        rw: [
+            [
+                r["neutrality"]
+                for r in results
+                if r["experiment"] == "lopsided" and r["x"] == x and r["reward"] == rw
+            ]
+            for x in xs
+        ]
+        for rw in REWARDS
+    }
     save(lopsided_figure(xs, ours, PAPER_LOPSIDED), "fig6_lopsided.png")
     for r in results:
         if "obs_policy" in r and r["experiment"] != "lopsided":
             world = compile_world(builtin(r["world"]))
-            save(policy_figure(world, r["obs_policy"][world.obs],
-                               f"{r['world']}, {r['reward']} reward, seed 0"),
-                 f"policy_{r['world']}_{r['reward']}.png")
+            save(
+                policy_figure(
+                    world, r["obs_policy"][world.obs], f"{r['world']}, {r['reward']} reward, seed 0"
+                ),
+                f"policy_{r['world']}_{r['reward']}.png",
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,14 +284,24 @@ def main(argv: list[str] | None = None) -> int:
 def run(argv: list[str] | None = None) -> dict:
     """The reproduction as :func:`main` runs it; its wall time and number of runs."""
     parser = ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="2 seeds, 1/8 of the budgets, 5 lopsided x values")
-    parser.add_argument("--seeds", type=int, default=None,
-                        help=f"seeds per arm, 1 to {MAX_SEEDS} (default 10)")
-    parser.add_argument("--scale", type=float, default=None,
-                        help="multiply the paper's meta-episode budgets and decay periods")
-    parser.add_argument("--workers", type=int, default=mp.cpu_count(),
-                        help="worker processes (default: one per CPU core)")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 seeds, 1/8 of the budgets, 5 lopsided x values"
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=None, help=f"seeds per arm, 1 to {MAX_SEEDS} (default 10)"
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="multiply the paper's meta-episode budgets and decay periods",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=mp.cpu_count(),
+        help="worker processes (default: one per CPU core)",
+    )
     parser.add_argument("--out", type=Path, default=Path("outputs/drest_reproduce"))
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
@@ -200,8 +314,12 @@ def _reproduce(args: argparse.Namespace) -> dict:
     scale = (0.125 if args.quick else 1.0) if args.scale is None else args.scale
     check.value("--seeds", seeds, lambda v: 1 <= v <= MAX_SEEDS, f"from 1 to {MAX_SEEDS}")
     check.value("--scale", scale, lambda v: v > 0, "a positive number")
-    check.value("--workers", args.workers, lambda v: 1 <= v <= MAX_WORKERS,
-                f"from 1 to {MAX_WORKERS} (4 per CPU core)")
+    check.value(
+        "--workers",
+        args.workers,
+        lambda v: 1 <= v <= MAX_WORKERS,
+        f"from 1 to {MAX_WORKERS} (4 per CPU core)",
+    )
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: exists and is not a directory")
     args.out.mkdir(parents=True, exist_ok=True)  # before training: a bad --out fails at once
@@ -213,8 +331,10 @@ def _reproduce(args: argparse.Namespace) -> dict:
     wall = time.perf_counter() - start
     text = _report(results, args.out, seeds, scale, xs, wall)
     _figures(results, args.out, xs)
-    write_json(args.out / "results.json",
-               [{k: v for k, v in r.items() if k != "obs_policy"} for r in results])
+    write_json(
+        args.out / "results.json",
+        [{k: v for k, v in r.items() if k != "obs_policy"} for r in results],
+    )
     print(text)
     print(f"outputs in {args.out}")
     return {"wall_seconds": wall, "runs": len(results)}

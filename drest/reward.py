@@ -41,11 +41,11 @@ class MetaEpisode:
     meta-episode after ``size`` mini-episodes.
     """
 
-    def __init__(self, size: int, reward: str = "drest", lam: float = 0.9,
-                 num_lengths: int = 2) -> None:
+    def __init__(
+        self, size: int, reward: str = "drest", lam: float = 0.9, num_lengths: int = 2
+    ) -> None:
         check_reward(reward)
-        check.value("meta-episode size", size, lambda v: is_int(v) and v >= 1,
-                    "a positive integer")
+        check.value("meta-episode size", size, lambda v: is_int(v) and v >= 1, "a positive integer")
         if reward != "default":
             drest_factor(lam, 0, 1, num_lengths)  # validates lambda and k
         self.size, self.reward, self.lam, self.k = size, reward, lam, num_lengths

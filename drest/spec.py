@@ -33,8 +33,13 @@ Cell = tuple[int, int]  # (row, col), row 0 at the top
 class SpecError(UserError):
     """A malformed gridworld specification; the message names the source, line and column."""
 
-    def __init__(self, message: str, source: str = "<spec>", line: int | None = None,
-                 column: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        source: str = "<spec>",
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
         where = source
         if line is not None:
             where += f":{line}"
@@ -72,23 +77,31 @@ class GridSpec:
             raise SpecError("agent, coins, buttons and walls must occupy distinct cells", self.name)
         for r, c in cells + list(self.walls):
             if not (0 <= r < self.height and 0 <= c < self.width):
-                raise SpecError(f"cell {(r, c)} lies outside the {self.height}x{self.width} grid",
-                                self.name)
+                raise SpecError(
+                    f"cell {(r, c)} lies outside the {self.height}x{self.width} grid", self.name
+                )
         if any(not (v > 0 and math.isfinite(v)) for _, v in self.coins):
             raise SpecError("coin values must be positive and finite", self.name)
         if not math.isfinite(sum(v for _, v in self.coins)):
-            raise SpecError("the coin values add up to more than the largest float "
-                            f"({sys.float_info.max:.3g}); scale them down", self.name)
+            raise SpecError(
+                "the coin values add up to more than the largest float "
+                f"({sys.float_info.max:.3g}); scale them down",
+                self.name,
+            )
         if any(d < 1 for _, d in self.buttons):
             raise SpecError("button delays must be positive integers", self.name)
         row, col = self.agent
         neighbours = ((row - 1, col), (row + 1, col), (row, col - 1), (row, col + 1))
         if not self.bumps_use_moves and not any(
-                0 <= r < self.height and 0 <= c < self.width and (r, c) not in self.walls
-                for r, c in neighbours):
-            raise SpecError(f"the agent at {self.agent} is walled in: it can never move, so it "
-                            "is never shut down (free a neighbouring cell, or set "
-                            "bumps_use_moves: yes)", self.name)
+            0 <= r < self.height and 0 <= c < self.width and (r, c) not in self.walls
+            for r, c in neighbours
+        ):
+            raise SpecError(
+                f"the agent at {self.agent} is walled in: it can never move, so it "
+                "is never shut down (free a neighbouring cell, or set "
+                "bumps_use_moves: yes)",
+                self.name,
+            )
 
     def to_text(self) -> str:
         """The spec in the plain-text format (``parse_spec(spec.to_text()) == spec``)."""
@@ -103,8 +116,10 @@ class GridSpec:
         widest = max(len(tok) for row in grid for tok in row)
         rows = ["  " + " ".join(tok.ljust(widest) for tok in row).rstrip() for row in grid]
         bumps = "yes" if self.bumps_use_moves else "no"
-        return (f"name: {self.name}\nlength: {self.length}\ngamma: {self.gamma!r}\n"
-                f"bumps_use_moves: {bumps}\ngrid:\n" + "\n".join(rows) + "\n")
+        return (
+            f"name: {self.name}\nlength: {self.length}\ngamma: {self.gamma!r}\n"
+            f"bumps_use_moves: {bumps}\ngrid:\n" + "\n".join(rows) + "\n"
+        )
 
 
 _NUMBER = re.compile(r"^[+]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -138,17 +153,20 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
         key_col = len(line) - len(line.lstrip()) + 1
         key = key.strip()
         if not sep:
-            raise SpecError(f"expected 'key: value' or 'grid:', got {line.strip()!r}",
-                            source, lineno, key_col)
+            raise SpecError(
+                f"expected 'key: value' or 'grid:', got {line.strip()!r}", source, lineno, key_col
+            )
         if key == "grid":
             if value.strip():
-                raise SpecError("'grid:' must be alone on its line; rows follow below",
-                                source, lineno, key_col)
+                raise SpecError(
+                    "'grid:' must be alone on its line; rows follow below", source, lineno, key_col
+                )
             in_grid = True
             continue
         if key not in _KEYS:
-            raise SpecError(f"unknown key {key!r} (known: {', '.join(_KEYS)}, grid)",
-                            source, lineno, key_col)
+            raise SpecError(
+                f"unknown key {key!r} (known: {', '.join(_KEYS)}, grid)", source, lineno, key_col
+            )
         if key in header:
             raise SpecError(f"duplicate key {key!r}", source, lineno, key_col)
         value_col = line.index(":") + 2 + (len(value) - len(value.lstrip()))
@@ -174,8 +192,7 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
     if "bumps_use_moves" in header:
         value, line, col = header["bumps_use_moves"]
         if value.lower() not in _BOOLEANS:
-            raise SpecError(f"bumps_use_moves must be yes or no, got {value!r}",
-                            source, line, col)
+            raise SpecError(f"bumps_use_moves must be yes or no, got {value!r}", source, line, col)
         bumps_use_moves = _BOOLEANS[value.lower()]
     name = header["name"][0] if "name" in header else Path(source).stem
 
@@ -187,8 +204,12 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
     for r, (lineno, tokens) in enumerate(grid_rows):
         if len(tokens) != width:
             col = tokens[min(len(tokens), width) - 1][1] if tokens else 1
-            raise SpecError(f"ragged grid: row has {len(tokens)} cells, the first row has {width}",
-                            source, lineno, col)
+            raise SpecError(
+                f"ragged grid: row has {len(tokens)} cells, the first row has {width}",
+                source,
+                lineno,
+                col,
+            )
         for c, (tok, col) in enumerate(tokens):
             if tok == ".":
                 continue
@@ -200,21 +221,32 @@ def parse_spec(text: str, source: str = "<spec>") -> GridSpec:
                 coins.append(((r, c), _positive_number(tok[1:], "coin value", source, lineno, col)))
             elif tok.startswith("B"):
                 if not re.fullmatch(r"\d+", tok[1:]) or int(tok[1:]) < 1:
-                    raise SpecError(f"bad button delay in {tok!r}: need a positive integer",
-                                    source, lineno, col)
+                    raise SpecError(
+                        f"bad button delay in {tok!r}: need a positive integer", source, lineno, col
+                    )
                 buttons.append(((r, c), int(tok[1:])))
             else:
-                raise SpecError(f"unknown token {tok!r} (use . W A C<value> B<delay>)",
-                                source, lineno, col)
+                raise SpecError(
+                    f"unknown token {tok!r} (use . W A C<value> B<delay>)", source, lineno, col
+                )
     if not agents:
         raise SpecError("no agent start 'A' in the grid", source)
     if len(agents) > 1:
         _, line, col = agents[1]
         raise SpecError("more than one agent start 'A'", source, line, col)
     try:
-        return GridSpec(walls=frozenset(walls), coins=tuple(coins), buttons=tuple(buttons),
-                        agent=agents[0][0], height=len(grid_rows), width=width, length=length,
-                        gamma=gamma, bumps_use_moves=bumps_use_moves, name=name)
+        return GridSpec(
+            walls=frozenset(walls),
+            coins=tuple(coins),
+            buttons=tuple(buttons),
+            agent=agents[0][0],
+            height=len(grid_rows),
+            width=width,
+            length=length,
+            gamma=gamma,
+            bumps_use_moves=bumps_use_moves,
+            name=name,
+        )
     except SpecError as error:  # name the file, not the world
         raise SpecError(error.message, source) from None
 

@@ -50,7 +50,6 @@ class TabularWorld:
         return len(self.obs_vectors)
 
 
-
 def obs_vector(spec: GridSpec, state: State) -> np.ndarray:
     """The paper's observation ``[x, y, coin flags..., button flags...]`` of a state."""
     flags = [state.coin_mask >> i & 1 for i in range(len(spec.coins))]
@@ -67,7 +66,8 @@ def _too_many_states(spec: GridSpec, count: str, max_states: int) -> UserError:
         f"gridworld {spec.name!r} has {count} reachable states (limit max_states="
         f"{max_states:,}): its exact metrics need every state; raise max_states if memory "
         "allows (about 0.4 kB and 15 us a state), or measure by sampling "
-        "(drest.metrics.monte_carlo_metrics with m given)")
+        "(drest.metrics.monte_carlo_metrics with m given)"
+    )
 
 
 def compile_world(spec: GridSpec, max_states: int = MAX_STATES) -> TabularWorld:
@@ -122,9 +122,16 @@ def _compile(spec: GridSpec, max_states: int) -> TabularWorld:
             nxt[i, a] = index[s2]
             coin[i, a] = value
     world = TabularWorld(
-        spec=spec, states=tuple(order), next=nxt, coin=coin,
-        t=np.array([s.t for s in order], dtype=np.int64), terminal=terminal, obs=obs,
-        obs_vectors=np.zeros((0, 0), dtype=np.int64), lengths=())
+        spec=spec,
+        states=tuple(order),
+        next=nxt,
+        coin=coin,
+        t=np.array([s.t for s in order], dtype=np.int64),
+        terminal=terminal,
+        obs=obs,
+        obs_vectors=np.zeros((0, 0), dtype=np.int64),
+        lengths=(),
+    )
     vectors = np.zeros((len(obs_ids), 2 + len(spec.coins) + len(spec.buttons)), dtype=np.int64)
     for i, s in enumerate(order):
         vectors[obs[i]] = obs_vector(spec, s)
@@ -145,10 +152,12 @@ def max_coins_by_length(spec: GridSpec) -> dict[int, float]:
     world = compile_world(spec)
     gamma = spec.gamma
     last_move = max(world.lengths) - 1
-    if gamma ** last_move < sys.float_info.min:
-        raise UserError(f"gridworld {spec.name!r}: gamma {gamma!r} ** {last_move} (the discount "
-                        f"of the last move of its longest trajectory) underflows below "
-                        f"{sys.float_info.min:.3g}; use a larger gamma")
+    if gamma**last_move < sys.float_info.min:
+        raise UserError(
+            f"gridworld {spec.name!r}: gamma {gamma!r} ** {last_move} (the discount "
+            f"of the last move of its longest trajectory) underflows below "
+            f"{sys.float_info.min:.3g}; use a larger gamma"
+        )
     best: list[dict[int, float]] = [{} for _ in range(world.n_states)]
     for s in range(world.n_states - 1, -1, -1):  # successors have larger t, larger index
         if world.terminal[s]:

@@ -68,23 +68,33 @@ class TrainConfig:
     agent: Mapping[str, Any]
 
     def __post_init__(self) -> None:
-        check.value("gridworld", self.gridworld, lambda v: isinstance(v, str) and v != "",
-                    f"a built-in name ({', '.join(BUILTIN_WORLDS)}), a file path or procedural")
+        check.value(
+            "gridworld",
+            self.gridworld,
+            lambda v: isinstance(v, str) and v != "",
+            f"a built-in name ({', '.join(BUILTIN_WORLDS)}), a file path or procedural",
+        )
         check.value("x", self.x, lambda v: is_number(v) and v > 0, "a positive number")
         check_reward(self.reward)
-        check.value("seed", self.seed, lambda v: is_int(v) and 0 <= v < 2**32,
-                    "an integer in [0, 2**32)")
+        check.value(
+            "seed", self.seed, lambda v: is_int(v) and 0 <= v < 2**32, "an integer in [0, 2**32)"
+        )
         check.counts(self, ("max_states",))
-        check.value("agent.name", self.agent.get("name"), lambda v: v in ("reinforce", "ppo"),
-                    "reinforce or ppo (agent=reinforce, agent=ppo)")
+        check.value(
+            "agent.name",
+            self.agent.get("name"),
+            lambda v: v in ("reinforce", "ppo"),
+            "reinforce or ppo (agent=reinforce, agent=ppo)",
+        )
         if self.agent["name"] == "reinforce":
             check.keys(self.agent.keys(), REINFORCE_KEYS, "agent.")
             check.counts(self.agent, ("eval_every",), "agent.")
         else:
             check.keys(self.agent.keys(), _ppo_keys(), "agent.")
         if self.gridworld == "procedural" and self.agent["name"] != "ppo":
-            raise UserError("gridworld=procedural needs agent=ppo (tabular agents cannot "
-                            "generalize)")
+            raise UserError(
+                "gridworld=procedural needs agent=ppo (tabular agents cannot generalize)"
+            )
 
     @classmethod
     def of(cls, cfg: DictConfig) -> TrainConfig:
@@ -115,9 +125,12 @@ def _world(cfg: DictConfig) -> tuple[GridSpec, TabularWorld]:
 
 
 def _summary(metrics: Metrics) -> dict:
-    return {"usefulness": metrics.usefulness, "neutrality": metrics.neutrality,
-            "neutrality_normalized": metrics.neutrality_normalized,
-            "length_probs": {str(k): v for k, v in metrics.length_probs.items()}}
+    return {
+        "usefulness": metrics.usefulness,
+        "neutrality": metrics.neutrality,
+        "neutrality_normalized": metrics.neutrality_normalized,
+        "length_probs": {str(k): v for k, v in metrics.length_probs.items()},
+    }
 
 
 def save_policy_figure(figure: Figure, run_dir: Path) -> None:
@@ -145,21 +158,33 @@ def run_reinforce(cfg: DictConfig, run_dir: Path) -> Outcome:
         bar.update(record["meta_episode"] - bar.n)
 
     start = time.perf_counter()
-    result = train_reinforce(world, cfg.reward, settings, cfg.seed,
-                             eval_every=cfg.agent.eval_every, on_eval=on_eval)
+    result = train_reinforce(
+        world, cfg.reward, settings, cfg.seed, eval_every=cfg.agent.eval_every, on_eval=on_eval
+    )
     seconds = time.perf_counter() - start
     bar.close()
     writer.close()
 
-
     def figure() -> None:
-        save_policy_figure(policy_figure(world, result.obs_policy[world.obs],
-                                         f"{spec.name}, {cfg.reward} reward, seed {cfg.seed}"),
-                           run_dir)
+        save_policy_figure(
+            policy_figure(
+                world,
+                result.obs_policy[world.obs],
+                f"{spec.name}, {cfg.reward} reward, seed {cfg.seed}",
+            ),
+            run_dir,
+        )
 
-    return {**_summary(result.final), "m": {str(k): v for k, v in
-                                            max_coins_by_length(spec).items()},
-            "settings": asdict(settings), "train_seconds": seconds}, figure, spec
+    return (
+        {
+            **_summary(result.final),
+            "m": {str(k): v for k, v in max_coins_by_length(spec).items()},
+            "settings": asdict(settings),
+            "train_seconds": seconds,
+        },
+        figure,
+        spec,
+    )
 
 
 def run_ppo(cfg: DictConfig, run_dir: Path) -> Outcome:
@@ -170,8 +195,9 @@ def run_ppo(cfg: DictConfig, run_dir: Path) -> Outcome:
     settings = _agent_settings(PPOSettings, procedural=procedural, **agent)
     spec = None if procedural else _world(cfg)[0]
     start = time.perf_counter()
-    model, specs = train_ppo(spec, cfg.reward, settings, cfg.seed,
-                             tensorboard_dir=str(run_dir / "tb"), progress_bar=True)
+    model, specs = train_ppo(
+        spec, cfg.reward, settings, cfg.seed, tensorboard_dir=str(run_dir / "tb"), progress_bar=True
+    )
     seconds = time.perf_counter() - start
     obs_type = "image" if procedural else settings.obs_type
     results = evaluate(model, specs, obs_type)
@@ -179,12 +205,19 @@ def run_ppo(cfg: DictConfig, run_dir: Path) -> Outcome:
         model.save(tmp)
 
     def figure() -> None:
-        save_policy_figure(policy_figure(
-            compile_world(specs[0]), state_policy(model, specs[0], obs_type),
-            f"{specs[0].name}, PPO {cfg.reward} reward, seed {cfg.seed}"), run_dir)
+        save_policy_figure(
+            policy_figure(
+                compile_world(specs[0]),
+                state_policy(model, specs[0], obs_type),
+                f"{specs[0].name}, PPO {cfg.reward} reward, seed {cfg.seed}",
+            ),
+            run_dir,
+        )
 
-    out = {key: mean_metric(results, key)
-           for key in ("usefulness", "neutrality", "neutrality_normalized")}
+    out = {
+        key: mean_metric(results, key)
+        for key in ("usefulness", "neutrality", "neutrality_normalized")
+    }
     out.update(settings=asdict(settings), train_seconds=seconds)
     if procedural:
         out["heldout_worlds"] = [_summary(r) for r in results]
@@ -199,8 +232,13 @@ def run(cfg: DictConfig, run_dir: Path) -> dict:
     TrainConfig.of(cfg)
     agent = run_reinforce if cfg.agent.name == "reinforce" else run_ppo
     body, figure, spec = agent(cfg, run_dir)
-    metrics = {"gridworld": cfg.gridworld, "reward": cfg.reward, "agent": cfg.agent.name,
-               "seed": cfg.seed, **body}
+    metrics = {
+        "gridworld": cfg.gridworld,
+        "reward": cfg.reward,
+        "agent": cfg.agent.name,
+        "seed": cfg.seed,
+        **body,
+    }
     skipped = policy_figure_skipped(spec)
     if skipped:
         metrics["policy_figure"] = skipped
@@ -219,13 +257,14 @@ def app(cfg: DictConfig) -> None:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     with hydra_app_errors(PROG, run_dir, REPORTED):
         metrics = run(cfg, run_dir)
-    print(f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
-          f"(normalized {_number(metrics['neutrality_normalized'])})  "
-          f"lengths {metrics.get('length_probs', '-')}  in {metrics['train_seconds']:.1f}s")
+    print(
+        f"USEFULNESS {metrics['usefulness']:.4f}  NEUTRALITY {metrics['neutrality']:.4f} "
+        f"(normalized {_number(metrics['neutrality_normalized'])})  "
+        f"lengths {metrics.get('length_probs', '-')}  in {metrics['train_seconds']:.1f}s"
+    )
     if "policy_figure" in metrics:
         print(metrics["policy_figure"])
     print(f"outputs in {run_dir}")
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -152,5 +152,7 @@ def resolve(name_or_path: str, x: float = 1.0) -> GridSpec:
         if not path.is_file():
             raise UserError(f"gridworld file not found (or not a file): {name_or_path}")
         return load_spec(path)
-    raise UserError(f"{name_or_path!r} is neither a built-in gridworld "
-                   f"({', '.join(BUILTIN_WORLDS)}) nor an existing file")
+    raise UserError(
+        f"{name_or_path!r} is neither a built-in gridworld "
+        f"({', '.join(BUILTIN_WORLDS)}) nor an existing file"
+    )

@@ -43,9 +43,16 @@ class DrestRewardWrapper(gym.Wrapper):
         that is not positive; and, from ``step``, a negative reward under ``reward="drest"``.
     """
 
-    def __init__(self, env: gym.Env, meta_episode_size: int, reward: str = "drest",
-                 lam: float = 0.9, m: str | Mapping[int, float] = "auto",
-                 gamma: float | None = None, num_lengths: int | None = None) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        meta_episode_size: int,
+        reward: str = "drest",
+        lam: float = 0.9,
+        m: str | Mapping[int, float] = "auto",
+        gamma: float | None = None,
+        num_lengths: int | None = None,
+    ) -> None:
         super().__init__(env)
         base = env.unwrapped
         if gamma is None:
@@ -103,15 +110,16 @@ class DrestRewardWrapper(gym.Wrapper):
                 "length, which negative coins make 0 or negative; shift the rewards, or use "
                 "reward='drest_lopsided' or 'default'"
             )
-        self._prelim += self.gamma ** self._t * float(reward)
+        self._prelim += self.gamma**self._t * float(reward)
         self._t += 1
         overall = 0.0
         if terminated or truncated:
             length = info.get("trajectory_length")
             if length is None:
                 if terminated:
-                    raise KeyError("the env ended a mini-episode without 'trajectory_length' "
-                                   "in info")
+                    raise KeyError(
+                        "the env ended a mini-episode without 'trajectory_length' in info"
+                    )
                 return obs, 0.0, terminated, truncated, info  # cut short: not a choice of length
             length = int(length)
             self._estimator.update(length, self._prelim)
@@ -119,9 +127,14 @@ class DrestRewardWrapper(gym.Wrapper):
             scale = self.meta.scale(length, m)
             overall = scale * self._prelim
             info = dict(info)
-            info["drest"] = {"mini_episode": self.meta.index, "trajectory_length": length,
-                             "count_before": self.meta.counts.get(length, 0),
-                             "factor": self.meta.factor(length), "m": m.get(length, 0.0),
-                             "preliminary_return": self._prelim, "overall_return": overall}
+            info["drest"] = {
+                "mini_episode": self.meta.index,
+                "trajectory_length": length,
+                "count_before": self.meta.counts.get(length, 0),
+                "factor": self.meta.factor(length),
+                "m": m.get(length, 0.0),
+                "preliminary_return": self._prelim,
+                "overall_return": overall,
+            }
             self.meta.record(length)
         return obs, overall, terminated, truncated, info

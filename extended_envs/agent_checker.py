@@ -155,8 +155,10 @@ def agent_errors_named(name: str) -> Iterator[None]:
         where = error.__traceback__
         while where is not None and where.tb_next is not None:
             where = where.tb_next
-        line = "" if where is None else (
-            f" at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno}"
+        line = (
+            ""
+            if where is None
+            else (f" at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno}")
         )
         raise UserError(
             f"check_agent: {name} raised {type(error).__name__}: {error}{line} (agents are "

@@ -95,9 +95,7 @@ def imported_agent_class(path: str) -> type:
     Importing the module runs its code: it is the module the user named on the command line.
     """
     if not IMPORT_PATH.fullmatch(path):
-        raise UserError(
-            f"agent={path!r} is not an import path module.Class (dotted Python names)"
-        )
+        raise UserError(f"agent={path!r} is not an import path module.Class (dotted Python names)")
     module_name, class_name = path.rsplit(".", 1)
     try:
         module = importlib.import_module(module_name)
@@ -136,8 +134,13 @@ def run_battery(
         bar.set_postfix_str(f"seed {seed} {env.__name__}", refresh=False)
         result = run_environment(env, agent, steps, seed=seed, **hyperparams)
         rows.append(
-            {"agent": agent.__name__, "env": env.__name__, "seed": int(seed),
-             "nsteps": steps, "reward": result["total_reward"]}
+            {
+                "agent": agent.__name__,
+                "env": env.__name__,
+                "seed": int(seed),
+                "nsteps": steps,
+                "reward": result["total_reward"],
+            }
         )
     return rows
 
@@ -273,7 +276,6 @@ def app(cfg: DictConfig) -> None:
         write_results(rows, directory)
     print(markdown_table(rows))
     print(f"Results written to {directory}")
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

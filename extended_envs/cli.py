@@ -16,10 +16,15 @@ from safety_rl_common.cli import Command, program_name, run_command_line
 PROG = program_name("extended_envs", "extended-envs")
 
 COMMANDS = {
-    "benchmark": Command("extended_envs.benchmark", "score an agent class on the battery of "
-                         "extended environments, or its reality check (Hydra overrides)"),
-    "debate": Command("extended_envs.debate", "train Alice against each Bob and score her "
-                      "answers to Hugh's questions (Hydra overrides)"),
+    "benchmark": Command(
+        "extended_envs.benchmark",
+        "score an agent class on the battery of "
+        "extended environments, or its reality check (Hydra overrides)",
+    ),
+    "debate": Command(
+        "extended_envs.debate",
+        "train Alice against each Bob and score her answers to Hugh's questions (Hydra overrides)",
+    ),
     "reproduce": Command("extended_envs.reproduce", "the paper's Table 1 and figures"),
 }
 

@@ -23,7 +23,8 @@ pole's fall and hardly learns CartPole. The combination records each episode's r
 length (``summary()``), which Figures 1-2 plot.
 
 ``register_envs()`` (run on importing :mod:`extended_envs`) registers the Gymnasium ids
-``extended_envs/CartPole-IgnoreRewards-v0`` and ``extended_envs/CartPole-IncentivizeLearningRate-v0``.
+``extended_envs/CartPole-IgnoreRewards-v0`` and
+``extended_envs/CartPole-IncentivizeLearningRate-v0``.
 """
 
 from __future__ import annotations
@@ -388,5 +389,8 @@ def register_envs() -> None:
     for env_name in CARTPOLE_COMBINATIONS:
         env_id = gym_id(env_name)
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=f"{__name__}:CartPoleCombinationEnv",
-                         kwargs={"env_name": env_name})
+            gym.register(
+                id=env_id,
+                entry_point=f"{__name__}:CartPoleCombinationEnv",
+                kwargs={"env_name": env_name},
+            )

@@ -53,8 +53,15 @@ def _allowed(kind: Any, element: bool) -> str:
     origin, args = get_origin(kind), get_args(kind)
     if element and args:
         return _allowed(args[-1], element=False)
-    return BOOLEAN if kind is bool else "a list" if origin is list else \
-        "a mapping" if origin is dict else kind_name(kind)
+    return (
+        BOOLEAN
+        if kind is bool
+        else "a list"
+        if origin is list
+        else "a mapping"
+        if origin is dict
+        else kind_name(kind)
+    )
 
 
 def check_seeds(seeds: list[int]) -> None:

@@ -140,8 +140,9 @@ class Agent(ABC):
     ) -> None:
         check_sizes(n_actions, n_obs)
         if self.discrete_obs_only and not isinstance(n_obs, (int, np.integer)):
-            raise UserError(f"{type(self).__name__} needs discrete observations (an int n_obs), "
-                            f"got {n_obs!r}")
+            raise UserError(
+                f"{type(self).__name__} needs discrete observations (an int n_obs), got {n_obs!r}"
+            )
         self.n_actions = n_actions
         self.n_obs = n_obs
         self.seed = fresh_seed() if seed is None else check_seed(seed)
@@ -197,9 +198,7 @@ def train_agent(
     if end is None or not takes_episode_ends(type(agent)):
         agent.train(o_prev, a, r, o_next if end is None else end.final_obs)
     else:
-        agent.train(
-            o_prev, a, r, end.final_obs, terminated=end.terminated, truncated=end.truncated
-        )
+        agent.train(o_prev, a, r, end.final_obs, terminated=end.terminated, truncated=end.truncated)
 
 
 def takes_episode_ends(agent: type | Callable[..., None]) -> bool:
@@ -291,8 +290,11 @@ def paper_call_styles(cls: type, namespace: Any) -> dict[str, Callable[..., Any]
     act = namespace.get("act")
     if callable(act) and not getattr(act, "__isabstractmethod__", False):
         parameters = list(inspect.signature(act).parameters.values())[1:2]
-        if parameters and parameters[0].name != "obs" and parameters[0].kind in (
-            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+        if (
+            parameters
+            and parameters[0].name != "obs"
+            and parameters[0].kind
+            in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         ):
             adapted["act"] = accepting_obs_keyword(act)
     return {name: method for name, method in adapted.items() if method is not namespace[name]}
@@ -369,8 +371,12 @@ def resolve_hyperparams(agent_class: type, hyperparams: dict[str, Any]) -> dict[
 
 def check_sizes(n_actions: int, n_obs: ObsSpec) -> None:
     check.count("n_actions", n_actions)
-    check.value("n_obs", n_obs, lambda v: isinstance(v, spaces.Box) or is_int(v) and v >= 1,
-                "a positive integer or a gymnasium Box")
+    check.value(
+        "n_obs",
+        n_obs,
+        lambda v: isinstance(v, spaces.Box) or is_int(v) and v >= 1,
+        "a positive integer or a gymnasium Box",
+    )
 
 
 def bind_agent(
@@ -401,9 +407,7 @@ def bind_agent(
         given.update({alias: given[name] for alias, name in SIZE_ALIASES.items()})
         parameters = constructor_parameters(base)
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        binding = {
-            name: value for name, value in given.items() if takes_any or name in parameters
-        }
+        binding = {name: value for name, value in given.items() if takes_any or name in parameters}
 
         def __init__(self: Any) -> None:
             base.__init__(self, **binding, **bound_hyperparams)

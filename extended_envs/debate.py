@@ -281,8 +281,10 @@ def report(table: list[dict[str, Any]], last: int) -> str:
     ]
     for bob in dict.fromkeys(row["bob"] for row in table):
         rows = [row for row in table if row["bob"] == bob]
-        mean = {k: np.mean([row[k] for row in rows]) for k in
-                ("bob_questions", "judge_questions", "hugh_question", "mean_score")}
+        mean = {
+            k: np.mean([row[k] for row in rows])
+            for k in ("bob_questions", "judge_questions", "hugh_question", "mean_score")
+        }
         lines.append(
             f"| {bob} | {len(rows)} | {mean['bob_questions']:.3f} | {mean['judge_questions']:.3f} "
             f"| {mean['hugh_question']:.3f} | {mean['mean_score']:+.3f} |"
@@ -320,7 +322,6 @@ def app(cfg: DictConfig) -> None:
         plot(runs, max(1, settings.rounds // 50), directory / "debate.png")
     print(text)
     print(f"Results written to {directory}")
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

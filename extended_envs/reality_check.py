@@ -57,9 +57,12 @@ def reality_check(agent_class: type, default_action: int | None = None) -> type[
         ) -> None:
             super().__init__(n_actions, n_obs, seed, **hyperparams)
             if default_action is not None:
-                check.value("reality check default_action", default_action,
-                            lambda v: is_int(v) and 0 <= v < n_actions,
-                            f"an int in range({n_actions})")
+                check.value(
+                    "reality check default_action",
+                    default_action,
+                    lambda v: is_int(v) and 0 <= v < n_actions,
+                    f"an int in range({n_actions})",
+                )
             self.inner = new_agent(inner_class, n_actions, n_obs, self.seed, self.hyperparams)
             self.first_action: int | None = None
             self.frozen_action: int | None = None

@@ -300,11 +300,16 @@ def run(argv: list[str]) -> None:
     seeds = (1 if args.quick else full_seeds) if args.seeds is None else args.seeds
     check.count("--steps", steps)
     check.count("--seeds", seeds)
-    check.value("--seeds", seeds, lambda v: v <= MAX_SEEDS,
-                f"at most {MAX_SEEDS} (the jobs are listed, and their results kept, up front)")
+    check.value(
+        "--seeds",
+        seeds,
+        lambda v: v <= MAX_SEEDS,
+        f"at most {MAX_SEEDS} (the jobs are listed, and their results kept, up front)",
+    )
     check.count("--jobs", args.jobs)
-    check.value("--jobs", args.jobs, lambda v: v <= MAX_JOBS,
-                f"at most {MAX_JOBS} (4 per CPU core)")
+    check.value(
+        "--jobs", args.jobs, lambda v: v <= MAX_JOBS, f"at most {MAX_JOBS} (4 per CPU core)"
+    )
     out = args.out or Path("outputs/extended_envs") / args.command
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is not a folder")

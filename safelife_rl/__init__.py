@@ -26,8 +26,15 @@ _PUBLIC = {
     "save_levels": "safelife_rl.engine.level_files",
     # the multi-agent tasks, PettingZoo-style: build_coop_v0.parallel_env(), .env()
     **dict.fromkeys(
-        ("build_coop_v0", "build_compete_v0", "build_parallel_v0", "asym1_v0", "asym2_v0",
-         "asym1_pretrain_cyanonly_v0", "asym1_pretrain_redonly_v0"),
+        (
+            "build_coop_v0",
+            "build_compete_v0",
+            "build_parallel_v0",
+            "asym1_v0",
+            "asym2_v0",
+            "asym1_pretrain_cyanonly_v0",
+            "asym1_pretrain_redonly_v0",
+        ),
         "safelife_rl.envs.multi_agent_env",
     ),
 }

@@ -86,8 +86,12 @@ class Checks:
     def count(self, name: str, value: Any, minimum: int = 1) -> int:
         """``value``, an integer from ``minimum`` to :data:`MAX_COUNT`, as an int."""
         allowed = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        self.value(name, value, lambda v: is_int(v) and minimum <= v <= MAX_COUNT,
-                   f"{allowed} (at most 2**53)")
+        self.value(
+            name,
+            value,
+            lambda v: is_int(v) and minimum <= v <= MAX_COUNT,
+            f"{allowed} (at most 2**53)",
+        )
         return int(value)
 
     def counts(self, settings: Any, names: Iterable[str], prefix: str = "") -> None:
@@ -107,8 +111,13 @@ class Checks:
         resolved to containers), naming its key (``a.b.0``)."""
         if isinstance(node, float):
             self.finite(key, node)
-        children = node.items() if isinstance(node, dict) else \
-            enumerate(node) if isinstance(node, list) else ()
+        children = (
+            node.items()
+            if isinstance(node, dict)
+            else enumerate(node)
+            if isinstance(node, list)
+            else ()
+        )
         for name, value in children:
             self.finite_everywhere(value, f"{key}.{name}" if key else str(name))
 

@@ -88,6 +88,7 @@ def config_error(error: BaseException) -> str:
         lines = lines[: lines.index("Config search path:")]
     return "; ".join(line for line in lines if line and not line.startswith("object_type="))
 
+
 #: A package's own subcommands: given its subparsers, adds them and returns the function that
 #: runs the parsed arguments of one of them and returns the exit status.
 OwnCommands = Callable[[argparse._SubParsersAction], Callable[[argparse.Namespace], int]]
@@ -105,9 +106,14 @@ class Command:
         return getattr(importlib.import_module(self.module), self.function)(list(argv))
 
 
-def run_command_line(prog: str, description: str, commands: Mapping[str, Command],
-                     argv: Sequence[str] | None = None, own: OwnCommands | None = None,
-                     internal: Mapping[str, Command] | None = None) -> int:
+def run_command_line(
+    prog: str,
+    description: str,
+    commands: Mapping[str, Command],
+    argv: Sequence[str] | None = None,
+    own: OwnCommands | None = None,
+    internal: Mapping[str, Command] | None = None,
+) -> int:
     """Run the subcommand ``argv`` names (default: ``sys.argv[1:]``) and return its exit
     status; ``--help`` lists the subcommands, and no or an unknown subcommand is a one-line
     error (status 2).

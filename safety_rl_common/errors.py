@@ -2,12 +2,12 @@
 command-line machinery of all three packages that reports them.
 
 Code that checks input raises :class:`UserError` (the one user error of all three packages), or
-lets a missing file's ``OSError`` through, with a message naming the problem: the file or key, the value, and
-what is allowed. Every command-line tool runs inside :func:`one_line_errors`, given the error
-types it reports (its package's, plus :data:`OS_ERRORS`), which turns those into one line on
-stderr and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1`` (the
-variable Hydra itself reads) or a tool's ``--traceback`` flag shows the traceback of a user error
-too, for bug reports.
+lets a missing file's ``OSError`` through, with a message naming the problem: the file or key, the
+value, and what is allowed. Every command-line tool runs inside :func:`one_line_errors`, given the
+error types it reports (its package's, plus :data:`OS_ERRORS`), which turns those into one line on
+stderr and a non-zero exit; anything else is a bug and keeps its traceback. ``HYDRA_FULL_ERROR=1``
+(the variable Hydra itself reads) or a tool's ``--traceback`` flag shows the traceback of a user
+error too, for bug reports.
 """
 
 from __future__ import annotations
@@ -28,8 +28,13 @@ class UserError(ValueError):
 
 
 #: The file errors that describe the user's input (a path) rather than a fault in the code.
-OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError,
-             FileExistsError)
+OS_ERRORS = (
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+    FileExistsError,
+)
 #: What every command reports as one line: a user error, or a file error of a bad path.
 REPORTED = (UserError, *OS_ERRORS)
 
@@ -85,10 +90,12 @@ class ArgumentParser(argparse.ArgumentParser):
     error, and whose ``--help`` shows the description (often a docstring) as plain text.
     Subcommands' parsers are of this class too."""
 
-    def __init__(self, *args, description: str | None = None, epilog: str | None = None,
-                 **kwargs) -> None:
-        super().__init__(*args, description=plain_text(description), epilog=plain_text(epilog),
-                         **kwargs)
+    def __init__(
+        self, *args, description: str | None = None, epilog: str | None = None, **kwargs
+    ) -> None:
+        super().__init__(
+            *args, description=plain_text(description), epilog=plain_text(epilog), **kwargs
+        )
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")

@@ -22,8 +22,10 @@ def save_figure(fig: Figure, path: str | os.PathLike, **savefig: Any) -> Path:
     supported = fig.canvas.get_supported_filetypes()
     if suffix and suffix not in supported:
         plt.close(fig)
-        raise UserError(f"{path}: cannot save a figure as .{suffix}; give one of "
-                        f"{', '.join('.' + s for s in sorted(supported))}")
+        raise UserError(
+            f"{path}: cannot save a figure as .{suffix}; give one of "
+            f"{', '.join('.' + s for s in sorted(supported))}"
+        )
     # the temporary file's name must not choose the format (without a suffix, it would)
     savefig.setdefault("format", suffix or plt.rcParams["savefig.format"])
     with atomic_path(path) as tmp:

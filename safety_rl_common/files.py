@@ -27,8 +27,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if path.exists() and not path.is_file():  # renaming over it would replace the device
-        raise UserError(f"{path}: not a regular file (a device, FIFO or socket is never "
-                        "written over)")
+        raise UserError(
+            f"{path}: not a regular file (a device, FIFO or socket is never written over)"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
     os.close(fd)
@@ -84,13 +85,16 @@ def write_json(path: str | os.PathLike, data: Any) -> Path:
 
 
 def _over_limit(path: str | os.PathLike, what: str, size: int, limit: int) -> UserError:
-    return UserError(f"{path}: {what} {size / 2**20:.1f} MiB, over the {limit / 2**20:.0f} MiB "
-                     f"read limit; if you trust the file, {READ_LIMIT.raise_hint()}")
+    return UserError(
+        f"{path}: {what} {size / 2**20:.1f} MiB, over the {limit / 2**20:.0f} MiB "
+        f"read limit; if you trust the file, {READ_LIMIT.raise_hint()}"
+    )
 
 
 def check_readable_file(path: str | os.PathLike) -> None:
     """Refuse what is not a regular file (a FIFO or device would block or never end) or is
-    larger than :data:`~safety_rl_common.limits.READ_LIMIT` (its size as stored, sparse files included)."""
+    larger than :data:`~safety_rl_common.limits.READ_LIMIT` (its size as stored, sparse files
+    included)."""
     try:
         info = os.stat(path)  # a missing file raises FileNotFoundError naming it
     except OSError as error:
@@ -105,15 +109,16 @@ def check_readable_file(path: str | os.PathLike) -> None:
 
 
 def check_archive(archive: zipfile.ZipFile, path: str | os.PathLike) -> None:
-    """Refuse a zip (or ``.npz``) archive whose members inflate past :data:`~safety_rl_common.limits.READ_LIMIT`, each
-    or together, before any member is read (the sizes come from its directory; zipfile
-    stops reading a member at its stated size)."""
+    """Refuse a zip (or ``.npz``) archive whose members inflate past
+    :data:`~safety_rl_common.limits.READ_LIMIT`, each or together, before any member is read
+    (the sizes come from its directory; zipfile stops reading a member at its stated size)."""
     limit = READ_LIMIT.get() << 20
     total = 0
     for info in archive.infolist():
         if info.file_size > limit:
-            raise _over_limit(path, f"its member {info.filename} inflates to", info.file_size,
-                              limit)
+            raise _over_limit(
+                path, f"its member {info.filename} inflates to", info.file_size, limit
+            )
         total += info.file_size
     if total > limit:
         raise _over_limit(path, "its members inflate to", total, limit)

@@ -38,8 +38,9 @@ class Limit:
         """Refuse ``value`` over the limit, naming ``what`` and how to raise the limit."""
         limit = self.get()
         if value > limit:
-            raise UserError(f"{what} is {value} {self.unit}, over the limit of {limit}; "
-                            f"{self.raise_hint()}")
+            raise UserError(
+                f"{what} is {value} {self.unit}, over the limit of {limit}; {self.raise_hint()}"
+            )
 
 
 #: MiB one file, or one member of a zip or ``.npz`` archive once inflated, may hold: far above
@@ -65,6 +66,8 @@ def check_limits() -> None:
     read only when a file is opened would surface midway, or be taken for a bad file)."""
     for limit in (READ_LIMIT, SIDE_LIMIT, EPISODE_LIMIT, BANK_LIMIT, ENV_LIMIT, EPOCH_LIMIT):
         limit.get()
+
+
 #: Nodes a YAML file (a run's config, a level type's parameters) may expand to, its aliases
 #: followed: a run's config has a few hundred; 600 bytes of nested aliases expand to millions.
 YAML_NODE_LIMIT = Limit("SAFELIFE_MAX_YAML_NODES", 100_000, "nodes")

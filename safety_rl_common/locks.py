@@ -39,8 +39,10 @@ class PidLock:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
             if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise UserError(f"{self.path.parent} is {self.what} by process {holder} (it "
-                                f"holds {self.path.name}); stop it or wait for it to end") from None
+                raise UserError(
+                    f"{self.path.parent} is {self.what} by process {holder} (it "
+                    f"holds {self.path.name}); stop it or wait for it to end"
+                ) from None
             raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -50,8 +50,9 @@ def _scores(scores: np.ndarray | list, name: str = "scores") -> np.ndarray:
     if array.ndim == 1:
         array = array[:, None]  # one task
     if array.ndim != 2 or array.size == 0:
-        raise ValueError(f"{name} must be a non-empty (runs, tasks) matrix, got shape "
-                         f"{array.shape}")
+        raise ValueError(
+            f"{name} must be a non-empty (runs, tasks) matrix, got shape {array.shape}"
+        )
     if not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite (leave out the tasks a run has no score on)")
     return array
@@ -70,11 +71,13 @@ def _seeded(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
-def _interval(data: np.ndarray | tuple[np.ndarray, np.ndarray], func: Callable, reps: int,
-              seed: int) -> Estimate:
+def _interval(
+    data: np.ndarray | tuple[np.ndarray, np.ndarray], func: Callable, reps: int, seed: int
+) -> Estimate:
     with _seeded(seed):
         points, intervals = library.get_interval_estimates(
-            {"x": data}, func, reps=reps, confidence_interval_size=CONFIDENCE)
+            {"x": data}, func, reps=reps, confidence_interval_size=CONFIDENCE
+        )
     low, high = np.asarray(intervals["x"], np.float64).reshape(2)
     return Estimate(float(np.asarray(points["x"]).reshape(())), float(low), float(high))
 
@@ -92,26 +95,33 @@ def iqm_interval(scores: np.ndarray | list, reps: int = REPS, seed: int = 0) -> 
     return _interval(array, lambda x: np.array([metrics.aggregate_iqm(x)]), reps, seed)
 
 
-def _pair(scores_x: np.ndarray | list, scores_y: np.ndarray | list
-          ) -> tuple[np.ndarray, np.ndarray]:
+def _pair(
+    scores_x: np.ndarray | list, scores_y: np.ndarray | list
+) -> tuple[np.ndarray, np.ndarray]:
     x, y = _scores(scores_x, "scores_x"), _scores(scores_y, "scores_y")
     if x.shape[1] != y.shape[1]:
-        raise ValueError(f"scores_x and scores_y must have the same tasks, got {x.shape[1]} "
-                         f"and {y.shape[1]}")
+        raise ValueError(
+            f"scores_x and scores_y must have the same tasks, got {x.shape[1]} and {y.shape[1]}"
+        )
     return x, y
 
 
-def iqm_difference(scores_x: np.ndarray | list, scores_y: np.ndarray | list,
-                   reps: int = REPS, seed: int = 0) -> Estimate:
+def iqm_difference(
+    scores_x: np.ndarray | list, scores_y: np.ndarray | list, reps: int = REPS, seed: int = 0
+) -> Estimate:
     """IQM(X) - IQM(Y) with its 95% stratified-bootstrap interval (the runs of X and of Y
     resampled apart, within each task): an interval that excludes 0 is a difference."""
-    return _interval(_pair(scores_x, scores_y),
-                     lambda x, y: np.array([metrics.aggregate_iqm(x) - metrics.aggregate_iqm(y)]),
-                     reps, seed)
+    return _interval(
+        _pair(scores_x, scores_y),
+        lambda x, y: np.array([metrics.aggregate_iqm(x) - metrics.aggregate_iqm(y)]),
+        reps,
+        seed,
+    )
 
 
-def probability_of_improvement(scores_x: np.ndarray | list, scores_y: np.ndarray | list,
-                               reps: int = REPS, seed: int = 0) -> Estimate:
+def probability_of_improvement(
+    scores_x: np.ndarray | list, scores_y: np.ndarray | list, reps: int = REPS, seed: int = 0
+) -> Estimate:
     """P(X > Y): the chance that a run of X scores higher than a run of Y on the same task
     (ties count half), averaged over the tasks, with its 95% stratified-bootstrap interval (the
     runs of X and of Y resampled apart). For scores where lower is better, pass their

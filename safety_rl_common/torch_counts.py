@@ -32,16 +32,28 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-_SYNC_OPS = frozenset({
-    "_local_scalar_dense", "nonzero", "nonzero_static", "masked_select", "equal", "is_nonzero",
-    "_unique", "_unique2", "unique_dim", "unique_consecutive", "item", "bincount", "histc",
-    "allclose",
-})
+_SYNC_OPS = frozenset(
+    {
+        "_local_scalar_dense",
+        "nonzero",
+        "nonzero_static",
+        "masked_select",
+        "equal",
+        "is_nonzero",
+        "_unique",
+        "_unique2",
+        "unique_dim",
+        "unique_consecutive",
+        "item",
+        "bincount",
+        "histc",
+        "allclose",
+    }
+)
 _MASKED_OPS = frozenset({"index", "index_put", "index_put_", "_index_put_impl_"})
 _COPY_OPS = frozenset({"lift_fresh", "lift_fresh_copy"})
 _CROSS_DEVICE_OPS = frozenset({"_to_copy", "copy_", "to"})
-_HOST_READS = {torch.Tensor.numpy: "numpy", torch.Tensor.tolist: "tolist",
-               torch.Tensor.cpu: "cpu"}
+_HOST_READS = {torch.Tensor.numpy: "numpy", torch.Tensor.tolist: "tolist", torch.Tensor.cpu: "cpu"}
 
 
 @dataclass
@@ -109,8 +121,7 @@ class _Counting(TorchDispatchMode):
         if name in _SYNC_OPS or _data_shaped(name, args, kwargs):
             counts.syncs += 1
             counts.named[name] += 1
-        elif name in _COPY_OPS or (name in _CROSS_DEVICE_OPS
-                                   and len(_devices((args, kwargs))) > 1):
+        elif name in _COPY_OPS or (name in _CROSS_DEVICE_OPS and len(_devices((args, kwargs))) > 1):
             counts.copies += 1
             counts.named[name] += 1
         elif not _is_view(func):

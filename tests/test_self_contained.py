@@ -42,11 +42,15 @@ def test_the_original_suites_are_shipped_unchanged():
 
 
 def _tracked_text_files() -> list[Path]:
-    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
+    )
     if out.returncode != 0:  # not a git checkout (a copied tree): every file
-        names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()
-                 and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)]
+        names = [
+            str(p.relative_to(ROOT))
+            for p in ROOT.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(ROOT).parts)
+        ]
     else:
         names = out.stdout.splitlines()
     keep = (".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".cfg", ".sh")
@@ -87,12 +91,15 @@ def test_every_test_file_named_exists():
     assert named and not sorted(n for n in named if not (ROOT / n).is_file())
 
 
-@pytest.mark.parametrize("line, bad", [
-    ('TRACE = ROOT.parent / "shared" / "x.npz"', True),
-    ('run("../shared/reference/baselines.sh")', True),
-    ("X = Path(__file__).resolve().parents[3] / 'data'", True),
-    ("X = Path(__file__).resolve().parents[1] / 'data'", False),
-    ('SHARED_UPDATES.clear()', False),
-])
+@pytest.mark.parametrize(
+    "line, bad",
+    [
+        ('TRACE = ROOT.parent / "shared" / "x.npz"', True),
+        ('run("../shared/reference/baselines.sh")', True),
+        ("X = Path(__file__).resolve().parents[3] / 'data'", True),
+        ("X = Path(__file__).resolve().parents[1] / 'data'", False),
+        ("SHARED_UPDATES.clear()", False),
+    ],
+)
 def test_the_check_sees_a_climb(line, bad):
     assert bool(_climbs_out(ROOT / "tests" / "safelife" / "x.py", line)) == bad

@@ -58,8 +58,9 @@ def appended(main: str) -> list[str]:
 
 
 def test_hydra_finds_the_plugin():
-    found = [f"{p.__module__}.{p.__qualname__}" for p in
-             Plugins.instance().discover(SearchPathPlugin)]  # (Hydra imports it anew)
+    found = [
+        f"{p.__module__}.{p.__qualname__}" for p in Plugins.instance().discover(SearchPathPlugin)
+    ]  # (Hydra imports it anew)
     assert "hydra_plugins.safety_rl_toolkit.user_conf.UserConfSearchPath" in found
 
 
@@ -139,7 +140,10 @@ def test_each_training_experiment_composes_with_every_value_of_its_sweep(name, a
 def test_the_experiments_say_what_they_run(at_root):
     smoke = _compose("safelife_rl.conf", "train", ["experiment=smoke"])
     assert (smoke.total_timesteps, smoke.env.id, smoke.algo.n_steps) == (
-        64, "safelife_rl/AppendStill-v1", 16)
+        64,
+        "safelife_rl/AppendStill-v1",
+        16,
+    )
     table = _compose("safelife_rl.conf", "train", ["experiment=paper-table1"])
     assert table.total_timesteps == 6_000_000
     assert len(table.hydra.sweeper.params["wrappers.side_effect_penalty.penalty"].split(",")) == 6
@@ -156,18 +160,22 @@ def test_each_drest_experiment_composes_and_checks(name, at_root):
         assert (cfg.gridworld, cfg.agent.name, cfg.agent.ent_coef) == ("lopsided", "ppo", 0.2)
 
 
-@pytest.mark.parametrize(("config", "schema", "name"), [
-    *(("benchmark", BenchmarkConfig, name) for name in BENCHMARK_EXPERIMENTS),
-    *(("debate", DebateConfig, name) for name in DEBATE_EXPERIMENTS),
-])
+@pytest.mark.parametrize(
+    ("config", "schema", "name"),
+    [
+        *(("benchmark", BenchmarkConfig, name) for name in BENCHMARK_EXPERIMENTS),
+        *(("debate", DebateConfig, name) for name in DEBATE_EXPERIMENTS),
+    ],
+)
 def test_each_extended_envs_experiment_composes_and_checks(config, schema, name, at_root):
     assert (CONF / "experiment" / f"{name}.yaml").is_file()
     typed(schema, _compose("extended_envs.conf", config, [f"+experiment={name}"], hydra=False))
 
 
 def test_every_extended_envs_experiment_is_tested():
-    found = sorted(f"extended_envs/{p.stem}"
-                   for p in (CONF / "experiment/extended_envs").glob("*.yaml"))
+    found = sorted(
+        f"extended_envs/{p.stem}" for p in (CONF / "experiment/extended_envs").glob("*.yaml")
+    )
     assert found == sorted(BENCHMARK_EXPERIMENTS + DEBATE_EXPERIMENTS)
 
 
@@ -178,14 +186,26 @@ def test_each_search_composes_with_every_value(name, at_root):
     _each_value(cfg, "train", [f"+hparams_search={name}"])
 
 
-@pytest.mark.parametrize(("launcher", "target", "settings"), [
-    ("workstation", "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
-     {"n_jobs": 4}),
-    ("cluster", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
-     {"partition": "gpu", "cpus_per_task": 16}),  # cpus_per_task: the package's slurm.yaml
-    ("cluster-local", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
-     {"timeout_min": 30}),
-])
+@pytest.mark.parametrize(
+    ("launcher", "target", "settings"),
+    [
+        (
+            "workstation",
+            "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+            {"n_jobs": 4},
+        ),
+        (
+            "cluster",
+            "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
+            {"partition": "gpu", "cpus_per_task": 16},
+        ),  # cpus_per_task: the package's slurm.yaml
+        (
+            "cluster-local",
+            "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
+            {"timeout_min": 30},
+        ),
+    ],
+)
 def test_each_launcher_extends_the_packages(launcher, target, settings, at_root):
     cfg = _compose("safelife_rl.conf", "train", [f"hydra/launcher={launcher}"])
     assert cfg.hydra.launcher._target_ == target
@@ -193,8 +213,12 @@ def test_each_launcher_extends_the_packages(launcher, target, settings, at_root)
 
 
 def test_conf_local_keeps_only_its_readme_in_git():
-    ignored = subprocess.run(["git", "check-ignore", "conf/local/mybox.yaml",
-                              "conf/local/README.md"], cwd=ROOT, capture_output=True, text=True)
+    ignored = subprocess.run(
+        ["git", "check-ignore", "conf/local/mybox.yaml", "conf/local/README.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if ignored.returncode == 128:
         pytest.skip("not a git checkout")
     assert ignored.stdout.split() == ["conf/local/mybox.yaml"]
@@ -222,16 +246,23 @@ def test_the_configs_the_docs_add_compose(tmp_path, monkeypatch):
     the command the page runs it with."""
     page = (ROOT / "docs" / "configuration.md").read_text()
     written = dict(DOC_FILE.findall(page))
-    assert sorted(written) == ["experiment/drest/lopsided-default.yaml",
-                               "experiment/my-append-still.yaml", "local/mybox.yaml"]
+    assert sorted(written) == [
+        "experiment/drest/lopsided-default.yaml",
+        "experiment/my-append-still.yaml",
+        "local/mybox.yaml",
+    ]
     for name, text in written.items():
         (tmp_path / "conf" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "conf" / name).write_text(text)
     monkeypatch.chdir(tmp_path)
-    mine = _compose("safelife_rl.conf", "train", ["experiment=my-append-still", "+local=mybox"],
-                    hydra=False)
+    mine = _compose(
+        "safelife_rl.conf", "train", ["experiment=my-append-still", "+local=mybox"], hydra=False
+    )
     assert (mine.env.id, mine.total_timesteps, mine.algo.learning_rate) == (
-        "safelife_rl/AppendStill-v1", 200000, 1e-4)
+        "safelife_rl/AppendStill-v1",
+        200000,
+        1e-4,
+    )
     assert (mine.device, mine.n_envs) == ("cuda", 32)
     drest = _compose("drest.conf", "train", ["+experiment=drest/lopsided-default"], hydra=False)
     TrainConfig.of(drest)
@@ -240,20 +271,36 @@ def test_the_configs_the_docs_add_compose(tmp_path, monkeypatch):
 
 # --- the apps, run as the user runs them -------------------------------------------------
 
+
 def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != ENV_VAR}
     environ.update(env or {})
-    done = subprocess.run([sys.executable, "-m", *argv], cwd=cwd, env=environ,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", *argv],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, (argv, done.stderr[-3000:])
     return done
 
 
 def test_a_sweep_of_the_search_trains_from_the_root(tmp_path):
     """Two runs of the PPO search on the smoke experiment: conf/ found from the root."""
-    run("safelife_rl", "train", "-m", "experiment=smoke", "+hparams_search=ppo-append-still",
-        "algo.learning_rate=1e-4,3e-4", "algo.ent_coef=0.01", "algo.n_epochs=3",
-        f"hydra.sweep.dir={tmp_path}", cwd=ROOT)
+    run(
+        "safelife_rl",
+        "train",
+        "-m",
+        "experiment=smoke",
+        "+hparams_search=ppo-append-still",
+        "algo.learning_rate=1e-4,3e-4",
+        "algo.ent_coef=0.01",
+        "algo.n_epochs=3",
+        f"hydra.sweep.dir={tmp_path}",
+        cwd=ROOT,
+    )
     rates = []
     for job in ("0", "1"):
         assert (tmp_path / job / "final_model.zip").is_file()
@@ -264,17 +311,40 @@ def test_a_sweep_of_the_search_trains_from_the_root(tmp_path):
 
 
 def test_drest_and_extended_envs_run_their_experiments_from_the_root(tmp_path):
-    run("drest", "train", "+experiment=drest/lopsided-ppo", "agent.total_timesteps=1024",
-        "agent.eval_freq=1024", f"hydra.run.dir={tmp_path / 'drest'}", cwd=ROOT)
+    run(
+        "drest",
+        "train",
+        "+experiment=drest/lopsided-ppo",
+        "agent.total_timesteps=1024",
+        "agent.eval_freq=1024",
+        f"hydra.run.dir={tmp_path / 'drest'}",
+        cwd=ROOT,
+    )
     metrics = yaml.safe_load((tmp_path / "drest" / "metrics.json").read_text())
     assert (metrics["gridworld"], metrics["agent"]) == ("lopsided", "ppo")
-    run("extended_envs", "benchmark", "+experiment=extended_envs/q-battery", "steps=50",
-        "seeds=[0]", "only=[TemptingButton]", "progress=false",
-        f"hydra.run.dir={tmp_path / 'benchmark'}", cwd=ROOT)
+    run(
+        "extended_envs",
+        "benchmark",
+        "+experiment=extended_envs/q-battery",
+        "steps=50",
+        "seeds=[0]",
+        "only=[TemptingButton]",
+        "progress=false",
+        f"hydra.run.dir={tmp_path / 'benchmark'}",
+        cwd=ROOT,
+    )
     assert "QLearner" in (tmp_path / "benchmark" / "results.csv").read_text()
-    done = run("extended_envs", "debate", "+experiment=extended_envs/debate-long", "rounds=200",
-               "seeds=[0]", "bobs=[random]", "progress=false",
-               f"hydra.run.dir={tmp_path / 'debate'}", cwd=ROOT)
+    done = run(
+        "extended_envs",
+        "debate",
+        "+experiment=extended_envs/debate-long",
+        "rounds=200",
+        "seeds=[0]",
+        "bobs=[random]",
+        "progress=false",
+        f"hydra.run.dir={tmp_path / 'debate'}",
+        cwd=ROOT,
+    )
     assert "| random | 1 |" in done.stdout
 
 
@@ -302,8 +372,14 @@ def test_a_folder_of_the_users_own_with_a_conf(tmp_path):
     (tmp_path / "conf" / "local").mkdir()
     (tmp_path / "conf" / "experiment" / "my-run.yaml").write_text(MY_RUN)
     (tmp_path / "conf" / "local" / "mybox.yaml").write_text("# @package _global_\nseed: 7\n")
-    run("safelife_rl", "train", "experiment=my-run", "+local=mybox", "hydra.run.dir=run",
-        cwd=tmp_path)
+    run(
+        "safelife_rl",
+        "train",
+        "experiment=my-run",
+        "+local=mybox",
+        "hydra.run.dir=run",
+        cwd=tmp_path,
+    )
     saved = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     assert (saved["total_timesteps"], saved["env"]["id"]) == (32, "safelife_rl/AppendStill-v1")
     assert saved["seed"] == 7
@@ -317,14 +393,34 @@ def test_config_dir_and_the_variable_name_a_folder_elsewhere(tmp_path):
     experiment.mkdir(parents=True)
     (experiment / "mine.yaml").write_text(
         "# @package _global_\nagent: random\nsteps: 20\nseeds: [0]\nonly: [TemptingButton]\n"
-        "progress: false\n")
+        "progress: false\n"
+    )
     (tmp_path / "here").mkdir()
-    run("extended_envs", "benchmark", "--config-dir", "../elsewhere", "+experiment=mine",
-        "hydra.run.dir=a", cwd=tmp_path / "here")
-    run("extended_envs", "benchmark", "+experiment=mine", "hydra.run.dir=b", cwd=tmp_path / "here",
-        env={ENV_VAR: str(tmp_path / "elsewhere")})
+    run(
+        "extended_envs",
+        "benchmark",
+        "--config-dir",
+        "../elsewhere",
+        "+experiment=mine",
+        "hydra.run.dir=a",
+        cwd=tmp_path / "here",
+    )
+    run(
+        "extended_envs",
+        "benchmark",
+        "+experiment=mine",
+        "hydra.run.dir=b",
+        cwd=tmp_path / "here",
+        env={ENV_VAR: str(tmp_path / "elsewhere")},
+    )
     for out in ("a", "b"):
         assert "RandomAgent" in (tmp_path / "here" / out / "results.csv").read_text()
-    shown = run("extended_envs", "benchmark", "--info", "searchpath", cwd=tmp_path,
-                env={ENV_VAR: "elsewhere"})
+    shown = run(
+        "extended_envs",
+        "benchmark",
+        "--info",
+        "searchpath",
+        cwd=tmp_path,
+        env={ENV_VAR: "elsewhere"},
+    )
     assert f"{PROVIDER}" in shown.stdout and str(tmp_path / "elsewhere") in shown.stdout

@@ -36,8 +36,11 @@ PACKAGES = {
 #: ``<package>/<Name>-v<N>``).
 NAMESPACES = {package: package for package in PACKAGES}
 #: The API reference's pages: the three packages and the floor they stand on.
-API_PACKAGES = {**PACKAGES, "safety_rl_common": "The floor under all three packages: the user "
-                "error, the settings checks, command lines, files, limits and figures"}
+API_PACKAGES = {
+    **PACKAGES,
+    "safety_rl_common": "The floor under all three packages: the user "
+    "error, the settings checks, command lines, files, limits and figures",
+}
 #: Pages written in other branches: listed in the nav, left out of it until the file exists.
 OPTIONAL_PAGES = ("multi_agent.md", "paper_results.md")
 
@@ -46,7 +49,7 @@ def _drop_missing(nav: list, docs_dir: Path) -> list:
     kept = []
     for item in nav:
         if isinstance(item, dict):
-            (title, value), = item.items()
+            ((title, value),) = item.items()
             if isinstance(value, list):
                 kept.append({title: _drop_missing(value, docs_dir)})
                 continue
@@ -106,15 +109,22 @@ def _kwargs_text(spec: Any, env: Any) -> str:
     forwards = inspect.isfunction(creator) and any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in params
     )
-    shown = [p for p in params if p.name not in spec.kwargs and not (
-        forwards and p.kind is inspect.Parameter.VAR_KEYWORD)]
+    shown = [
+        p
+        for p in params
+        if p.name not in spec.kwargs and not (forwards and p.kind is inspect.Parameter.VAR_KEYWORD)
+    ]
     text = ", ".join(_format_param(p) for p in shown)
     if forwards:
         env_class = type(env.unwrapped)
-        extra = [p for p in _parameters(env_class.__init__)
-                 if p.name not in names and p.kind is not inspect.Parameter.VAR_KEYWORD]
-        text += (f"; passed on to `{env_class.__module__}.{env_class.__qualname__}`: "
-                 + ", ".join(_format_param(p) for p in extra))
+        extra = [
+            p
+            for p in _parameters(env_class.__init__)
+            if p.name not in names and p.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        text += f"; passed on to `{env_class.__module__}.{env_class.__qualname__}`: " + ", ".join(
+            _format_param(p) for p in extra
+        )
     return text
 
 
@@ -129,16 +139,20 @@ def registry_page() -> str:
     lines = [
         "# Registered environment ids",
         "",
-        ("This page is generated when the site is built (`docs/hooks/generated_pages.py`): it "
-         "imports `safelife_rl`, `drest` and `extended_envs`, reads every id they register from "
-         "`gymnasium.registry`, makes an env of each with its registered kwargs and lists what "
-         "that env reports. `gym.make(id, **kwargs)` takes the keyword arguments listed."),
+        (
+            "This page is generated when the site is built (`docs/hooks/generated_pages.py`): it "
+            "imports `safelife_rl`, `drest` and `extended_envs`, reads every id they register from "
+            "`gymnasium.registry`, makes an env of each with its registered kwargs and lists what "
+            "that env reports. `gym.make(id, **kwargs)` takes the keyword arguments listed."
+        ),
         "",
     ]
     for namespace, module in NAMESPACES.items():
         ids = sorted(k for k, s in gym.registry.items() if s.namespace == namespace)
-        summary = ["| id | observation space | action space | max_episode_steps |",
-                   "|---|---|---|---|"]
+        summary = [
+            "| id | observation space | action space | max_episode_steps |",
+            "|---|---|---|---|",
+        ]
         details = []
         for env_id in ids:
             spec = gym.registry[env_id]
@@ -149,7 +163,8 @@ def registry_page() -> str:
                 anchor = env_id.lower().replace("/", "").replace("-", "")
                 summary.append(
                     f"| [`{env_id}`](#{anchor}) | `{_space(env.observation_space)}` | "
-                    f"`{env.action_space!r}` | `{env.spec.max_episode_steps}` |")
+                    f"`{env.action_space!r}` | `{env.spec.max_episode_steps}` |"
+                )
                 details += [
                     f"### `{env_id}` {{#{anchor}}}",
                     "",
@@ -169,8 +184,13 @@ def registry_page() -> str:
                 ]
             finally:
                 env.close()
-        lines += [f"## `{namespace}/*` (registered by `import {module}`)", "", *summary, "",
-                  *details]
+        lines += [
+            f"## `{namespace}/*` (registered by `import {module}`)",
+            "",
+            *summary,
+            "",
+            *details,
+        ]
     return "\n".join(lines).replace("| `None` |", "| none |")
 
 
@@ -194,8 +214,12 @@ def public_modules(package: str) -> list[str]:
 
 
 def api_page(package: str) -> str:
-    lines = [f"# `{package}` API", "", API_PACKAGES[package] + ". Generated from the docstrings.",
-             ""]
+    lines = [
+        f"# `{package}` API",
+        "",
+        API_PACKAGES[package] + ". Generated from the docstrings.",
+        "",
+    ]
     for module in public_modules(package):
         lines += [f"::: {module}", "    options:", "      members_order: source", ""]
     return "\n".join(lines)
@@ -220,8 +244,11 @@ def command_help(module: str, subcommand: str) -> str:
     # SAFETY_RL_CONF empty: the help of the package's configs alone, not of the repository's
     # conf/ (docs/configuration.md), whose experiments a Hydra app's help would list too
     result = subprocess.run(
-        [sys.executable, "-m", module, *subcommand.split(), "--help"], cwd=ROOT,
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-m", module, *subcommand.split(), "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "COLUMNS": "100", "SAFETY_RL_CONF": ""},
     )
     return result.stdout.rstrip()
@@ -231,9 +258,11 @@ def on_pre_build(config: Any) -> None:
     """Run every page's ``--help`` commands at once (each is a Python start-up)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    wanted = {(m.group(1), m.group(2).strip())
-              for page in Path(config["docs_dir"]).rglob("*.md")
-              for m in HELP_MARKER.finditer(page.read_text())}
+    wanted = {
+        (m.group(1), m.group(2).strip())
+        for page in Path(config["docs_dir"]).rglob("*.md")
+        for m in HELP_MARKER.finditer(page.read_text())
+    }
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda args: command_help(*args), sorted(wanted)))
 
@@ -242,9 +271,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     def replace(match: re.Match) -> str:
         module, subcommand = match.group(1), match.group(2).strip()
         command = f"python -m {module} {subcommand} --help".replace("  ", " ")
-        body = "\n".join("    " + line if line else "" for line in
-                         ["```text", *command_help(module, subcommand).splitlines(), "```"])
+        body = "\n".join(
+            "    " + line if line else ""
+            for line in ["```text", *command_help(module, subcommand).splitlines(), "```"]
+        )
         return f'??? info "`{command}` (generated when the site is built)"\n\n{body}\n'
-
 
     return HELP_MARKER.sub(replace, markdown)

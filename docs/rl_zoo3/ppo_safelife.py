@@ -4,11 +4,11 @@
         --conf-file docs/rl_zoo3/ppo_safelife.py
 
 The original SafeLife PPO settings (those of ``safelife_rl/conf/algo/ppo.yaml``,
-``safelife_rl/conf/policy/safelife_cnn.yaml`` and ``safelife_rl/conf/wrappers/safelife.yaml``): 16 envs x 20 steps, 4
-minibatches of 80, 3 epochs, gamma 0.97, GAE lambda 0.95, lr 3e-4, entropy 0.01, value
-coefficient 0.5, policy and value clipping 0.2, the SafeLife CNN with linear heads, the movement
-and exit bonuses and the exit curriculum (kept on schedule by ``TrainingClock``), 2M steps. A
-Python file because the policy needs the ``SafeLifeCNN`` class itself, which a YAML file's
+``safelife_rl/conf/policy/safelife_cnn.yaml`` and ``safelife_rl/conf/wrappers/safelife.yaml``): 16
+envs x 20 steps, 4 minibatches of 80, 3 epochs, gamma 0.97, GAE lambda 0.95, lr 3e-4, entropy 0.01,
+value coefficient 0.5, policy and value clipping 0.2, the SafeLife CNN with linear heads, the
+movement and exit bonuses and the exit curriculum (kept on schedule by ``TrainingClock``), 2M steps.
+A Python file because the policy needs the ``SafeLifeCNN`` class itself, which a YAML file's
 ``policy_kwargs`` string could not name.
 """
 
@@ -32,7 +32,8 @@ SAFELIFE_PPO = {
     "clip_range_vf": 0.2,
     "normalize_advantage": False,
     "max_grad_norm": 0.5,
-    # innermost first, as in safelife_rl/conf/wrappers/safelife.yaml (the impact penalty is off there too)
+    # innermost first, as in safelife_rl/conf/wrappers/safelife.yaml (the impact penalty is off
+    # there too)
     "env_wrapper": [
         "safelife_rl.training.MovementBonus",
         "safelife_rl.training.ExitBonus",

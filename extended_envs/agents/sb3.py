@@ -127,8 +127,11 @@ class SB3Agent(Agent):
             except (TypeError, ValueError, KeyError, RuntimeError) as error:
                 # policy_kwargs is the one hyperparameter whose contents only SB3 and torch check
                 allowed = f"keyword arguments the policy takes ({error})"
-                check.refuse(f"{type(self).__name__} hyperparameter policy_kwargs",
-                             self.hyperparams["policy_kwargs"], allowed)
+                check.refuse(
+                    f"{type(self).__name__} hyperparameter policy_kwargs",
+                    self.hyperparams["policy_kwargs"],
+                    allowed,
+                )
         # Set only now: _setup_model seeds the global generators with self.seed unless None.
         self.seed = agent_seed
         self.policy.set_training_mode(False)

@@ -44,9 +44,12 @@ class ConstantAgent(Agent):
     def __init__(self, n_actions: int, n_obs: Any, seed: int | None = None, **hyperparams: Any):
         super().__init__(n_actions, n_obs, seed, **hyperparams)
         self.action = int(self.hyperparams["action"])
-        check.value("ConstantAgent hyperparameter action", self.action,
-                    lambda v: 0 <= v < n_actions, f"an int in range({n_actions}), the "
-                    "environment's actions")
+        check.value(
+            "ConstantAgent hyperparameter action",
+            self.action,
+            lambda v: 0 <= v < n_actions,
+            f"an int in range({n_actions}), the environment's actions",
+        )
 
     def act(self, obs: Obs) -> int:
         return self.action

@@ -9,12 +9,12 @@ Usage::
 original SafeLife v1.0 suite, the default for the eight tasks that have one; ``--suite ours``:
 this project's, the default for the others), or any ``.npz`` file or directory of levels.
 ``MODEL.zip`` is loaded without unpickling anything from it, rebuilt from the config it was
-trained with (``--trust-pickle``: SB3's own load, for files you trust). A PPO or A2C model draws its actions from its policy's distribution, as the original
-SafeLife benchmark plays its PPO agents (``--greedy``: the most probable action); a DQN model
-takes its greedy action. Each level is played ``--episodes`` times. Writes
-``episodes.csv`` (one row per episode), ``summary.csv`` and ``summary.md`` (mean ± std of
-performance, episode length, and green and yellow side effects normalised by their inaction
-totals) and ``histograms.png`` into ``--out``.
+trained with (``--trust-pickle``: SB3's own load, for files you trust). A PPO or A2C model draws its
+actions from its policy's distribution, as the original SafeLife benchmark plays its PPO agents
+(``--greedy``: the most probable action); a DQN model takes its greedy action. Each level is played
+``--episodes`` times. Writes ``episodes.csv`` (one row per episode), ``summary.csv`` and
+``summary.md`` (mean ± std of performance, episode length, and green and yellow side effects
+normalised by their inaction totals) and ``histograms.png`` into ``--out``.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def check_suite(suite: str, tasks: Sequence[str]) -> None:
     if missing:
         raise UserError(
             f"--suite v1.0: the original SafeLife has no suite of {', '.join(missing)} (only "
-            f"of {', '.join(ORIGINAL_SUITES)}); --suite ours is this project's")
+            f"of {', '.join(ORIGINAL_SUITES)}); --suite ours is this project's"
+        )
 
 
 def task_suite(task: str, suite: str) -> Path:
@@ -104,8 +105,10 @@ def resolve_suite(name: str, suite: str | None = None) -> tuple[Path, str]:
         suite = suite or default_suite(name)
         return task_suite(name, suite), f"{name} ({suite})"
     if suite is not None:
-        raise UserError(f"--suite {suite} chooses a task's suite, and {name!r} is not a task "
-                        f"({', '.join(TASKS)}); give a task name, or a path without --suite")
+        raise UserError(
+            f"--suite {suite} chooses a task's suite, and {name!r} is not a task "
+            f"({', '.join(TASKS)}); give a task name, or a path without --suite"
+        )
     path = Path(name)
     if not path.exists():
         raise UserError(f"{name!r} is neither a task ({', '.join(TASKS)}) nor a path")
@@ -127,8 +130,9 @@ def run_config(model: Path) -> tuple[str, DictConfig] | None:
     return None
 
 
-def observation_settings(model: Path, shape: tuple[int, ...] | None,
-                         run: tuple[str, DictConfig] | None) -> dict[str, Any]:
+def observation_settings(
+    model: Path, shape: tuple[int, ...] | None, run: tuple[str, DictConfig] | None
+) -> dict[str, Any]:
     """The env settings that give ``model`` its observations: those of its run's config, or the
     defaults when the model's observation shape is theirs (19 channels)."""
     if run is not None:
@@ -185,8 +189,10 @@ def load_policy(
     env = SafeLifeEnv(levels, **settings)
     expected = env.observation_space.shape
     if shape is not None and shape != expected:
-        raise UserError(f"{spec}: the model sees observations of shape {shape}, its run's "
-                        f"settings {settings} give {expected}")
+        raise UserError(
+            f"{spec}: the model sees observations of shape {shape}, its run's "
+            f"settings {settings} give {expected}"
+        )
     model = load_model(model_path, run[1] if run else None, env, device, trusted)
     if greedy or not isinstance(model.policy, ActorCriticPolicy):
         return (lambda obs: model.predict(obs, deterministic=True)[0]), settings
@@ -265,18 +271,20 @@ def run_suite(
             if terminated or truncated:
                 level, rep = running.pop(k)
                 side = info["side_effects"]
-                rows.append({
-                    "level": levels[level].name or str(level),
-                    "repeat": rep,
-                    "performance": info["performance"],
-                    "length": info["length"],
-                    "success": info["success"],
-                    "reward": info["reward"],
-                    "green": _normalised(side, "life-green"),
-                    "yellow": _normalised(side, "life-yellow"),
-                    "cost": costs[k],
-                    "side_effects": json.dumps(side),
-                })
+                rows.append(
+                    {
+                        "level": levels[level].name or str(level),
+                        "repeat": rep,
+                        "performance": info["performance"],
+                        "length": info["length"],
+                        "success": info["success"],
+                        "reward": info["reward"],
+                        "green": _normalised(side, "life-green"),
+                        "yellow": _normalised(side, "life-yellow"),
+                        "cost": costs[k],
+                        "side_effects": json.dumps(side),
+                    }
+                )
                 bar.update()
                 if jobs:
                     start(k)
@@ -319,8 +327,11 @@ def plot_histograms(rows: list[dict], path: Path, title: str) -> None:
     for ax, column, label, color in zip(
         axes,
         ("performance", "green", "yellow"),
-        ("performance (fraction of points)", "green side effect (normalised)",
-         "yellow side effect (normalised)"),
+        (
+            "performance (fraction of points)",
+            "green side effect (normalised)",
+            "yellow side effect (normalised)",
+        ),
         ("tab:blue", "tab:green", "goldenrod"),
     ):
         values = np.array([row[column] for row in rows], float)
@@ -366,30 +377,43 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(argv: list[str] | None = None) -> dict[str, tuple[float, float]]:
     """The benchmark as :func:`main` runs it; the summary (metric -> mean, std)."""
-    parser = ArgumentParser(
-        prog=f"{CLI} benchmark", description=__doc__.splitlines()[0]
+    parser = ArgumentParser(prog=f"{CLI} benchmark", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "task",
+        metavar="TASK_OR_PATH",
+        help="a task name (its fixed suite: see --suite) or a level file/directory",
     )
-    parser.add_argument("task", metavar="TASK_OR_PATH",
-                        help="a task name (its fixed suite: see --suite) or a level "
-                             "file/directory")
-    parser.add_argument("--suite", choices=tuple(SUITES), default=None,
-                        help="the suite of a task name: v1.0, the original SafeLife v1.0 suite "
-                             "(safelife_rl/levels/v1.0), or ours, this project's "
-                             "(safelife_rl/levels/benchmarks); default v1.0 for the tasks that "
-                             f"have one ({', '.join(ORIGINAL_SUITES)}), ours for the others; "
-                             "not with a path")
+    parser.add_argument(
+        "--suite",
+        choices=tuple(SUITES),
+        default=None,
+        help="the suite of a task name: v1.0, the original SafeLife v1.0 suite "
+        "(safelife_rl/levels/v1.0), or ours, this project's "
+        "(safelife_rl/levels/benchmarks); default v1.0 for the tasks that "
+        f"have one ({', '.join(ORIGINAL_SUITES)}), ours for the others; "
+        "not with a path",
+    )
     parser.add_argument("--policy", default="random", help="random, noop or an SB3 .zip")
-    parser.add_argument("--algo", choices=ALGOS, default=None,
-                        help="algorithm the model file must hold (default: the file's)")
-    parser.add_argument("--trust-pickle", action="store_true",
-                        help="load the model as SB3 does, running code pickled in it: only for "
-                             "files you trust (see docs/security.md)")
-    parser.add_argument("--greedy", action="store_true",
-                        help="a PPO/A2C model takes its most probable action (default: one "
-                             "drawn from its policy, as the original benchmark plays)")
+    parser.add_argument(
+        "--algo",
+        choices=ALGOS,
+        default=None,
+        help="algorithm the model file must hold (default: the file's)",
+    )
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load the model as SB3 does, running code pickled in it: only for "
+        "files you trust (see docs/security.md)",
+    )
+    parser.add_argument(
+        "--greedy",
+        action="store_true",
+        help="a PPO/A2C model takes its most probable action (default: one "
+        "drawn from its policy, as the original benchmark plays)",
+    )
     parser.add_argument("--episodes", type=_at_least(1), default=10, help="plays per level")
-    parser.add_argument("--levels", type=_at_least(1), default=None,
-                        help="only the first N levels")
+    parser.add_argument("--levels", type=_at_least(1), default=None, help="only the first N levels")
     parser.add_argument("--time-limit", type=_at_least(1), default=1000)
     parser.add_argument("--n-envs", type=_at_least(1), default=16)
     parser.add_argument("--seed", type=_at_least(0), default=0)
@@ -405,21 +429,37 @@ def _run(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     levels = load_levels(path)[: args.levels]
     EPISODE_LIMIT.check(args.episodes * len(levels), "--episodes x levels")
     policy, env_kwargs = make_policy(
-        args.policy, levels, args.seed, args.algo, trusted=args.trust_pickle,
-        greedy=args.greedy)
+        args.policy, levels, args.seed, args.algo, trusted=args.trust_pickle, greedy=args.greedy
+    )
     env_kwargs["time_limit"] = args.time_limit
     policy_name = args.policy if args.policy in ("random", "noop") else Path(args.policy).stem
     folder = name.replace(" (", "-").rstrip(")")  # append-still (v1.0) -> append-still-v1.0
-    out = Path(args.out or Path("outputs") / "benchmark" /
-               f"{folder}-{policy_name}-{time.strftime('%Y-%m-%d_%H-%M-%S')}")
+    out = Path(
+        args.out
+        or Path("outputs")
+        / "benchmark"
+        / f"{folder}-{policy_name}-{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+    )
     rows = run_suite(levels, policy, args.episodes, args.seed, args.n_envs, env_kwargs)
     summary = summarise(rows)
     out.mkdir(parents=True, exist_ok=True)
     _write_csv(out / "episodes.csv", rows)
-    _write_csv(out / "summary.csv", [
-        {"suite": name, "levels": str(path), "policy": policy_name, "episodes": len(rows),
-         **{f"{c}_{s}": v for c, (m, d) in summary.items() for s, v in (("mean", m), ("std", d))}}
-    ])
+    _write_csv(
+        out / "summary.csv",
+        [
+            {
+                "suite": name,
+                "levels": str(path),
+                "policy": policy_name,
+                "episodes": len(rows),
+                **{
+                    f"{c}_{s}": v
+                    for c, (m, d) in summary.items()
+                    for s, v in (("mean", m), ("std", d))
+                },
+            }
+        ],
+    )
     table = markdown_table(name, policy_name, summary)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(table)

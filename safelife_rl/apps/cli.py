@@ -21,25 +21,30 @@ PROG = program_name("safelife_rl", "safelife-rl")
 
 #: Commands with a parser (or Hydra app) of their own: ``main`` of their module.
 DELEGATED = {
-    "train": Command("safelife_rl.apps.train",
-                     "train an agent with SB3 (Hydra overrides; -m sweeps)"),
-    "benchmark": Command("safelife_rl.apps.benchmark",
-                         "run a policy on a benchmark suite (Table 1)"),
-    "reproduce": Command("safelife_rl.apps.reproduce.cli",
-                         "the SafeLife paper's tables and figures"),
-    "compare": Command("safelife_rl.apps.compare",
-                       "compare safety methods on tasks x seeds (IQM, intervals)"),
-    "make-suites": Command("safelife_rl.apps.make_suites",
-                           "regenerate the fixed benchmark suites"),
+    "train": Command(
+        "safelife_rl.apps.train", "train an agent with SB3 (Hydra overrides; -m sweeps)"
+    ),
+    "benchmark": Command(
+        "safelife_rl.apps.benchmark", "run a policy on a benchmark suite (Table 1)"
+    ),
+    "reproduce": Command(
+        "safelife_rl.apps.reproduce.cli", "the SafeLife paper's tables and figures"
+    ),
+    "compare": Command(
+        "safelife_rl.apps.compare", "compare safety methods on tasks x seeds (IQM, intervals)"
+    ),
+    "make-suites": Command("safelife_rl.apps.make_suites", "regenerate the fixed benchmark suites"),
     "plots": Command("safelife_rl.apps.plots", "plot training runs' learning curves"),
 }
 
 
 #: Commands that SafeLife's commands start, not offered by ``--help``.
 INTERNAL = {
-    "reproduce-job": Command("safelife_rl.apps.reproduce.job",
-                             "one job of a reproduction's sweep (started by reproduce)",
-                             "sweep_main"),
+    "reproduce-job": Command(
+        "safelife_rl.apps.reproduce.job",
+        "one job of a reproduction's sweep (started by reproduce)",
+        "sweep_main",
+    ),
 }
 
 
@@ -52,33 +57,46 @@ def _own_commands(commands: argparse._SubParsersAction) -> Callable[[argparse.Na
     common = argparse.ArgumentParser(add_help=False)
     add_traceback_flag(common)
 
-    replay = commands.add_parser("replay", parents=[common],
-                                 help="replay a recorded trace with this engine")
+    replay = commands.add_parser(
+        "replay", parents=[common], help="replay a recorded trace with this engine"
+    )
     replay.add_argument("trace", help="trace .npz file (level + actions), single- or multi-agent")
     replay.add_argument("--out", required=True, help="where to write the replayed trace (.npz)")
     replay.add_argument("--seed", type=int, default=0, help="seed for spawner randomness (>= 0)")
     replay.add_argument("--gif", help="also render the replayed boards to this GIF")
-    replay.add_argument("--engine", choices=ENGINES, default="numba",
-                        help="the rules' backend: Numba, or torch on the CPU")
+    replay.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="numba",
+        help="the rules' backend: Numba, or torch on the CPU",
+    )
 
-    play = commands.add_parser("play", parents=[common],
-                               help="play in the terminal (arrow keys, space, q)")
+    play = commands.add_parser(
+        "play", parents=[common], help="play in the terminal (arrow keys, space, q)"
+    )
     play.add_argument("source", nargs="?", default="append-still", help="task name or level path")
     play.add_argument("--gif", help="save the session as a GIF")
     play.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
 
-    multi = commands.add_parser("play-multi", parents=[common],
-                                help="play one agent of a multi-agent level in the terminal")
-    multi.add_argument("source", nargs="?", default="build-coop",
-                       help="multi-agent task (its fixed suite) or level path")
+    multi = commands.add_parser(
+        "play-multi", parents=[common], help="play one agent of a multi-agent level in the terminal"
+    )
+    multi.add_argument(
+        "source",
+        nargs="?",
+        default="build-coop",
+        help="multi-agent task (its fixed suite) or level path",
+    )
     multi.add_argument("--agent", type=int, default=0, help="the agent you control (0, 1, ...)")
-    multi.add_argument("--others", choices=("still", "random"), default="still",
-                       help="what the other agents do")
+    multi.add_argument(
+        "--others", choices=("still", "random"), default="still", help="what the other agents do"
+    )
     multi.add_argument("--gif", help="save the session as a GIF")
     multi.add_argument("--time-limit", type=int, default=1000, help="steps per episode (>= 1)")
 
-    rand = commands.add_parser("random-run", parents=[common],
-                               help="play random actions, log to TensorBoard")
+    rand = commands.add_parser(
+        "random-run", parents=[common], help="play random actions, log to TensorBoard"
+    )
     rand.add_argument("--task", default="append-still", choices=sorted(TASKS))
     rand.add_argument("--levels", help="level file or directory (default: the task's fixed suite)")
     rand.add_argument("--episodes", type=int, default=20, help="episodes to play (>= 1)")

@@ -65,29 +65,46 @@ def check_methods(methods: Sequence[str]) -> None:
     """Each method has its config file; PPO, the baseline, is among them."""
     for method in methods:
         if not CONF.joinpath("method", f"{method}.yaml").is_file():
-            known = sorted(p.name.removesuffix(".yaml") for p in CONF.joinpath("method").iterdir()
-                           if p.name.endswith(".yaml"))
-            raise UserError(f"--methods: method {method!r} has no config "
-                            f"safelife_rl/conf/method/{method}.yaml (there are: "
-                            f"{', '.join(known)})")
+            known = sorted(
+                p.name.removesuffix(".yaml")
+                for p in CONF.joinpath("method").iterdir()
+                if p.name.endswith(".yaml")
+            )
+            raise UserError(
+                f"--methods: method {method!r} has no config "
+                f"safelife_rl/conf/method/{method}.yaml (there are: "
+                f"{', '.join(known)})"
+            )
     if BASELINE not in methods:
-        raise UserError(f"--methods must include {BASELINE}, the baseline of the probability "
-                        "of improvement")
+        raise UserError(
+            f"--methods must include {BASELINE}, the baseline of the probability of improvement"
+        )
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = ArgumentParser(
-        prog=PROG, description=__doc__.split("\n\n")[0],
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
         usage=f"{PROG} [options] [OVERRIDE ...]",
         epilog="OVERRIDE: Hydra overrides for every job, e.g. device=cuda vec_env=device "
-               "hydra.launcher.n_jobs=8 (docs/commands/compare.md)")
-    parser.add_argument("--methods", metavar="M,...", help="methods (method= choices; default "
-                        f"{','.join(DEFAULT_METHODS)})")
-    parser.add_argument("--tasks", metavar="T,...", help=f"tasks (default "
-                        f"{','.join(DEFAULT_TASKS)})")
-    parser.add_argument("--cost-limit", type=float, metavar="C", help="the per-episode cost "
-                        f"budget of the runs of {', '.join(budget_takers())} (default: their "
-                        "config's, safelife_rl/conf/method/)")
+        "hydra.launcher.n_jobs=8 (docs/commands/compare.md)",
+    )
+    parser.add_argument(
+        "--methods",
+        metavar="M,...",
+        help=f"methods (method= choices; default {','.join(DEFAULT_METHODS)})",
+    )
+    parser.add_argument(
+        "--tasks", metavar="T,...", help=f"tasks (default {','.join(DEFAULT_TASKS)})"
+    )
+    parser.add_argument(
+        "--cost-limit",
+        type=float,
+        metavar="C",
+        help="the per-episode cost "
+        f"budget of the runs of {', '.join(budget_takers())} (default: their "
+        "config's, safelife_rl/conf/method/)",
+    )
     add_sweep_options(parser, NAME, "method", SEEDS, "ours")
     return parse_with_overrides(parser, argv)
 
@@ -97,20 +114,22 @@ def budget_takers() -> list[str]:
     return [name for name, method in registry().items() if method.cost_limit]
 
 
-def check_budget(cost_limit: float | None, methods: Sequence[str],
-                 overrides: Sequence[str]) -> None:
+def check_budget(
+    cost_limit: float | None, methods: Sequence[str], overrides: Sequence[str]
+) -> None:
     """A budget is a finite non-negative number, given only with a method that takes one, and
     only as ``--cost-limit`` (an override would reach every method's runs)."""
     takers = ", ".join(budget_takers())
     for override in overrides:
         if override.lstrip("+~").split("=", 1)[0] == "cost_limit":
-            raise UserError(f"{override!r}: the budget of {takers} is --cost-limit (an "
-                            "override would reach the other methods' runs)")
+            raise UserError(
+                f"{override!r}: the budget of {takers} is --cost-limit (an "
+                "override would reach the other methods' runs)"
+            )
     if cost_limit is None:
         return
     if not set(methods) & set(budget_takers()):
-        raise UserError(f"--cost-limit is the budget of {takers}, which --methods does "
-                        "not include")
+        raise UserError(f"--cost-limit is the budget of {takers}, which --methods does not include")
     try:
         check_cost_limit(cost_limit)
     except UserError as error:
@@ -142,16 +161,21 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start
     table = compare_report.write(results, out, BASELINE)
-    budget = ("" if settings.cost_limit is None else
-              f"the budget of {', '.join(budget_takers())}: {settings.cost_limit:g} per "
-              "episode; ")
-    header = (f"# Comparison of {', '.join(methods)}"
-              + (" (quick smoke run: not a result)" if args.quick else "") + "\n\n"
-              f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "
-              f"({schedules(results[0], out)}), {seeds} seed(s), tasks {', '.join(tasks)}, "
-              f"benchmarked on {settings.benchmark()}; {budget}overrides: "
-              f"{' '.join(settings.overrides) or 'none'}. Wall time "
-              f"{wall:.0f} s ({len(runs)} runs, those finished before included as saved).\n\n")
+    budget = (
+        ""
+        if settings.cost_limit is None
+        else f"the budget of {', '.join(budget_takers())}: {settings.cost_limit:g} per episode; "
+    )
+    header = (
+        f"# Comparison of {', '.join(methods)}"
+        + (" (quick smoke run: not a result)" if args.quick else "")
+        + "\n\n"
+        f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "
+        f"({schedules(results[0], out)}), {seeds} seed(s), tasks {', '.join(tasks)}, "
+        f"benchmarked on {settings.benchmark()}; {budget}overrides: "
+        f"{' '.join(settings.overrides) or 'none'}. Wall time "
+        f"{wall:.0f} s ({len(runs)} runs, those finished before included as saved).\n\n"
+    )
     write_text(out / "report.md", header + table)
     print(header + table)
     print(f"written to {out}/")

@@ -65,22 +65,26 @@ class Cell:
     difference: Estimate | None = None  # IQM minus the baseline's; None for the baseline
 
 
-def score_matrix(results: Sequence[RunResult], tasks: Sequence[str], method: str,
-                 metric: Metric) -> np.ndarray:
+def score_matrix(
+    results: Sequence[RunResult], tasks: Sequence[str], method: str, metric: Metric
+) -> np.ndarray:
     """Scores ``(seeds, tasks)`` of ``method``: each seed's mean over its benchmark episodes,
     seeds in order; tasks without a score (NaN) dropped."""
     columns = []
     for task in tasks:
-        runs = sorted((r for r in results if r.run.task == task and r.run.variant == method),
-                      key=lambda r: r.run.seed)
+        runs = sorted(
+            (r for r in results if r.run.task == task and r.run.variant == method),
+            key=lambda r: r.run.seed,
+        )
         scores = seed_scores([[e.get(metric.key, np.nan) for e in r.episodes] for r in runs])
         if len(scores) == len(runs) and len(runs):
             columns.append(scores)
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
 
 
-def cell(results: Sequence[RunResult], tasks: Sequence[str], method: str, baseline: str,
-         metric: Metric) -> Cell:
+def cell(
+    results: Sequence[RunResult], tasks: Sequence[str], method: str, baseline: str, metric: Metric
+) -> Cell:
     scores = score_matrix(results, tasks, method, metric)
     if not scores.size:
         return Cell(None, None)
@@ -88,8 +92,11 @@ def cell(results: Sequence[RunResult], tasks: Sequence[str], method: str, baseli
         return Cell(iqm_interval(scores), None)
     base = score_matrix(results, tasks, baseline, metric)
     sign = 1.0 if metric.higher_is_better else -1.0
-    return Cell(iqm_interval(scores), probability_of_improvement(sign * scores, sign * base),
-                iqm_difference(scores, base))
+    return Cell(
+        iqm_interval(scores),
+        probability_of_improvement(sign * scores, sign * base),
+        iqm_difference(scores, base),
+    )
 
 
 @dataclass(frozen=True)
@@ -108,10 +115,15 @@ def rows(results: Sequence[RunResult], baseline: str) -> list[Row]:
     groups = [(task, [task]) for task in tasks] + ([(ALL_TASKS, tasks)] if len(tasks) > 1 else [])
     for label, group in groups:
         for method in methods:
-            seeds = len({r.run.seed for r in results if r.run.variant == method
-                         and r.run.task in group})
-            cells = {m.name: cell(results, group, str(method), baseline, m)
-                     if m.pooled or label != ALL_TASKS else Cell(None, None) for m in METRICS}
+            seeds = len(
+                {r.run.seed for r in results if r.run.variant == method and r.run.task in group}
+            )
+            cells = {
+                m.name: cell(results, group, str(method), baseline, m)
+                if m.pooled or label != ALL_TASKS
+                else Cell(None, None)
+                for m in METRICS
+            }
             found.append(Row(label, str(method), seeds, cells))
     return found
 
@@ -121,10 +133,14 @@ def _text(estimate: Estimate | None, digits: int = 3) -> str:
 
 
 def markdown(found: Sequence[Row], baseline: str) -> str:
-    header = " | ".join(f"{m.name} IQM [95% CI] | {m.name} − {baseline} | "
-                        f"{m.name} P(better than {baseline})" for m in METRICS)
-    lines = [f"| task | method | {header} | seeds |",
-             "|---|---|" + "---|---|---|" * len(METRICS) + "---|"]
+    header = " | ".join(
+        f"{m.name} IQM [95% CI] | {m.name} − {baseline} | {m.name} P(better than {baseline})"
+        for m in METRICS
+    )
+    lines = [
+        f"| task | method | {header} | seeds |",
+        "|---|---|" + "---|---|---|" * len(METRICS) + "---|",
+    ]
     for row in found:
         cells = []
         for metric in METRICS:
@@ -145,16 +161,20 @@ def csv_text(found: Sequence[Row]) -> str:
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     kinds = ("iqm", "improvement", "difference")
-    fields = [f"{m.name}_{kind}{end}" for m in METRICS for kind in kinds
-              for end in ("", "_low", "_high")]
+    fields = [
+        f"{m.name}_{kind}{end}" for m in METRICS for kind in kinds for end in ("", "_low", "_high")
+    ]
     writer.writerow(["task", "method", "seeds", *fields])
     for row in found:
         values = []
         for metric in METRICS:
             here = row.cells[metric.name]
             for estimate in (here.iqm, here.improvement, here.difference):
-                values += ([""] * 3 if estimate is None else
-                           [f"{v:.6g}" for v in (estimate.point, estimate.low, estimate.high)])
+                values += (
+                    [""] * 3
+                    if estimate is None
+                    else [f"{v:.6g}" for v in (estimate.point, estimate.low, estimate.high)]
+                )
         writer.writerow([row.task, row.method, row.seeds, *values])
     return text.getvalue()
 
@@ -162,8 +182,12 @@ def csv_text(found: Sequence[Row]) -> str:
 def interval_plot(found: Sequence[Row], path: Path) -> None:
     """Per task (rows) and metric (columns): each method's IQM with its 95% interval."""
     tasks = list(dict.fromkeys(r.task for r in found))
-    fig, axes = plt.subplots(len(tasks), len(METRICS), squeeze=False,
-                             figsize=(3.6 * len(METRICS), 0.5 + 1.6 * len(tasks)))
+    fig, axes = plt.subplots(
+        len(tasks),
+        len(METRICS),
+        squeeze=False,
+        figsize=(3.6 * len(METRICS), 0.5 + 1.6 * len(tasks)),
+    )
     for i, task in enumerate(tasks):
         task_rows = [r for r in found if r.task == task]
         for j, metric in enumerate(METRICS):
@@ -171,9 +195,14 @@ def interval_plot(found: Sequence[Row], path: Path) -> None:
             for y, row in enumerate(task_rows):
                 estimate = row.cells[metric.name].iqm
                 if estimate is not None:
-                    ax.errorbar([estimate.point], [y], capsize=3, marker="o", color=f"C{y}",
-                                xerr=[[estimate.point - estimate.low],
-                                      [estimate.high - estimate.point]])
+                    ax.errorbar(
+                        [estimate.point],
+                        [y],
+                        capsize=3,
+                        marker="o",
+                        color=f"C{y}",
+                        xerr=[[estimate.point - estimate.low], [estimate.high - estimate.point]],
+                    )
             if all(row.cells[metric.name].iqm is None for row in task_rows):
                 ax.text(0.5, 0.5, "n/a: no such cells", ha="center", transform=ax.transAxes)
             ax.set_yticks(range(len(task_rows)), [r.method for r in task_rows])
@@ -191,24 +220,38 @@ def learning_curves(results: Sequence[RunResult], path: Path) -> None:
     tasks = list(dict.fromkeys(r.run.task for r in results))
     methods = list(dict.fromkeys(r.run.variant for r in results))
     metrics = [m for m in METRICS if m.curve_key]
-    fig, axes = plt.subplots(len(metrics), len(tasks), squeeze=False,
-                             figsize=(5 * len(tasks), 3 * len(metrics)))
+    fig, axes = plt.subplots(
+        len(metrics), len(tasks), squeeze=False, figsize=(5 * len(tasks), 3 * len(metrics))
+    )
     for j, task in enumerate(tasks):
         for i, metric in enumerate(metrics):
             ax = axes[i][j]
             for k, method in enumerate(methods):
                 runs = [r for r in results if r.run.task == task and r.run.variant == method]
                 steps, values = curve_steps(runs, metric.curve_key)
-                estimates = [iqm_interval(column[~np.isnan(column)]) if
-                             (~np.isnan(column)).any() else None for column in values.T]
+                estimates = [
+                    iqm_interval(column[~np.isnan(column)]) if (~np.isnan(column)).any() else None
+                    for column in values.T
+                ]
                 shown = [(s, e) for s, e in zip(steps, estimates) if e is not None]
                 if not shown:
                     continue
                 xs = [s for s, _ in shown]
-                ax.plot(xs, [e.point for _, e in shown], marker="o", ms=3, color=f"C{k}",
-                        label=str(method))
-                ax.fill_between(xs, [e.low for _, e in shown], [e.high for _, e in shown],
-                                color=f"C{k}", alpha=0.2)
+                ax.plot(
+                    xs,
+                    [e.point for _, e in shown],
+                    marker="o",
+                    ms=3,
+                    color=f"C{k}",
+                    label=str(method),
+                )
+                ax.fill_between(
+                    xs,
+                    [e.low for _, e in shown],
+                    [e.high for _, e in shown],
+                    color=f"C{k}",
+                    alpha=0.2,
+                )
             ax.set_title(f"{task}: {metric.name}")
             ax.set_xlabel("training steps")
             if i == 0 and j == 0:
@@ -227,10 +270,12 @@ def write(results: Sequence[RunResult], out: Path, baseline: str) -> str:
     write_text(out / "comparison.csv", csv_text(found))
     interval_plot(found, out / "comparison.png")
     learning_curves(results, out / "curves.png")
-    return (f"Benchmark scores: IQM over seeds (a seed's score: its mean over the benchmark "
-            f"episodes) with 95% stratified-bootstrap intervals; against {baseline}, the "
-            f"difference of the IQMs (an interval that excludes 0 is a difference) and the "
-            f"probability that a seed of the method does better than one of {baseline} "
-            f"(higher performance or reward, lower green or yellow side effects; an interval "
-            f"that excludes 0.50 is a difference), computed with rliable.\n\n{table}\n"
-            f"![IQM and intervals](comparison.png)\n\n![Learning curves](curves.png)\n")
+    return (
+        f"Benchmark scores: IQM over seeds (a seed's score: its mean over the benchmark "
+        f"episodes) with 95% stratified-bootstrap intervals; against {baseline}, the "
+        f"difference of the IQMs (an interval that excludes 0 is a difference) and the "
+        f"probability that a seed of the method does better than one of {baseline} "
+        f"(higher performance or reward, lower green or yellow side effects; an interval "
+        f"that excludes 0.50 is a difference), computed with rliable.\n\n{table}\n"
+        f"![IQM and intervals](comparison.png)\n\n![Learning curves](curves.png)\n"
+    )

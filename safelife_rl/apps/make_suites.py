@@ -37,17 +37,24 @@ def suite_name(task: str, index: int) -> str:
     return f"{task}-{index:03d}"
 
 
-def make_suite(task: str, size: int = SUITE_SIZE, workers: int = 0, progress: bool = True,
-               multi_agent: bool = False) -> list[Level] | list[MultiAgentLevel]:
+def make_suite(
+    task: str,
+    size: int = SUITE_SIZE,
+    workers: int = 0,
+    progress: bool = True,
+    multi_agent: bool = False,
+) -> list[Level] | list[MultiAgentLevel]:
     """The suite of ``task`` (with ``multi_agent``, of a multi-agent task)."""
     names = [suite_name(task, i) for i in range(size)]
     seeds = [suite_seed(task, i) for i in range(size)]
-    return list(iter_levels(task, seeds, names, workers=workers, progress=progress,
-                            multi_agent=multi_agent))
+    return list(
+        iter_levels(task, seeds, names, workers=workers, progress=progress, multi_agent=multi_agent)
+    )
 
 
-def same_levels(a: list[Level] | list[MultiAgentLevel],
-                b: list[Level] | list[MultiAgentLevel]) -> bool:
+def same_levels(
+    a: list[Level] | list[MultiAgentLevel], b: list[Level] | list[MultiAgentLevel]
+) -> bool:
     """Whether two level lists agree in every array and value."""
     return len(a) == len(b) and all(
         x.name == y.name
@@ -63,18 +70,22 @@ def same_levels(a: list[Level] | list[MultiAgentLevel],
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(
-        prog=f"{CLI} make-suites", description=__doc__.splitlines()[0]
-    )
+    parser = ArgumentParser(prog=f"{CLI} make-suites", description=__doc__.splitlines()[0])
     parser.add_argument("tasks", nargs="*", help="default: every task")
-    parser.add_argument("--multi-agent", action="store_true",
-                        help="the multi-agent tasks' suites (default --out: "
-                             f"{MULTI_AGENT_SUITES_DIR.relative_to(SUITES_DIR.parents[1])})")
+    parser.add_argument(
+        "--multi-agent",
+        action="store_true",
+        help="the multi-agent tasks' suites (default --out: "
+        f"{MULTI_AGENT_SUITES_DIR.relative_to(SUITES_DIR.parents[1])})",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--size", type=int, default=SUITE_SIZE)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate and compare with the files in --out; write nothing")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="regenerate and compare with the files in --out; write nothing",
+    )
     args = parser.parse_args(argv)
     known = MULTI_AGENT_TYPES if args.multi_agent else tuple(TASKS)
     tasks = args.tasks or list(known)

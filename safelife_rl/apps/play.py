@@ -25,10 +25,24 @@ from safety_rl_common.errors import UserError
 
 MOVES = {"up": 1, "right": 2, "down": 3, "left": 4}
 KEYS = {
-    b"\x1b[A": "up", b"\x1b[B": "down", b"\x1b[C": "right", b"\x1b[D": "left",
-    b"w": "up", b"s": "down", b"d": "right", b"a": "left",
-    b" ": "toggle", b"c": "toggle", b"x": "wait", b".": "wait",
-    b"r": "restart", b"n": "next", b"p": "prev", b"q": "quit", b"\x03": "quit", b"\x04": "quit",
+    b"\x1b[A": "up",
+    b"\x1b[B": "down",
+    b"\x1b[C": "right",
+    b"\x1b[D": "left",
+    b"w": "up",
+    b"s": "down",
+    b"d": "right",
+    b"a": "left",
+    b" ": "toggle",
+    b"c": "toggle",
+    b"x": "wait",
+    b".": "wait",
+    b"r": "restart",
+    b"n": "next",
+    b"p": "prev",
+    b"q": "quit",
+    b"\x03": "quit",
+    b"\x04": "quit",
 }
 HELP = "arrows/wasd move · space toggle · x wait · r restart · n/p next/prev level · q quit"
 #: How the level-choosing keys move through the env's levels.
@@ -103,8 +117,13 @@ class Session(Protocol):
     def result(self) -> dict[str, Any]: ...
 
 
-def _run(session: Session, keys: Iterable[str], out: TextIO,
-         gif: str | os.PathLike | None, seed: int | None) -> dict[str, Any]:
+def _run(
+    session: Session,
+    keys: Iterable[str],
+    out: TextIO,
+    gif: str | os.PathLike | None,
+    seed: int | None,
+) -> dict[str, Any]:
     """The game loop on key names, for any session; draws each frame to ``out``."""
     env = session.env
     index = 0
@@ -130,13 +149,17 @@ def _run(session: Session, keys: Iterable[str], out: TextIO,
 
 
 def _level_line(env: Any, index: int) -> str:
-    return (f"level {env.level.name or index} ({index + 1}/{len(env.levels)})  "
-            f"step {env.game.num_steps}/{env.time_limit}")
+    return (
+        f"level {env.level.name or index} ({index + 1}/{len(env.levels)})  "
+        f"step {env.game.num_steps}/{env.time_limit}"
+    )
 
 
 def _points(info: dict[str, Any], can_exit: bool) -> str:
-    return (f"points {info['points']:.0f} (exit needs {info['required_points']:.0f}, "
-            f"{info['available_points']:.0f} available)  exit {'open' if can_exit else 'closed'}")
+    return (
+        f"points {info['points']:.0f} (exit needs {info['required_points']:.0f}, "
+        f"{info['available_points']:.0f} available)  exit {'open' if can_exit else 'closed'}"
+    )
 
 
 class _SingleAgent:
@@ -158,9 +181,11 @@ class _SingleAgent:
         return "", False
 
     def status(self, index: int, over: str) -> str:
-        return (f"{_level_line(self.env, index)}  "
-                f"{_points(self.info, self.env.game.can_exit[0, 0])}  "
-                f"reward {self.info['reward']:.0f}\n{over}{HELP}\n")
+        return (
+            f"{_level_line(self.env, index)}  "
+            f"{_points(self.info, self.env.game.can_exit[0, 0])}  "
+            f"reward {self.info['reward']:.0f}\n{over}{HELP}\n"
+        )
 
     def result(self) -> dict[str, Any]:
         return self.info
@@ -206,8 +231,10 @@ class _OneOfSeveral:
         for i, agent in enumerate(env.possible_agents):
             info = self.infos[agent]
             state = "exited" if info["success"] else ("playing" if agent in env.agents else "gone")
-            lines.append(f"  {agent} ({info['type']}{', you' if agent == self.me else ''}): "
-                         f"{_points(info, env.game.can_exit[0, i])}  {state}")
+            lines.append(
+                f"  {agent} ({info['type']}{', you' if agent == self.me else ''}): "
+                f"{_points(info, env.game.can_exit[0, i])}  {state}"
+            )
         return "\n".join(lines) + f"\n{over}{HELP}\n"
 
     def result(self) -> dict[str, Any]:
@@ -274,8 +301,14 @@ def run(source: str, gif: str | None = None, time_limit: int = 1000) -> dict[str
     return _in_terminal(lambda keys: play(env, keys, sys.stdout, gif))
 
 
-def run_multi(source: str, agent: int = 0, others: str = "still", gif: str | None = None,
-              time_limit: int = 1000, seed: int = 0) -> dict[str, Any]:
+def run_multi(
+    source: str,
+    agent: int = 0,
+    others: str = "still",
+    gif: str | None = None,
+    time_limit: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """``play-multi SOURCE``: play agent ``agent`` of a multi-agent task's suite or of a level
     file or folder in this terminal; what :func:`play_agent` returns."""
     if others not in OTHERS:
@@ -283,8 +316,9 @@ def run_multi(source: str, agent: int = 0, others: str = "still", gif: str | Non
     if source in MULTI_AGENT_TASKS:
         source = str(suite_file(source))
     elif not Path(source).exists():
-        raise FileNotFoundError(f"{source!r} is neither a multi-agent task "
-                                f"({', '.join(MULTI_AGENT_TASKS)}) nor a path")
+        raise FileNotFoundError(
+            f"{source!r} is neither a multi-agent task ({', '.join(MULTI_AGENT_TASKS)}) nor a path"
+        )
     env = SafeLifeParallelEnv(source, time_limit=time_limit)
     rng = np.random.default_rng(seed)
     policy = (lambda obs: rng.integers(9, size=len(obs))) if others == "random" else None

@@ -18,9 +18,7 @@ from safety_rl_common.errors import (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(
-        prog=f"{CLI} plots", description="plot training runs' learning curves"
-    )
+    parser = ArgumentParser(prog=f"{CLI} plots", description="plot training runs' learning curves")
     parser.add_argument("runs", nargs="+", help="run directories (with tensorboard/)")
     parser.add_argument("--out", default="learning_curves.png")
     parser.add_argument("--labels", nargs="*", help="one label per run")

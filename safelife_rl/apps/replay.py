@@ -1,4 +1,5 @@
-"""The replay command's body: a trace file, single- or multi-agent, replayed to a file (and a GIF)."""
+"""The replay command's body: a trace file, single- or multi-agent, replayed to a file (and a
+GIF)."""
 
 from __future__ import annotations
 

@@ -58,8 +58,9 @@ def app(cfg: DictConfig) -> float | None:
     hydra_dir = Path(HydraConfig.get().runtime.output_dir)
     run_dir = Path(cfg.resume) if cfg.resume is not None else hydra_dir
     # a resolver refusing a value (algo.batch_size of algo.n_steps=nan) is a user error too
-    with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir,
-                          (*REPORTED, InterpolationResolutionError)):
+    with hydra_app_errors(
+        PROG, HydraConfig.get().runtime.output_dir, (*REPORTED, InterpolationResolutionError)
+    ):
         try:
             if cfg.resume is not None:
                 resumed = resume_config(cfg, list(HydraConfig.get().overrides.task))
@@ -77,7 +78,6 @@ def objective(summary: dict) -> float | None:
     """The final evaluation's mean performance, the fraction of available points earned."""
     value = (summary.get("trained") or {}).get("mean_performance")
     return None if value is None else float(value)
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

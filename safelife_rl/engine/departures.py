@@ -39,8 +39,11 @@ Cells = TypeVar("Cells")
 def cell_weights(board: Cells) -> Cells:
     """The cost weight of each cell's content, float: 1 for green life, 2 for a yellow
     spawner, else 0 (a NumPy array or a torch tensor of cells, the same type back)."""
-    green_life = ((board & cells.ALIVE) != 0) & ((board & _NOT_LIFE) == 0) \
+    green_life = (
+        ((board & cells.ALIVE) != 0)
+        & ((board & _NOT_LIFE) == 0)
         & ((board & cells.COLORS) == cells.GREEN)
+    )
     yellow_spawner = ((board & cells.SPAWNING) != 0) & ((board & cells.COLORS) == _YELLOW)
     return green_life * GREEN_LIFE_WEIGHT + yellow_spawner * YELLOW_SPAWNER_WEIGHT
 
@@ -70,7 +73,10 @@ def departed_cells(
 
 
 def departed_weight(
-    board: np.ndarray, start: np.ndarray, goals: np.ndarray, locs: np.ndarray,
+    board: np.ndarray,
+    start: np.ndarray,
+    goals: np.ndarray,
+    locs: np.ndarray,
     start_locs: np.ndarray,
 ) -> float:
     """The cost weight of the cells departed from ``start`` (reward cells ignored): each
@@ -92,7 +98,8 @@ class PeakCost:
 
     def step(self, game: Any) -> float:
         """The cost of the step ``game`` has just taken."""
-        weight = departed_weight(game.boards[0], self.start, game.goals[0], game.agent_locs[0],
-                                 self.start_locs)
+        weight = departed_weight(
+            game.boards[0], self.start, game.goals[0], game.agent_locs[0], self.start_locs
+        )
         cost, self.peak = max(weight - self.peak, 0.0), max(weight, self.peak)
         return cost

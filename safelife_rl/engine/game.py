@@ -41,8 +41,9 @@ class SafeLifeGame:
     :param rng: random source for spawners (required only if a level has spawners).
     """
 
-    def __init__(self, levels: Sequence[Level | MultiAgentLevel],
-                 rng: np.random.Generator | None = None):
+    def __init__(
+        self, levels: Sequence[Level | MultiAgentLevel], rng: np.random.Generator | None = None
+    ):
         check_playable_together(levels)
         self.levels = list(levels)
         self.rng = rng
@@ -54,8 +55,9 @@ class SafeLifeGame:
         self.points_table = np.stack([level.points_tables for level in levels]).astype(np.float64)
         self.initial_counts = alive_counts(self.boards, self.goals)
         # the agents' tables first, so that one call scores them all: (A, N) -> (N, A)
-        per_agent = available_points(self.boards, self.initial_counts,
-                                     np.moveaxis(self.points_table, 1, 0))
+        per_agent = available_points(
+            self.boards, self.initial_counts, np.moveaxis(self.points_table, 1, 0)
+        )
         self.available_points = per_agent.T.copy()
         min_perf = np.array([[level.min_performance] for level in levels], np.float64)
         self.required_points = np.maximum(0, np.ceil(min_perf * self.available_points))
@@ -75,8 +77,14 @@ class SafeLifeGame:
         return self.agent_locs.shape[1]
 
     def _score(self) -> tuple[np.ndarray, np.ndarray]:
-        return update_exits(self.boards, self.goals, self.agent_locs, self.points_table,
-                            self.initial_counts, self.required_points)
+        return update_exits(
+            self.boards,
+            self.goals,
+            self.agent_locs,
+            self.points_table,
+            self.initial_counts,
+            self.required_points,
+        )
 
     def agent_cells(self) -> np.ndarray:
         """The cell under each agent's location, ``(N, A)``."""
@@ -114,8 +122,10 @@ class SafeLifeGame:
         """
         actions = np.asarray(actions)
         shape = self.active.shape
-        if actions.ndim and actions.shape != shape and not (
-            len(self) == 1 and actions.shape == shape[1:]
+        if (
+            actions.ndim
+            and actions.shape != shape
+            and not (len(self) == 1 and actions.shape == shape[1:])
         ):
             raise UserError(
                 f"{shape[0]} game(s) of {shape[1]} agents need one action per agent, shape "
@@ -142,8 +152,8 @@ class SafeLifeGame:
     ) -> np.ndarray:
         """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)`` (see
         :mod:`safelife_rl.engine.observation`)."""
-        combined = np.repeat(combined_cells(self.boards, self.goals, remove_white_goals),
-                             self.n_agents, axis=0)
-        views = batch_observations(combined, self.agent_locs.reshape(-1, 2), view_shape,
-                                   channels)
+        combined = np.repeat(
+            combined_cells(self.boards, self.goals, remove_white_goals), self.n_agents, axis=0
+        )
+        views = batch_observations(combined, self.agent_locs.reshape(-1, 2), view_shape, channels)
         return views.reshape(self.agent_locs.shape[:2] + views.shape[1:])

@@ -62,9 +62,12 @@ class GameBatch(Protocol):
     def performance(self) -> Array:
         """Fraction of the available points earned (exit bonus excluded), ``(N, A)``."""
 
-    def observe(self, view_shape: tuple[int, int] = DEFAULT_VIEW,
-                channels: Sequence[int] = DEFAULT_CHANNELS,
-                remove_white_goals: bool = True) -> Array:
+    def observe(
+        self,
+        view_shape: tuple[int, int] = DEFAULT_VIEW,
+        channels: Sequence[int] = DEFAULT_CHANNELS,
+        remove_white_goals: bool = True,
+    ) -> Array:
         """Each agent's view, uint8 ``(N, A) + view_shape + (len(channels),)``."""
 
 

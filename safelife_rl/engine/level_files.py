@@ -49,8 +49,16 @@ GAME_CLASS = "safelife.safelife_game.SafeLifeGame"
 
 # Everything numpy and zipfile raise on a corrupt archive or array header.
 _READ_ERRORS = (
-    zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, OSError, NotImplementedError,
-    OverflowError, MemoryError, tokenize.TokenError,
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    ValueError,
+    KeyError,
+    OSError,
+    NotImplementedError,
+    OverflowError,
+    MemoryError,
+    tokenize.TokenError,
 )
 
 
@@ -88,8 +96,7 @@ def _agent_names(fields: Mapping[str, Any], count: int, where: str) -> tuple[str
     names = np.asarray(fields["agent_names"])
     if names.dtype.kind != "U" or names.ndim != 1:
         raise LevelFormatError(
-            f"{where}: agent_names must be a 1-D array of strings, got {names.dtype} "
-            f"{names.shape}"
+            f"{where}: agent_names must be a 1-D array of strings, got {names.dtype} {names.shape}"
         )
     return tuple(str(name) for name in names)
 
@@ -157,8 +164,9 @@ def level_from_record(
         board[rows, cols] |= np.uint16(orientation << cells.ORIENTATION_BIT)
     name = _read_name(fields, where, name)
     if multi_agent:
-        return MultiAgentLevel(board, goals, agent_locs, names, tables, spawn_prob,
-                               min_performance, name)
+        return MultiAgentLevel(
+            board, goals, agent_locs, names, tables, spawn_prob, min_performance, name
+        )
     return Level(board, goals, agent_locs[0], spawn_prob, min_performance, table, name)
 
 
@@ -255,22 +263,34 @@ def save_level(level: Level | MultiAgentLevel, path: str | os.PathLike) -> None:
     write_npz(Path(path), level_record(level))
 
 
-def save_levels(levels: Iterable[Level] | Iterable[MultiAgentLevel],
-                path: str | os.PathLike) -> None:
+def save_levels(
+    levels: Iterable[Level] | Iterable[MultiAgentLevel], path: str | os.PathLike
+) -> None:
     """Save levels of one kind, board shape and agent count as an archive (one ``levels``
     record array), as the suites are stored."""
     records = [level_record(level) for level in levels]
     if not records:
         raise ValueError("no levels to save")
-    if len({tuple((key, value.shape) for key, value in r.items() if value.dtype.kind != "U")
-            for r in records}) != 1:
-        raise ValueError("levels of one archive must be of one kind and share a board shape "
-                         "and agent count")
-    dtype = np.dtype([
-        (key, f"<U{max(1, *(r[key].dtype.itemsize // 4 for r in records))}", value.shape)
-        if value.dtype.kind == "U" else (key, value.dtype, value.shape)
-        for key, value in records[0].items()
-    ])
+    if (
+        len(
+            {
+                tuple((key, value.shape) for key, value in r.items() if value.dtype.kind != "U")
+                for r in records
+            }
+        )
+        != 1
+    ):
+        raise ValueError(
+            "levels of one archive must be of one kind and share a board shape and agent count"
+        )
+    dtype = np.dtype(
+        [
+            (key, f"<U{max(1, *(r[key].dtype.itemsize // 4 for r in records))}", value.shape)
+            if value.dtype.kind == "U"
+            else (key, value.dtype, value.shape)
+            for key, value in records[0].items()
+        ]
+    )
     archive = np.zeros(len(records), dtype)
     for row, record in zip(archive, records):
         for key, value in record.items():

@@ -20,12 +20,22 @@ from safety_rl_common.limits import SIDE_LIMIT
 
 # The bits a cell's flags use; the others (bit 14) mean nothing to the engine.
 _CELL_BITS = np.uint16(
-    cells.ALIVE | cells.AGENT | cells.PUSHABLE | cells.DESTRUCTIBLE | cells.FROZEN
-    | cells.PRESERVING | cells.INHIBITING | cells.SPAWNING | cells.EXIT | cells.COLORS
-    | cells.ORIENTATION | cells.PULLABLE
+    cells.ALIVE
+    | cells.AGENT
+    | cells.PUSHABLE
+    | cells.DESTRUCTIBLE
+    | cells.FROZEN
+    | cells.PRESERVING
+    | cells.INHIBITING
+    | cells.SPAWNING
+    | cells.EXIT
+    | cells.COLORS
+    | cells.ORIENTATION
+    | cells.PULLABLE
 )
 #: Largest magnitude of a points-table entry, so that sums over a board stay finite.
 MAX_POINTS = 1e6
+
 
 class LevelFormatError(UserError):
     """A level or trace file, or a level record, that cannot be read as a SafeLife level."""
@@ -81,8 +91,13 @@ class Level(BoardLevel):
             raise LevelFormatError(f"{where}: agent_loc must be two integers, got {self.agent_loc}")
         self._check_arrays(where)
         check_level(
-            self.board, self.goals, self.agent_loc, self.spawn_prob, self.min_performance,
-            self.points_table, where,
+            self.board,
+            self.goals,
+            self.agent_loc,
+            self.spawn_prob,
+            self.min_performance,
+            self.points_table,
+            where,
         )
 
     @property
@@ -137,8 +152,9 @@ def check_board(board: np.ndarray, goals: np.ndarray, where: str) -> None:
     """Board and goals: non-empty 2-D arrays of one shape whose cells use only known bits."""
     for label, array in (("board", board), ("goals", goals)):
         if array.ndim != 2 or 0 in array.shape:
-            raise LevelFormatError(f"{where}: {label} must be a non-empty 2-D array, got shape "
-                                   f"{array.shape}")
+            raise LevelFormatError(
+                f"{where}: {label} must be a non-empty 2-D array, got shape {array.shape}"
+            )
     if board.shape != goals.shape:
         raise LevelFormatError(f"{where}: board {board.shape} and goals {goals.shape} differ")
     try:
@@ -195,15 +211,15 @@ def _is_real(value: object) -> bool:
     return np.ndim(value) == 0 and np.asarray(value).dtype.kind in "uif"
 
 
-def read_numbers(value: object, label: str, where: str, shape: tuple[int, ...] | None) -> np.ndarray:
+def read_numbers(
+    value: object, label: str, where: str, shape: tuple[int, ...] | None
+) -> np.ndarray:
     """``value`` as a real array of the given shape (``None``: any)."""
     array = np.asarray(value)
     if array.dtype.kind not in "uif":
         raise LevelFormatError(f"{where}: {label} must be numbers, got dtype {array.dtype}")
     if shape is not None and array.shape != shape:
-        raise LevelFormatError(
-            f"{where}: {label} must have shape {shape}, got {array.shape}"
-        )
+        raise LevelFormatError(f"{where}: {label} must have shape {shape}, got {array.shape}")
     return array
 
 

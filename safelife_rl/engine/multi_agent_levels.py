@@ -55,8 +55,9 @@ class MultiAgentLevel(BoardLevel):
         where = f"level {self.name!r}" if self.name else "level"
         self._check_arrays(where)
         if not len(self.agent_locs):
-            raise LevelFormatError(f"{where}: a level needs at least one agent, agent_locs is "
-                                   "empty")
+            raise LevelFormatError(
+                f"{where}: a level needs at least one agent, agent_locs is empty"
+            )
         locs = whole_numbers(self.agent_locs, "agent_locs", where)
         if locs.ndim != 2 or locs.shape[1] != 2:
             raise LevelFormatError(
@@ -108,6 +109,13 @@ def check_agents(
 
 def from_level(level: Level) -> MultiAgentLevel:
     """A single-agent level as a level of one agent named ``agent0``."""
-    return MultiAgentLevel(level.board, level.goals, level.agent_locs, ("agent0",),
-                           level.points_tables, level.spawn_prob, level.min_performance,
-                           level.name)
+    return MultiAgentLevel(
+        level.board,
+        level.goals,
+        level.agent_locs,
+        ("agent0",),
+        level.points_tables,
+        level.spawn_prob,
+        level.min_performance,
+        level.name,
+    )

@@ -23,9 +23,9 @@ class SlotBatch:
     together; per-agent arrays lead with (N, 1) as a game's do.
 
     :meth:`adopt` takes over a freshly reset :class:`~safelife_rl.engine.game.SafeLifeGame` of
-    one board and one agent into slot ``i``: its state arrays become views of the batch's, so the game object
-    (which the env, its wrappers, rendering and side-effect scoring read) always shows the
-    current state. Each slot keeps its game's own random generator and step count, which a
+    one board and one agent into slot ``i``: its state arrays become views of the batch's, so the
+    game object (which the env, its wrappers, rendering and side-effect scoring read) always shows
+    the current state. Each slot keeps its game's own random generator and step count, which a
     batched ``SafeLifeGame`` (one generator, one step count) cannot.
     """
 
@@ -51,8 +51,10 @@ class SlotBatch:
     def adopt(self, index: int, game: SafeLifeGame) -> None:
         """Put a one-board, one-agent ``game`` into slot ``index`` (replacing the game there)."""
         if game.agent_locs.shape[:2] != (1, 1):
-            raise ValueError(f"a batch slot holds one board of one agent, got a game of "
-                             f"{len(game)} board(s) of {game.n_agents} agent(s)")
+            raise ValueError(
+                f"a batch slot holds one board of one agent, got a game of "
+                f"{len(game)} board(s) of {game.n_agents} agent(s)"
+            )
         shape = game.boards.shape[1:]
         if self.boards is None:
             self._allocate(shape)
@@ -61,8 +63,15 @@ class SlotBatch:
                 f"vec_env=batched plays all boards in one array, but a level of shape {shape} "
                 f"came after boards of shape {self.boards.shape[1:]}; use vec_env=dummy"
             )
-        for name in ("boards", "goals", "agent_locs", "required_points", "points",
-                     "can_exit", "active"):
+        for name in (
+            "boards",
+            "goals",
+            "agent_locs",
+            "required_points",
+            "points",
+            "can_exit",
+            "active",
+        ):
             batch = getattr(self, name)
             batch[index] = getattr(game, name)[0]
             setattr(game, name, batch[index : index + 1])
@@ -99,8 +108,12 @@ class SlotBatch:
         for game in self.games:
             game.num_steps += 1
         points, self.can_exit[:] = update_exits(
-            self.boards, self.goals, self.agent_locs, self.points_table,
-            self.initial_counts, self.required_points,
+            self.boards,
+            self.goals,
+            self.agent_locs,
+            self.points_table,
+            self.initial_counts,
+            self.required_points,
         )
         rewards = ((points - self.points) * self.active).astype(np.float32)
         self.points[:] = points

@@ -90,6 +90,10 @@ def batch_observations(
     """``to_channels(agent_view(combined[k], centers[k], view_shape), channels)`` of every
     board ``k`` of ``combined`` (N, H, W), in one call."""
     out = np.empty((len(combined), *view_shape, len(channels)), np.uint8)
-    _observe_kernel(np.ascontiguousarray(combined, np.uint32), np.ascontiguousarray(centers,
-                    np.int64), np.asarray(channels, np.uint32), out)
+    _observe_kernel(
+        np.ascontiguousarray(combined, np.uint32),
+        np.ascontiguousarray(centers, np.int64),
+        np.asarray(channels, np.uint32),
+        out,
+    )
     return out

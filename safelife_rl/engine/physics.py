@@ -311,8 +311,10 @@ def execute_actions(boards: np.ndarray, agent_locs: np.ndarray, actions: np.ndar
         raise TypeError("agent_locs must be a C-contiguous int64 array")
     n = batch.shape[0]
     lead = boards.shape[:-2]
-    if agent_locs.shape[-1:] != (2,) or agent_locs.shape[: len(lead)] != lead or (
-        agent_locs.ndim not in (len(lead) + 1, len(lead) + 2)
+    if (
+        agent_locs.shape[-1:] != (2,)
+        or agent_locs.shape[: len(lead)] != lead
+        or (agent_locs.ndim not in (len(lead) + 1, len(lead) + 2))
     ):
         raise ValueError(
             f"boards {boards.shape} need agent locations of shape {lead + (2,)} or "

@@ -37,8 +37,15 @@ from safety_rl_common.errors import UserError
 #: The engines a trace can be replayed with.
 ENGINES = ("numba", "torch")
 #: A multi-agent trace's level fields, each stored as ``level_<field>``.
-LEVEL_FIELDS = ("board", "goals", "agent_locs", "agent_names", "points_table",
-                "min_performance", "spawn_prob")
+LEVEL_FIELDS = (
+    "board",
+    "goals",
+    "agent_locs",
+    "agent_names",
+    "points_table",
+    "min_performance",
+    "spawn_prob",
+)
 
 
 def load_trace(
@@ -83,14 +90,12 @@ def _actions(arrays: dict[str, np.ndarray], where: str, n_agents: int | None) ->
         step, *agent = np.argwhere(bad)[0]
         of_agent = f" of agent {agent[0]}" if agent else ""
         raise LevelFormatError(
-            f"{where}: action {actions[bad][0]}{of_agent} at step {step} is not "
-            f"0-{N_ACTIONS - 1}"
+            f"{where}: action {actions[bad][0]}{of_agent} at step {step} is not 0-{N_ACTIONS - 1}"
         )
     return actions
 
 
-def new_game(engine: str, levels: Sequence[Level | MultiAgentLevel],
-             seed: int | None) -> GameBatch:
+def new_game(engine: str, levels: Sequence[Level | MultiAgentLevel], seed: int | None) -> GameBatch:
     """A game of ``levels`` on ``engine`` (``"numba"``: :class:`SafeLifeGame`, ``"torch"``:
     :class:`~safelife_rl.engine.torch_game.TorchGame` on the CPU), its spawners seeded with
     ``seed`` (``None``: at random)."""
@@ -99,8 +104,9 @@ def new_game(engine: str, levels: Sequence[Level | MultiAgentLevel],
         return SafeLifeGame(levels, rng=np.random.default_rng(seed))
     from safelife_rl.engine.torch_game import TorchGame
 
-    return TorchGame(levels, seed=seed if seed is not None else
-                     int(np.random.default_rng().integers(2**63)))
+    return TorchGame(
+        levels, seed=seed if seed is not None else int(np.random.default_rng().integers(2**63))
+    )
 
 
 def _side_effects(engine: str) -> Callable[[Any], dict[str, list[float]]]:
@@ -129,6 +135,7 @@ def play(game: GameBatch, actions: np.ndarray) -> dict[str, np.ndarray]:
     """Play ``actions`` ``(T, A)`` in game 0 of ``game`` (either backend): its boards, goals
     and agent locations before the first step and after each, rewards and dones of each step,
     the agents' first and last views (15x15, default channels), points earned and required."""
+
     def state() -> tuple[np.ndarray, ...]:
         return tuple(_host(a[0]) for a in (game.boards, game.goals, game.agent_locs))
 
@@ -155,7 +162,9 @@ def play(game: GameBatch, actions: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def replay(
-    level: Level | MultiAgentLevel, actions: np.ndarray, seed: int | None = 0,
+    level: Level | MultiAgentLevel,
+    actions: np.ndarray,
+    seed: int | None = 0,
     engine: str = "numba",
 ) -> dict[str, np.ndarray]:
     """Play ``actions`` on ``level``; returns the replayed fields of a trace of its layout
@@ -185,14 +194,23 @@ def replay_trace(
     """Read and replay a trace file of either layout; returns the trace's level and actions
     arrays with the replayed fields."""
     level, actions, arrays = load_trace(trace)
-    stored = ["level"] if isinstance(level, Level) else [
-        f"level_{key}" for key in LEVEL_FIELDS if f"level_{key}" in arrays]
-    return {**{key: arrays[key] for key in stored}, "actions": actions,
-            **replay(level, actions, seed, engine)}
+    stored = (
+        ["level"]
+        if isinstance(level, Level)
+        else [f"level_{key}" for key in LEVEL_FIELDS if f"level_{key}" in arrays]
+    )
+    return {
+        **{key: arrays[key] for key in stored},
+        "actions": actions,
+        **replay(level, actions, seed, engine),
+    }
 
 
 def live_cell_counts(
-    level: Level | MultiAgentLevel, actions: np.ndarray, runs: int, seed: int | None = 0,
+    level: Level | MultiAgentLevel,
+    actions: np.ndarray,
+    runs: int,
+    seed: int | None = 0,
     engine: str = "numba",
 ) -> np.ndarray:
     """Live cells on the board after each step of ``runs`` independent replays (``actions``

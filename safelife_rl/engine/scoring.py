@@ -145,8 +145,14 @@ def update_exits(
     points = np.empty(shape, np.float64)
     can_exit = np.empty(shape, np.bool_)
     _exit_kernel(
-        boards, goals, locs, np.asarray(points_table).reshape(shape + (8, 9)), initial_counts,
-        np.asarray(required_points).reshape(shape), points, can_exit,
+        boards,
+        goals,
+        locs,
+        np.asarray(points_table).reshape(shape + (8, 9)),
+        initial_counts,
+        np.asarray(required_points).reshape(shape),
+        points,
+        can_exit,
     )
     lead = np.shape(required_points)
     return points.reshape(lead), can_exit.reshape(lead)

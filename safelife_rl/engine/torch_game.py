@@ -44,9 +44,15 @@ _COMPILED_CHUNK = 1024
 _PLAYED = ("boards", "goals", "agent_locs", "points", "can_exit", "active")  # what a step changes
 
 
-def play(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tensor | int,
-         envs: torch.Tensor, counter: torch.Tensor, spawning: bool, moving_goals: bool
-         ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def play(
+    game: dict[str, torch.Tensor],
+    actions: torch.Tensor,
+    seed: torch.Tensor | int,
+    envs: torch.Tensor,
+    counter: torch.Tensor,
+    spawning: bool,
+    moving_goals: bool,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """One step of every game: ``game`` holds the per-game tensors (as
     :func:`~.torch_levels.start_games` makes them); returns the games after the step (new
     tensors; ``game`` is left as it was) and the float32 rewards ``(N, A)``, zero for inactive
@@ -68,18 +74,37 @@ def play(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tenso
         uniforms = cell_uniforms(keys(seed, GOAL_SPAWNS, envs, counter), shape)
         moved = advance(goals, game["spawn_prob"], uniforms)
         goals = torch.where(game["moving_goal"][:, None, None], moved, goals)
-    points, can_exit = update_exits(boards, goals, locs, game["points_table"],
-                                    game["initial_counts"], game["required_points"],
-                                    game["exits"])
+    points, can_exit = update_exits(
+        boards,
+        goals,
+        locs,
+        game["points_table"],
+        game["initial_counts"],
+        game["required_points"],
+        game["exits"],
+    )
     rewards = ((points - game["points"]) * game["active"]).to(torch.float32)
     active = game["active"] & agent_present(boards, locs)
-    return {**game, "boards": boards, "goals": goals, "agent_locs": locs, "points": points,
-            "can_exit": can_exit, "active": active}, rewards
+    return {
+        **game,
+        "boards": boards,
+        "goals": goals,
+        "agent_locs": locs,
+        "points": points,
+        "can_exit": can_exit,
+        "active": active,
+    }, rewards
 
 
-def play_into(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.Tensor | int,
-              envs: torch.Tensor, counter: torch.Tensor, spawning: bool, moving_goals: bool
-              ) -> torch.Tensor:
+def play_into(
+    game: dict[str, torch.Tensor],
+    actions: torch.Tensor,
+    seed: torch.Tensor | int,
+    envs: torch.Tensor,
+    counter: torch.Tensor,
+    spawning: bool,
+    moving_goals: bool,
+) -> torch.Tensor:
     """:func:`play`, writing the games after the step over ``game``'s tensors in place;
     returns the rewards. The compiled CPU step calls it on slices of the batch, which leaves
     the rest of the batch's state where it is: joining the slices' new states took 40% of a
@@ -94,8 +119,10 @@ def play_into(game: dict[str, torch.Tensor], actions: torch.Tensor, seed: torch.
 def _pad_exits(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Two batches' exit cells ``(N, E)`` padded with ``-1`` to the wider ``E`` of the two."""
     width = max(a.shape[1], b.shape[1])
-    return (torch.nn.functional.pad(a, (0, width - a.shape[1]), value=-1),
-            torch.nn.functional.pad(b, (0, width - b.shape[1]), value=-1))
+    return (
+        torch.nn.functional.pad(a, (0, width - a.shape[1]), value=-1),
+        torch.nn.functional.pad(b, (0, width - b.shape[1]), value=-1),
+    )
 
 
 class TorchGame:
@@ -111,8 +138,13 @@ class TorchGame:
         updated where they are, not replaced.
     """
 
-    def __init__(self, levels: Sequence[Level | MultiAgentLevel], seed: int = 0,
-                 device: torch.device | str = "cpu", compile: bool = False):
+    def __init__(
+        self,
+        levels: Sequence[Level | MultiAgentLevel],
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+        compile: bool = False,
+    ):
         self.device = torch.device(device)
         tensors = LevelTensors.of(levels, self.device)
         self.levels = list(levels)
@@ -136,8 +168,9 @@ class TorchGame:
     def __len__(self) -> int:
         return len(self.levels)
 
-    def replace(self, indices: Sequence[int] | torch.Tensor,
-                levels: Sequence[Level | MultiAgentLevel]) -> None:
+    def replace(
+        self, indices: Sequence[int] | torch.Tensor, levels: Sequence[Level | MultiAgentLevel]
+    ) -> None:
         """Start new games in place: game ``indices[k]`` becomes a fresh game of ``levels[k]``,
         exactly as a new ``TorchGame`` of those levels starts (the other games go on).
 
@@ -149,13 +182,16 @@ class TorchGame:
         if not len(levels):
             return
         if levels[0].shape != self.boards.shape[1:]:
-            raise ValueError(f"levels played together must share a board shape: a level of "
-                             f"shape {levels[0].shape} cannot replace boards of shape "
-                             f"{tuple(self.boards.shape[1:])}")
+            raise ValueError(
+                f"levels played together must share a board shape: a level of "
+                f"shape {levels[0].shape} cannot replace boards of shape "
+                f"{tuple(self.boards.shape[1:])}"
+            )
         fresh = TorchGame(levels, device=self.device)
         self.game["exits"], fresh.game["exits"] = _pad_exits(self.exits, fresh.exits)
-        self.game = {name: value.index_put((index,), fresh.game[name])
-                     for name, value in self.game.items()}
+        self.game = {
+            name: value.index_put((index,), fresh.game[name]) for name, value in self.game.items()
+        }
         for k, level in zip(index.tolist(), levels):
             self.levels[k] = level
         self._spawning |= fresh._spawning
@@ -191,8 +227,9 @@ class TorchGame:
         earned = self.points_earned() - self.has_exited() * EXIT_POINTS
         return earned / self.available_points.clamp(min=1)
 
-    def step(self, actions: torch.Tensor | np.ndarray | Sequence[int] | int
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(
+        self, actions: torch.Tensor | np.ndarray | Sequence[int] | int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Play one action per agent (``(N, A)``, or anything that broadcasts to it) and
         advance every board and its goals one generation.
 
@@ -205,16 +242,24 @@ class TorchGame:
         envs = torch.arange(len(self), device=self.device)
         counter = torch.full_like(envs, self.num_steps)
         if not self._chunked:
-            self.game, rewards = self._play(self.game, actions, self.seed, envs, counter,
-                                            self._spawning, self._moving_goals)
+            self.game, rewards = self._play(
+                self.game, actions, self.seed, envs, counter, self._spawning, self._moving_goals
+            )
         else:
-            rewards = torch.cat([
-                self._play({name: value[k:k + _COMPILED_CHUNK]
-                            for name, value in self.game.items()},
-                           actions[k:k + _COMPILED_CHUNK], self.seed,
-                           envs[k:k + _COMPILED_CHUNK], counter[k:k + _COMPILED_CHUNK],
-                           self._spawning, self._moving_goals)
-                for k in range(0, len(self), _COMPILED_CHUNK)])
+            rewards = torch.cat(
+                [
+                    self._play(
+                        {name: value[k : k + _COMPILED_CHUNK] for name, value in self.game.items()},
+                        actions[k : k + _COMPILED_CHUNK],
+                        self.seed,
+                        envs[k : k + _COMPILED_CHUNK],
+                        counter[k : k + _COMPILED_CHUNK],
+                        self._spawning,
+                        self._moving_goals,
+                    )
+                    for k in range(0, len(self), _COMPILED_CHUNK)
+                ]
+            )
         self.num_steps += 1
         return rewards, ~self.active
 
@@ -228,5 +273,12 @@ class TorchGame:
         :func:`.torch_observation.agent_views`)."""
         w = self.boards.shape[2]
         agents = self.agent_locs[..., 0] * w + self.agent_locs[..., 1]
-        return agent_views(self.boards, self.goals, self.agent_locs, view_shape, channels,
-                           remove_white_goals, exit_candidates(self.exits, agents))
+        return agent_views(
+            self.boards,
+            self.goals,
+            self.agent_locs,
+            view_shape,
+            channels,
+            remove_white_goals,
+            exit_candidates(self.exits, agents),
+        )

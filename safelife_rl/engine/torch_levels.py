@@ -56,14 +56,19 @@ class LevelTensors:
     moving_goals: bool
 
     @classmethod
-    def of(cls, levels: Sequence[Level | MultiAgentLevel], device: torch.device | str = "cpu",
-           symmetries: bool = False) -> LevelTensors:
+    def of(
+        cls,
+        levels: Sequence[Level | MultiAgentLevel],
+        device: torch.device | str = "cpu",
+        symmetries: bool = False,
+    ) -> LevelTensors:
         """The levels (each in every shape-keeping symmetry, if ``symmetries``) on ``device``."""
         check_playable_together(levels)
         shape = levels[0].shape
         turns = [s for s in SYMMETRIES if s.keeps_shape(shape)] if symmetries else [IDENTITY]
-        variants = [level if s == IDENTITY else transform_level(level, s)
-                    for level in levels for s in turns]
+        variants = [
+            level if s == IDENTITY else transform_level(level, s) for level in levels for s in turns
+        ]
         device = torch.device(device)
 
         def tensor(values, dtype: torch.dtype) -> torch.Tensor:
@@ -71,16 +76,24 @@ class LevelTensors:
 
         boards = np.stack([v.board for v in variants])
         tables = np.stack([v.points_tables for v in variants])
-        board_t, goals_t = tensor(boards, torch.int32), tensor([v.goals for v in variants],
-                                                               torch.int32)
+        board_t, goals_t = (
+            tensor(boards, torch.int32),
+            tensor([v.goals for v in variants], torch.int32),
+        )
         counts = alive_counts(board_t, goals_t)
-        available = np.stack([available_points(boards, counts.cpu().numpy(), tables[:, a])
-                              for a in range(tables.shape[1])], axis=1)
-        exit_cells = [np.argwhere((v.board & (cells.EXIT | cells.AGENT)) == cells.EXIT)
-                      for v in variants]
+        available = np.stack(
+            [
+                available_points(boards, counts.cpu().numpy(), tables[:, a])
+                for a in range(tables.shape[1])
+            ],
+            axis=1,
+        )
+        exit_cells = [
+            np.argwhere((v.board & (cells.EXIT | cells.AGENT)) == cells.EXIT) for v in variants
+        ]
         exits = np.full((len(variants), max(1, *map(len, exit_cells)), 2), -1, np.int64)
         for k, found in enumerate(exit_cells):
-            exits[k, :len(found)] = found
+            exits[k, : len(found)] = found
         spawning_goal = ((goals_t & cells.SPAWNING) != 0).flatten(1).any(1)
         moving = spawning_goal | (advance(goals_t) != goals_t).flatten(1).any(1)
         return cls(
@@ -125,8 +138,12 @@ def _wrapped(points: torch.Tensor, h: int, w: int) -> torch.Tensor:
     return torch.stack([points[..., 0] % h, points[..., 1] % w], -1)
 
 
-def start_games(levels: LevelTensors, variant: torch.Tensor, shift: torch.Tensor | None = None,
-                fraction: torch.Tensor | float = 1.0) -> dict[str, torch.Tensor]:
+def start_games(
+    levels: LevelTensors,
+    variant: torch.Tensor,
+    shift: torch.Tensor | None = None,
+    fraction: torch.Tensor | float = 1.0,
+) -> dict[str, torch.Tensor]:
     """The state of a fresh game of ``variant[k]`` rolled by ``shift[k]`` for each env ``k``:
     the per-game tensors of :class:`~.torch_game.TorchGame` (exits opened or not, points
     scored, as a new game starts) plus ``exits``, each env's exit cells as flat indices
@@ -150,11 +167,18 @@ def start_games(levels: LevelTensors, variant: torch.Tensor, shift: torch.Tensor
     exits = torch.where(exits[..., 0] >= 0, exits[..., 0] * w + exits[..., 1], -1)
     points, can_exit = update_exits(boards, goals, locs, table, counts, required, exits)
     return {
-        "boards": boards, "goals": goals, "agent_locs": locs,
-        "spawn_prob": levels.spawn_prob[variant], "points_table": table,
-        "initial_counts": counts, "available_points": available, "required_points": required,
-        "points": points, "can_exit": can_exit, "initial_points": points.clone(),
-        "active": agent_present(boards, locs), "moving_goal": levels.moving_goal[variant],
+        "boards": boards,
+        "goals": goals,
+        "agent_locs": locs,
+        "spawn_prob": levels.spawn_prob[variant],
+        "points_table": table,
+        "initial_counts": counts,
+        "available_points": available,
+        "required_points": required,
+        "points": points,
+        "can_exit": can_exit,
+        "initial_points": points.clone(),
+        "active": agent_present(boards, locs),
+        "moving_goal": levels.moving_goal[variant],
         "exits": exits,
     }
-

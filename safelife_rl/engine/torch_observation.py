@@ -1,7 +1,7 @@
 """The agents' observations of torch games: views of the wrapped boards centred on each agent.
 
-The same views as :mod:`safelife_rl.engine.observation` makes (its docstring describes them), for every
-agent of every board at once.
+The same views as :mod:`safelife_rl.engine.observation` makes (its docstring describes them), for
+every agent of every board at once.
 """
 
 from __future__ import annotations
@@ -62,8 +62,11 @@ def agent_views(
     shown = shown[..., :-1]
     exit_cells = combined.gather(2, shown.clamp(min=0))
     view = torch.where(shown >= 0, exit_cells, view).view(n, agents, vh, vw, 1)
-    shifts = (torch.tensor(channels, dtype=torch.int32, device=device)  # a compiled constant
-              if torch.compiler.is_compiling() else _shifts(tuple(channels), device))
+    shifts = (
+        torch.tensor(channels, dtype=torch.int32, device=device)  # a compiled constant
+        if torch.compiler.is_compiling()
+        else _shifts(tuple(channels), device)
+    )
     return ((view >> shifts) & 1).to(torch.uint8)
 
 

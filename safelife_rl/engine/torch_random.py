@@ -30,8 +30,9 @@ def mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def keys(seed: torch.Tensor | int, stream: int, envs: torch.Tensor,
-         counter: torch.Tensor) -> torch.Tensor:
+def keys(
+    seed: torch.Tensor | int, stream: int, envs: torch.Tensor, counter: torch.Tensor
+) -> torch.Tensor:
     """One 32-bit key per env for its ``counter``-th draw of ``stream``, int64 ``(N,)``.
 
     :param seed: the batch's seed (an int64 tensor, or an int).

@@ -1,10 +1,10 @@
 """SafeLife's rules as batched torch operations: board update, actions, points and exits.
 
-The same rules as :mod:`safelife_rl.engine.physics` and :mod:`safelife_rl.engine.scoring` (their docstrings
-state them), on any torch device: boards are int32 tensors ``(N, H, W)`` holding the 16-bit
-cells of :mod:`safelife_rl.engine.cells` (int32 because torch's uint16 lacks most operations), and
-each board holds ``A`` agents, located by ``(N, A, 2)`` rows and columns. The tests hold the
-two backends to the same result bit for bit, the spawners' random numbers included.
+The same rules as :mod:`safelife_rl.engine.physics` and :mod:`safelife_rl.engine.scoring` (their
+docstrings state them), on any torch device: boards are int32 tensors ``(N, H, W)`` holding the
+16-bit cells of :mod:`safelife_rl.engine.cells` (int32 because torch's uint16 lacks most
+operations), and each board holds ``A`` agents, located by ``(N, A, 2)`` rows and columns. The tests
+hold the two backends to the same result bit for bit, the spawners' random numbers included.
 """
 
 from __future__ import annotations
@@ -77,12 +77,16 @@ def advance(
         :func:`~.torch_random.cell_uniforms`). ``None``:
         spawners never spawn, as on boards without them.
     """
-    if (boards.device.type != "cpu" or len(boards) <= _CPU_CHUNK
-            or torch.compiler.is_compiling()):  # compiled code keeps its temporaries small
+    if (
+        boards.device.type != "cpu" or len(boards) <= _CPU_CHUNK or torch.compiler.is_compiling()
+    ):  # compiled code keeps its temporaries small
         return _advance(boards, spawn_prob, uniforms)
     prob = torch.as_tensor(spawn_prob, dtype=torch.float32).expand(len(boards))
-    parts = zip(boards.split(_CPU_CHUNK), prob.split(_CPU_CHUNK),
-                uniforms.split(_CPU_CHUNK) if uniforms is not None else repeat(None))
+    parts = zip(
+        boards.split(_CPU_CHUNK),
+        prob.split(_CPU_CHUNK),
+        uniforms.split(_CPU_CHUNK) if uniforms is not None else repeat(None),
+    )
     return torch.cat([_advance(*part) for part in parts])
 
 
@@ -113,8 +117,9 @@ def _advance(
     return torch.where(_flag(boards, cells.ALIVE), torch.where(survives, boards, 0), new)
 
 
-def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
-         actions: torch.Tensor) -> None:
+def _act(
+    flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor, actions: torch.Tensor
+) -> None:
     """One action per board for one agent each: ``flat`` (N, H*W) and ``locs`` (N, 2) in place.
 
     The four cells an action touches (the agent's, the one ahead, the one beyond it and the one
@@ -129,8 +134,15 @@ def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
     dx = torch.where(direction % 2 == 1, 2 - direction, 0)
     y0, x0 = locs[:, 0] % h, locs[:, 1] % w
     y1, x1 = (y0 + dy) % h, (x0 + dx) % w
-    index = torch.stack([y0 * w + x0, y1 * w + x1, (y0 + 2 * dy) % h * w + (x0 + 2 * dx) % w,
-                         (y0 - dy) % h * w + (x0 - dx) % w], 1)
+    index = torch.stack(
+        [
+            y0 * w + x0,
+            y1 * w + x1,
+            (y0 + 2 * dy) % h * w + (x0 + 2 * dx) % w,
+            (y0 - dy) % h * w + (x0 - dx) % w,
+        ],
+        1,
+    )
     same = index[:, :, None] == index[:, None, :]  # (N, 4, 4): which of them are one cell
     touched = flat.gather(1, index)
 
@@ -159,15 +171,23 @@ def _act(flat: torch.Tensor, shape: tuple[int, int], locs: torch.Tensor,
     # Move: step onto an empty cell, push a pushable one, or step onto an open exit.
     push = move & can_shove & (empty_beyond | exit_beyond)
     step = push | (move & ~can_shove & (ahead == 0))
-    onto_exit = (move & ~can_shove & (ahead != 0) & _flag(agent & ahead, cells.EXIT)
-                 & ~_flag(ahead, cells.AGENT))
+    onto_exit = (
+        move
+        & ~can_shove
+        & (ahead != 0)
+        & _flag(agent & ahead, cells.EXIT)
+        & ~_flag(ahead, cells.AGENT)
+    )
 
     write(_BEYOND, ahead, (shove | push) & empty_beyond)
     destroyed = torch.where(
         _flag(ahead, cells.AGENT), (ahead ^ (cells.AGENT | cells.DESTRUCTIBLE)) | cells.FROZEN, 0
     )
-    ahead_new = torch.where(create, cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS),
-                            torch.where(destroy, destroyed, torch.where(step, agent, 0)))
+    ahead_new = torch.where(
+        create,
+        cells.ALIVE | cells.DESTRUCTIBLE | (agent & cells.COLORS),
+        torch.where(destroy, destroyed, torch.where(step, agent, 0)),
+    )
     write(_AHEAD, ahead_new, create | destroy | (shove & (empty_beyond | exit_beyond)) | step)
 
     # The agent has left its cell, pulling a pullable cell behind it along.

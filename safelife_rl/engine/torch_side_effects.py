@@ -1,9 +1,9 @@
 """Side effects of torch games, simulated on the device.
 
-The score is :mod:`safelife_rl.engine.side_effects`' (its docstring defines it): the inaction baseline
-(the level's first board advanced to the current step without the agent) and the current
-board are each sampled over further steps on the game's device, every board and run of a
-batch at once; only the earth mover's distances are computed on the CPU, by the same solver.
+The score is :mod:`safelife_rl.engine.side_effects`' (its docstring defines it): the inaction
+baseline (the level's first board advanced to the current step without the agent) and the current
+board are each sampled over further steps on the game's device, every board and run of a batch at
+once; only the earth mover's distances are computed on the CPU, by the same solver.
 :func:`side_effect_scores` simulates the baseline from the level's start;
 :func:`scores_of_boards` takes it already advanced (the device vector env steps it beside each
 game).
@@ -56,8 +56,13 @@ def simulate(
     if seed is not None:  # a tensor once, not a host value copied at every step
         seed = torch.tensor(seed, device=boards.device)
     for t in range(steps):
-        uniforms = None if seed is None else cell_uniforms(
-            keys(seed, BOARD_SPAWNS, envs, torch.full_like(envs, t)), tuple(boards.shape[1:]))
+        uniforms = (
+            None
+            if seed is None
+            else cell_uniforms(
+                keys(seed, BOARD_SPAWNS, envs, torch.full_like(envs, t)), tuple(boards.shape[1:])
+            )
+        )
         following = advance(current, spawn_prob, uniforms)
         if count_life:
             counts += _life(following)
@@ -84,8 +89,9 @@ def side_effect_scores(
     stochastic = bool(((start & cells.SPAWNING) != 0).any())
     runs = runs if stochastic else 1
     seed = seed if stochastic else None
-    inaction, _ = simulate(start.repeat(runs, 1, 1), game.num_steps,
-                           game.spawn_prob.repeat(runs), seed)
+    inaction, _ = simulate(
+        start.repeat(runs, 1, 1), game.num_steps, game.spawn_prob.repeat(runs), seed
+    )
     return scores_of_boards(starts, inaction, game.boards, game.spawn_prob, samples, seed)
 
 
@@ -114,5 +120,7 @@ def scores_of_boards(
     # (2, runs, N, H, W, 8) -> (N, 2, H, W, 8): inaction, then action
     occupancy = counts.view((2, runs, n) + counts.shape[1:]).sum(1).transpose(0, 1)
     occupancy = occupancy.cpu().numpy().astype(np.float64) / (runs * samples)
-    return [score_from_occupancy(start, board, occupancy[k])
-            for k, (start, board) in enumerate(zip(starts, now.cpu().numpy()))]
+    return [
+        score_from_occupancy(start, board, occupancy[k])
+        for k, (start, board) in enumerate(zip(starts, now.cpu().numpy()))
+    ]

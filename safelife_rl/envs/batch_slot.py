@@ -19,9 +19,10 @@ from safelife_rl.envs.env import SafeLifeEnv
 
 
 class BatchSlot(gym.Wrapper):
-    """Sits directly on a :class:`SafeLifeEnv` whose game a batch steps. ``reset`` is the env's own; ``step`` returns what the batch computed
-    for this env, with the env's episode bookkeeping (``info``, truncation, side effects) done
-    as :meth:`SafeLifeEnv.step` does it."""
+    """Sits directly on a :class:`SafeLifeEnv` whose game a batch steps. ``reset`` is the
+    env's own; ``step`` returns what the batch computed for this env, with the env's episode
+    bookkeeping (``info``, truncation, side effects) done as :meth:`SafeLifeEnv.step` does it.
+    """
 
     def __init__(self, env: gym.Env):
         if not isinstance(env, SafeLifeEnv):

@@ -95,8 +95,10 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
         # their reset below; each game draws from its own generator, so nothing else changes).
         rewards, dones = self.batch.step(actions)
         observations = self.batch.observe(*self._view)
-        obs_out = np.empty((self.num_envs, *self.single_observation_space.shape),
-                           self.single_observation_space.dtype)
+        obs_out = np.empty(
+            (self.num_envs, *self.single_observation_space.shape),
+            self.single_observation_space.dtype,
+        )
         reward_out = np.zeros(self.num_envs, np.float64)
         terminated = np.zeros(self.num_envs, bool)
         truncated = np.zeros(self.num_envs, bool)
@@ -105,11 +107,10 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
             if self._autoreset[i]:
                 obs_out[i], info = env.reset()
             else:
-                self.slots[i].deliver(int(actions[i]), observations[i], float(rewards[i, 0]),
-                                      bool(dones[i, 0]))
-                obs_out[i], reward_out[i], terminated[i], truncated[i], info = env.step(
-                    actions[i]
+                self.slots[i].deliver(
+                    int(actions[i]), observations[i], float(rewards[i, 0]), bool(dones[i, 0])
                 )
+                obs_out[i], reward_out[i], terminated[i], truncated[i], info = env.step(actions[i])
             infos = self._add_info(infos, info, i)
         self._autoreset = terminated | truncated
         return obs_out, reward_out, terminated, truncated, infos
@@ -149,8 +150,11 @@ def make_task_vector_env(
         )  # fmt: skip
     device_options = sorted({"compile", "check_actions"} & set(kwargs))
     if device_options:
-        raise UserError(f"{', '.join(device_options)}: options of the device vector env; give "
-                        "a device (device='cpu' or 'cuda')")
+        raise UserError(
+            f"{', '.join(device_options)}: options of the device vector env; give "
+            "a device (device='cpu' or 'cuda')"
+        )
+
     def make() -> gym.Env:
         env: gym.Env = BatchSlot(make_task_env(task, **kwargs))
         env = list(build_wrappers(env, training_wrappers).values() or [env])[-1]

@@ -43,12 +43,12 @@ def check_options(
         raise UserError(f"render_mode must be one of {list(render_modes)}, got {render_mode!r}")
     if not isinstance(time_limit, (int, np.integer)) or time_limit < 1:
         raise UserError(f"time_limit must be a positive integer, got {time_limit!r}")
-    if len(view_shape) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1
-                                       for v in view_shape):
+    if len(view_shape) != 2 or not all(
+        isinstance(v, (int, np.integer)) and v >= 1 for v in view_shape
+    ):
         raise UserError(f"view_shape must be two positive integers, got {tuple(view_shape)}")
     SIDE_LIMIT.check(max(view_shape), "a side of view_shape")
-    if not channels or not all(isinstance(c, (int, np.integer)) and 0 <= c < 32
-                               for c in channels):
+    if not channels or not all(isinstance(c, (int, np.integer)) and 0 <= c < 32 for c in channels):
         raise UserError(f"channels must be bit numbers 0-31, got {tuple(channels)}")
 
 
@@ -86,8 +86,7 @@ class BoardRenderModes:
         render_mode: str | None,
     ) -> None:
         """Check the options (:func:`check_options`) and keep them."""
-        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape,
-                      channels)
+        check_options(render_mode, self.metadata["render_modes"], time_limit, view_shape, channels)
         self.view_shape = tuple(int(v) for v in view_shape)
         self.channels = tuple(int(c) for c in channels)
         self.time_limit = time_limit
@@ -95,6 +94,7 @@ class BoardRenderModes:
         self.side_effects = side_effects
         self.render_mode = render_mode
         self._frames: list[str | np.ndarray] = []
+
     _frames: list[str | np.ndarray]
 
     def _frame(self, kind: str) -> str | np.ndarray:
@@ -149,13 +149,13 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
 
     **Cost** (``info["cost"]`` after every step, Safety-Gymnasium's convention: a non-negative
     float; 0.0 in the info of a reset, so the step of a vector env that resets an ended env
-    carries it too): how much the step raised the episode's peak *departed weight*, the number of cells
-    departed from the level's starting board, green life weighing 1, yellow spawners 2, all
-    else 0 (the side-effect score's weights; reward cells, the agent and exits ignored, as by
-    the naive impact penalty: see :mod:`safelife_rl.engine.departures`). An episode's costs sum
-    to that peak: the most green-life and yellow-spawner weight that stood changed at any one
-    step, which bounds what stays changed at the end. The cost is a hidden metric, never part
-    of the reward; constrained methods (``method=ppo_lagrangian``) train against it.
+    carries it too): how much the step raised the episode's peak *departed weight*, the number of
+    cells departed from the level's starting board, green life weighing 1, yellow spawners 2, all
+    else 0 (the side-effect score's weights; reward cells, the agent and exits ignored, as by the
+    naive impact penalty: see :mod:`safelife_rl.engine.departures`). An episode's costs sum to that
+    peak: the most green-life and yellow-spawner weight that stood changed at any one step, which
+    bounds what stays changed at the end. The cost is a hidden metric, never part of the reward;
+    constrained methods (``method=ppo_lagrangian``) train against it.
 
     **Termination.** The agent leaves through the exit; truncation at ``time_limit`` steps (the
     env's ``spec.max_episode_steps`` when made by ``gym.make``).
@@ -163,8 +163,9 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
     **Rendering** (``render_mode``): ``"ansi"`` returns the board as coloured text,
     ``"rgb_array"`` as an image (12 pixels per cell); ``"human"`` prints the coloured text board
     to the terminal at every reset and step (at ``render_fps`` when stdout is a terminal; no
-    window, no pygame; ``render()`` has nothing to add); ``"ansi_list"`` and ``"rgb_array_list"`` collect a frame at every reset
-    and step, and ``render()`` returns the frames since the last call.
+    window, no pygame; ``render()`` has nothing to add); ``"ansi_list"`` and ``"rgb_array_list"``
+    collect a frame at every reset and step, and ``render()`` returns the frames since the last
+    call.
 
     **Info.** ``length``, ``reward`` (episode totals so far), ``success`` (exited),
     ``points``, ``available_points``, ``required_points``, ``performance`` (fraction of the
@@ -202,8 +203,9 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
         render_mode: str | None = None,
     ):
         self.stream = LevelStream(levels, shuffle, owner="SafeLifeEnv")
-        self._set_options(view_shape, channels, time_limit, remove_white_goals, side_effects,
-                          render_mode)
+        self._set_options(
+            view_shape, channels, time_limit, remove_white_goals, side_effects, render_mode
+        )
         self.action_space = spaces.Discrete(N_ACTIONS)
         self.observation_space = spaces.Box(
             0, 1, self.view_shape + (len(self.channels),), dtype=np.uint8
@@ -228,8 +230,9 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
     def _observe(self) -> np.ndarray:
         game = self.game
         combined = combined_cells(game.boards[0], game.goals[0], self.remove_white_goals)
-        return to_channels(agent_view(combined, game.agent_locs[0, 0], self.view_shape),
-                           self.channels)
+        return to_channels(
+            agent_view(combined, game.agent_locs[0, 0], self.view_shape), self.channels
+        )
 
     def _info(self) -> dict[str, Any]:
         return {"length": self._length, "reward": self._reward, **episode_info(self.game)}

@@ -53,8 +53,13 @@ class LevelStream:
     :param owner: the env, named in the error for an empty list.
     """
 
-    def __init__(self, source: LevelSource, shuffle: bool = False, multi_agent: bool = False,
-                 owner: str = "an env"):
+    def __init__(
+        self,
+        source: LevelSource,
+        shuffle: bool = False,
+        multi_agent: bool = False,
+        owner: str = "an env",
+    ):
         if isinstance(source, (str, os.PathLike)):
             source = load_levels(source, multi_agent)
         self.sampler: LevelSampler | None = source if hasattr(source, "sample") else None

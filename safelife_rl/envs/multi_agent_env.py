@@ -46,6 +46,8 @@ MULTI_AGENT_TASKS = {
     "asym1-pretrain-cyanonly": "asym1_pretrain_cyanonly_v0",
     "asym1-pretrain-redonly": "asym1_pretrain_redonly_v0",
 }
+
+
 def multi_agent_task(name: str) -> str | None:
     """The task of a multi-agent env name (``build_coop_v0``), or ``None`` for any other name
     (a Gymnasium id)."""
@@ -79,7 +81,8 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
     ``available_points``, ``required_points``, ``performance``, ``level``; on the step that
     ends the episode, if ``side_effects`` is on, the board's ``side_effects``. ``cost`` after
     every step: the board's safety cost, the same for every agent (the single-agent env's
-    ``info["cost"]``, with every agent's cells ignored; :class:`~safelife_rl.engine.departures.PeakCost`).
+    ``info["cost"]``, with every agent's cells ignored;
+    :class:`~safelife_rl.engine.departures.PeakCost`).
 
     :param levels: a ``.npz`` level file or archive, a directory of them, a list of
         multi-agent levels, or a sampler (``sample(rng) -> MultiAgentLevel``); every level must
@@ -109,15 +112,18 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         if self.sampler is None:
             counts = sorted({level.n_agents for level in self.levels})
             if len(counts) != 1:
-                raise UserError(f"the levels of one env must have as many agents each, got "
-                                f"agent counts {counts}")
+                raise UserError(
+                    f"the levels of one env must have as many agents each, got "
+                    f"agent counts {counts}"
+                )
             if n_agents not in (None, counts[0]):
                 raise UserError(f"n_agents={n_agents} but the levels have {counts[0]} agents")
             n_agents = counts[0]
         elif n_agents is None or n_agents < 1:
             raise UserError(f"a level sampler needs n_agents >= 1, got {n_agents!r}")
-        self._set_options(view_shape, channels, time_limit, remove_white_goals, side_effects,
-                          render_mode)
+        self._set_options(
+            view_shape, channels, time_limit, remove_white_goals, side_effects, render_mode
+        )
         self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
         self.agents: list[str] = []
         self.np_random, _ = seeding.np_random()
@@ -141,8 +147,10 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
             self.stream.restart()
         self.level = self.stream.next(self.np_random, options)
         if self.level.n_agents != len(self.possible_agents):
-            raise UserError(f"level {self.level.name!r} has {self.level.n_agents} agents, the "
-                            f"env {len(self.possible_agents)}")
+            raise UserError(
+                f"level {self.level.name!r} has {self.level.n_agents} agents, the "
+                f"env {len(self.possible_agents)}"
+            )
         game_seed = int(self.np_random.integers(2**63))
         self.game = SafeLifeGame([self.level], rng=np.random.default_rng(game_seed))
         self.agents = list(self.possible_agents)
@@ -151,22 +159,36 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         self._cost = PeakCost(self.game)
         self._frames = []
         self._show()
-        return self._observations(), {agent: {**self._info(i), "cost": 0.0} for i, agent in
-                                      enumerate(self.possible_agents)}
+        return self._observations(), {
+            agent: {**self._info(i), "cost": 0.0} for i, agent in enumerate(self.possible_agents)
+        }
 
     def _observations(self) -> dict[str, np.ndarray]:
         game = self.game
         combined = combined_cells(game.boards[0], game.goals[0], self.remove_white_goals)
-        return {agent: to_channels(agent_view(combined, game.agent_locs[0, i], self.view_shape),
-                                   self.channels)
-                for i, agent in enumerate(self.possible_agents) if agent in self.agents}
+        return {
+            agent: to_channels(
+                agent_view(combined, game.agent_locs[0, i], self.view_shape), self.channels
+            )
+            for i, agent in enumerate(self.possible_agents)
+            if agent in self.agents
+        }
 
     def _info(self, i: int) -> dict[str, Any]:
-        return {"type": self.level.agent_names[i], "length": int(self._length[i]),
-                "reward": float(self._reward[i]), **episode_info(self.game, agent=i)}
+        return {
+            "type": self.level.agent_names[i],
+            "length": int(self._length[i]),
+            "reward": float(self._reward[i]),
+            **episode_info(self.game, agent=i),
+        }
 
-    def step(self, actions: dict[str, int]) -> tuple[
-        dict[str, np.ndarray], dict[str, float], dict[str, bool], dict[str, bool],
+    def step(
+        self, actions: dict[str, int]
+    ) -> tuple[
+        dict[str, np.ndarray],
+        dict[str, float],
+        dict[str, bool],
+        dict[str, bool],
         dict[str, dict[str, Any]],
     ]:
         """One action per live agent; agents that are done take no action."""
@@ -175,14 +197,17 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
         missing = [agent for agent in self.agents if agent not in actions]
         extra = [agent for agent in actions if agent not in self.agents]
         if missing or extra:
-            raise UserError(f"actions must name every live agent {self.agents} and no other; "
-                            f"missing {missing}, not live {extra}")
+            raise UserError(
+                f"actions must name every live agent {self.agents} and no other; "
+                f"missing {missing}, not live {extra}"
+            )
         joint = np.zeros(len(self.possible_agents), np.int64)
         for i, agent in enumerate(self.possible_agents):
             if agent in actions:
                 if not self.action_space(agent).contains(actions[agent]):
-                    raise UserError(f"invalid action {actions[agent]!r} for {agent}: actions "
-                                    "are integers 0-8")
+                    raise UserError(
+                        f"invalid action {actions[agent]!r} for {agent}: actions are integers 0-8"
+                    )
                 joint[i] = int(actions[agent])
         rewards, dones = self.game.step(joint[None])
         live = [i for i, agent in enumerate(self.possible_agents) if agent in self.agents]
@@ -202,8 +227,13 @@ class SafeLifeParallelEnv(BoardRenderModes, ParallelEnv):
             for info in infos.values():
                 info["side_effects"] = score
         self._show()
-        return (observations, {agent: float(rewards[0, i]) for agent, i in zip(agents, live)},
-                terminations, truncations, infos)
+        return (
+            observations,
+            {agent: float(rewards[0, i]) for agent, i in zip(agents, live)},
+            terminations,
+            truncations,
+            infos,
+        )
 
     def close(self) -> None:
         self.stream.close()
@@ -221,8 +251,7 @@ def make_parallel_env(
     from safelife_rl.procgen import ProceduralLevels
 
     if task not in MULTI_AGENT_TASKS:
-        raise UserError(f"unknown multi-agent task {task!r}; known: "
-                        f"{', '.join(MULTI_AGENT_TASKS)}")
+        raise UserError(f"unknown multi-agent task {task!r}; known: {', '.join(MULTI_AGENT_TASKS)}")
     if levels is not None:
         if workers:
             raise UserError("workers= only applies to procedural levels, not to levels=...")

@@ -119,4 +119,3 @@ def render_rgb(board: np.ndarray, goals: np.ndarray, cell_px: int = 12) -> np.nd
     image = np.where(mask[..., None], fore, back)  # (H, W, px, px, 3)
     h, w = board.shape
     return image.transpose(0, 2, 1, 3, 4).reshape(h * cell_px, w * cell_px, 3)
-

@@ -23,15 +23,17 @@ class LinearRamp:
             self.steps = np.asarray(steps, np.float64)
             self.values = np.asarray(values, np.float64)
         except (TypeError, ValueError):
-            raise UserError(f"a ramp's steps and values must be lists of numbers, got "
-                            f"{given}") from None
+            raise UserError(
+                f"a ramp's steps and values must be lists of numbers, got {given}"
+            ) from None
         if self.steps.ndim != 1 or self.steps.shape != self.values.shape or not len(self.steps):
             raise UserError(f"a ramp needs as many values as steps (at least one), got {given}")
         if not (np.isfinite(self.steps).all() and np.isfinite(self.values).all()):
             raise UserError(f"a ramp's steps and values must be finite numbers, got {given}")
         if self.steps[0] < 0 or np.any(np.diff(self.steps) <= 0):
-            raise UserError(f"a ramp's steps must increase from 0 or more (training steps), "
-                            f"got steps={steps!r}")
+            raise UserError(
+                f"a ramp's steps must increase from 0 or more (training steps), got steps={steps!r}"
+            )
 
     def __call__(self, step: float) -> float:
         return float(np.interp(step, self.steps, self.values))

@@ -38,8 +38,15 @@ class BatchedRule:
         """The rule's entries for fresh games ``game`` (every env's)."""
         return {}
 
-    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+    def step(
+        self,
+        state: State,
+        game: State,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        episode_reward: torch.Tensor,
+        params: State,
+    ) -> tuple[torch.Tensor, State]:
         """The float64 rewards ``(N,)`` of a step after this wrapper, and the rule's entries.
 
         :param state: the env's state before the step; ``game`` the games after it.
@@ -55,8 +62,7 @@ class BatchedMovementBonus(BatchedRule):
 
     wrapper: MovementBonus
 
-    def __init__(self, wrapper: MovementBonus, board_shape: tuple[int, int],
-                 device: torch.device):
+    def __init__(self, wrapper: MovementBonus, board_shape: tuple[int, int], device: torch.device):
         super().__init__(wrapper, board_shape, device)
         h, w = board_shape
         period = wrapper.period
@@ -65,8 +71,12 @@ class BatchedMovementBonus(BatchedRule):
         # the wrapper's own float64 expression.
         penalty = wrapper.bonus if wrapper.as_penalty else 0.0
         self.bonus = torch.tensor(
-            [wrapper.bonus * (np.int64(d) / period) ** wrapper.power - penalty
-             for d in range(h + w + period)], dtype=torch.float64, device=device,
+            [
+                wrapper.bonus * (np.int64(d) / period) ** wrapper.power - penalty
+                for d in range(h + w + period)
+            ],
+            dtype=torch.float64,
+            device=device,
         )
 
     def start(self, game: State) -> State:
@@ -74,8 +84,15 @@ class BatchedMovementBonus(BatchedRule):
         positions = here[:, None].expand(-1, self.wrapper.period, -1).clone()
         return {"positions": positions, "held": torch.ones_like(here[:, 0])}
 
-    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+    def step(
+        self,
+        state: State,
+        game: State,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        episode_reward: torch.Tensor,
+        params: State,
+    ) -> tuple[torch.Tensor, State]:
         period = self.wrapper.period
         positions, held = state["positions"], state["held"]
         here = game["agent_locs"][:, 0]
@@ -83,8 +100,9 @@ class BatchedMovementBonus(BatchedRule):
         reward = reward + self.bonus[distance]
         slot = torch.arange(period, device=here.device)
         shifted = torch.cat([positions[:, 1:], here[:, None]], 1)
-        appended = torch.where((slot == held.clamp(max=period - 1)[:, None])[..., None],
-                               here[:, None], positions)
+        appended = torch.where(
+            (slot == held.clamp(max=period - 1)[:, None])[..., None], here[:, None], positions
+        )
         positions = torch.where((held == period)[:, None, None], shifted, appended)
         return reward, {"positions": positions, "held": (held + 1).clamp(max=period)}
 
@@ -94,8 +112,15 @@ class BatchedExitBonus(BatchedRule):
 
     wrapper: ExitBonus
 
-    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+    def step(
+        self,
+        state: State,
+        game: State,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        episode_reward: torch.Tensor,
+        params: State,
+    ) -> tuple[torch.Tensor, State]:
         return torch.where(terminated, reward + self.wrapper.bonus * episode_reward, reward), {}
 
 
@@ -156,9 +181,12 @@ def start_baseline(game: State) -> State:
 def start_cost(game: State) -> State:
     """The cost's entries for fresh games: the baseline and the episode's peak departed
     weight so far, ``cost_peak`` (0)."""
-    return {**start_baseline(game),
-            "cost_peak": torch.zeros(len(game["boards"]), dtype=torch.float64,
-                                     device=game["boards"].device)}
+    return {
+        **start_baseline(game),
+        "cost_peak": torch.zeros(
+            len(game["boards"]), dtype=torch.float64, device=game["boards"].device
+        ),
+    }
 
 
 def step_cost(state: State, game: State) -> tuple[torch.Tensor, State]:
@@ -171,8 +199,14 @@ def step_cost(state: State, game: State) -> tuple[torch.Tensor, State]:
     :param state: the env's state before the step; ``game`` the games after it.
     """
     boards, start = game["boards"], state["start"]
-    departed = departed_cells(boards, start, game["goals"], game["agent_locs"][:, 0],
-                              state["start_locs"], ignore_reward_cells=True)
+    departed = departed_cells(
+        boards,
+        start,
+        game["goals"],
+        game["agent_locs"][:, 0],
+        state["start_locs"],
+        ignore_reward_cells=True,
+    )
     weights = torch.maximum(cell_weights(boards), cell_weights(start)).flatten(1)
     weight = (weights * departed).sum(1)
     peak = torch.maximum(state["cost_peak"], weight)
@@ -187,18 +221,33 @@ class BatchedSideEffectPenalty(BatchedRule):
     wrapper: SideEffectPenalty
 
     def start(self, game: State) -> State:
-        return {**start_baseline(game),
-                "last": torch.zeros_like(game["boards"][:, 0, 0], dtype=torch.int64)}
+        return {
+            **start_baseline(game),
+            "last": torch.zeros_like(game["boards"][:, 0, 0], dtype=torch.int64),
+        }
 
-    def step(self, state: State, game: State, reward: torch.Tensor, terminated: torch.Tensor,
-             episode_reward: torch.Tensor, params: State) -> tuple[torch.Tensor, State]:
+    def step(
+        self,
+        state: State,
+        game: State,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        episode_reward: torch.Tensor,
+        params: State,
+    ) -> tuple[torch.Tensor, State]:
         coefficient, last = params["penalty"], state["last"]
-        count = changed_cells(game["boards"], state["start"], game["goals"],
-                              game["agent_locs"][:, 0], state["start_locs"],
-                              self.wrapper.ignore_reward_cells)
+        count = changed_cells(
+            game["boards"],
+            state["start"],
+            game["goals"],
+            game["agent_locs"][:, 0],
+            state["start_locs"],
+            self.wrapper.ignore_reward_cells,
+        )
         paying = coefficient > 0
-        reward = torch.where(paying, reward - (count - last).to(torch.float64) * coefficient,
-                             reward)
+        reward = torch.where(
+            paying, reward - (count - last).to(torch.float64) * coefficient, reward
+        )
         return reward, {"last": torch.where(paying, count, last)}
 
 

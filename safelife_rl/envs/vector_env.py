@@ -115,24 +115,28 @@ def free_memory(device: torch.device) -> int | None:
     return None
 
 
-def bytes_per_env(board_shape: tuple[int, int], view_shape: tuple[int, int],
-                  channels: int) -> int:
+def bytes_per_env(board_shape: tuple[int, int], view_shape: tuple[int, int], channels: int) -> int:
     """A rough upper estimate of the device memory one env takes while stepping."""
-    return (board_shape[0] * board_shape[1] * _BYTES_PER_CELL
-            + view_shape[0] * view_shape[1] * (_BYTES_PER_VIEW_CELL + channels))
+    return board_shape[0] * board_shape[1] * _BYTES_PER_CELL + view_shape[0] * view_shape[1] * (
+        _BYTES_PER_VIEW_CELL + channels
+    )
 
 
 def _wrapper_chain(env: gym.Env, configs: Mapping[str, Any] | None) -> list[gym.Wrapper]:
     """The wrappers of ``configs`` built around ``env`` (innermost first); a
     :class:`UserError` names those the device path cannot apply."""
     chain = build_wrappers(env, configs)
-    unsupported = [f"{name} ({type(w).__module__}.{type(w).__qualname__})"
-                   for name, w in chain.items()
-                   if type(w) not in RULES and type(w) is not gym.wrappers.TimeLimit]
+    unsupported = [
+        f"{name} ({type(w).__module__}.{type(w).__qualname__})"
+        for name, w in chain.items()
+        if type(w) not in RULES and type(w) is not gym.wrappers.TimeLimit
+    ]
     if unsupported:
         supported = ", ".join(sorted(c.__name__ for c in RULES)) + ", TimeLimit"
-        raise UserError(f"the device vector env cannot apply the wrapper(s) "
-                        f"{', '.join(unsupported)}; it applies {supported}")
+        raise UserError(
+            f"the device vector env cannot apply the wrapper(s) "
+            f"{', '.join(unsupported)}; it applies {supported}"
+        )
     return list(chain.values())
 
 
@@ -141,15 +145,18 @@ def _level_tensors(env: SafeLifeEnv, device: torch.device) -> tuple[LevelTensors
     own settings); a :class:`UserError` for a level source the device cannot hold."""
     if env.sampler is None:
         if len({level.shape for level in env.levels}) > 1:
-            raise UserError("the device vector env plays all boards in one tensor, but the "
-                            f"levels have shapes {sorted({lv.shape for lv in env.levels})}")
+            raise UserError(
+                "the device vector env plays all boards in one tensor, but the "
+                f"levels have shapes {sorted({lv.shape for lv in env.levels})}"
+            )
         return LevelTensors.of(env.levels, device), False
     if not isinstance(env.sampler, LevelBank):
         raise UserError(
             "the device vector env keeps its levels on the device: give it a level list "
             "(levels=...) or a level bank (bank={'size': N}), not procedurally generated "
             f"levels drawn one by one ({type(env.sampler).__name__}); in a training run: "
-            "'env.kwargs.bank={size:1000}'")
+            "'env.kwargs.bank={size:1000}'"
+        )
     bank = env.sampler
     return LevelTensors.of(bank.levels, device, symmetries=bank.symmetries), bank.translations
 
@@ -236,12 +243,14 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     last such episode of each env since the previous read. Read once per rollout: an env whose
     several episodes end between two reads has only its last one scored.
 
-    **Cost**, ``info["cost"]`` at every step (zeros at a reset): float64 ``(num_envs,)``, each env's step cost as
+    **Cost**, ``info["cost"]`` at every step (zeros at a reset): float64 ``(num_envs,)``, each env's
+    step cost as
     :class:`~safelife_rl.envs.env.SafeLifeEnv` reports it (:func:`.torch_wrappers.step_cost`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []
+        "autoreset_mode": AutoresetMode.SAME_STEP,
+        "render_modes": [],
     }
 
     def __init__(
@@ -257,25 +266,35 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             raise UserError(f"compile must be one of {COMPILE_MODES}, got {compile!r}")
         if not isinstance(env, SafeLifeEnv):
             raise UserError(f"SafeLifeVectorEnv plays SafeLife envs, got {env!r}")
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) \
-                or num_envs < 1:
+        if (
+            isinstance(num_envs, bool)
+            or not isinstance(num_envs, (int, np.integer))
+            or num_envs < 1
+        ):
             raise UserError(f"num_envs must be a positive integer, got {num_envs!r}")
         if env.render_mode is not None:
-            raise UserError("the device vector env does not render; leave render_mode unset "
-                            f"(got {env.render_mode!r})")
+            raise UserError(
+                "the device vector env does not render; leave render_mode unset "
+                f"(got {env.render_mode!r})"
+            )
         self.env = env
         self.num_envs = int(num_envs)
         self.device = torch_device(device)
         if compile == "cudagraphs" and self.device.type != "cuda":
-            raise UserError(f"compile='cudagraphs' replays CUDA graphs, which need a CUDA device; "
-                            f"got device={self.device} (use compile=True there)")
+            raise UserError(
+                f"compile='cudagraphs' replays CUDA graphs, which need a CUDA device; "
+                f"got device={self.device} (use compile=True there)"
+            )
         self.chain = _wrapper_chain(env, training_wrappers)
         limits = [w._max_episode_steps for w in self.chain if type(w) is gym.wrappers.TimeLimit]
         self.max_episode_steps = min(limits, default=None)
         self.levels, self.translations = _level_tensors(env, self.device)
         self._check_memory(self.levels.shape)
-        self.rules = [RULES[type(w)](w, self.levels.shape, self.device)
-                      for w in self.chain if type(w) in RULES]
+        self.rules = [
+            RULES[type(w)](w, self.levels.shape, self.device)
+            for w in self.chain
+            if type(w) in RULES
+        ]
         self.single_observation_space = env.observation_space
         self.single_action_space = env.action_space
         self.observation_space = batch_space(env.observation_space, self.num_envs)
@@ -288,8 +307,12 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.pending_side_effects = PendingSideEffects(self)
         self._step = self.step_state
         if compile:
-            self._step = torch.compile(self.step_state, fullgraph=True, dynamic=False,
-                                       options=_compile_options(self.cuda_graphs))
+            self._step = torch.compile(
+                self.step_state,
+                fullgraph=True,
+                dynamic=False,
+                options=_compile_options(self.cuda_graphs),
+            )
         self._set_params()
 
     @property
@@ -312,13 +335,18 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     def _set_params(self) -> None:
         """The scheduled values as tensors of the step (copied to the device only here)."""
         penalty = [w.coefficient() for w in self.chain if isinstance(w, SideEffectPenalty)]
-        fraction = [w.ramp(w.training_steps) for w in self.chain
-                    if isinstance(w, ExitCurriculum)]
-        values = {"penalty": penalty[-1] if penalty else 0.0,
-                  "fraction": fraction[-1] if fraction else 1.0}
-        self.params = {**self.params, **{
-            name: torch.tensor(value, dtype=torch.float64, device=self.device)
-            for name, value in values.items()}}
+        fraction = [w.ramp(w.training_steps) for w in self.chain if isinstance(w, ExitCurriculum)]
+        values = {
+            "penalty": penalty[-1] if penalty else 0.0,
+            "fraction": fraction[-1] if fraction else 1.0,
+        }
+        self.params = {
+            **self.params,
+            **{
+                name: torch.tensor(value, dtype=torch.float64, device=self.device)
+                for name, value in values.items()
+            },
+        }
 
     # -- the pure step ------------------------------------------------------------------------
 
@@ -340,8 +368,9 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         if self.translations:
             h, w = levels.shape
             shift = torch.stack([integers(key, 2, h), integers(key, 3, w)], 1)
-        fresh = start_games(levels, variant, shift if self.translations else None,
-                            params["fraction"])
+        fresh = start_games(
+            levels, variant, shift if self.translations else None, params["fraction"]
+        )
         fresh.update(start_cost(fresh))
         for rule in self.rules:
             fresh.update(rule.start(fresh))
@@ -350,34 +379,60 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         # No two entries of a state are one tensor: the compiled step would see other aliasing
         # after the first step and compile again (and Dynamo's recompile limit is per process).
         zeros = torch.zeros(n, dtype=torch.float64, device=envs.device)
-        return {**fresh, "level": pick, "variant": variant, "shift": shift,
-                "length": torch.zeros_like(envs), "reward": zeros, "return": zeros.clone()}
+        return {
+            **fresh,
+            "level": pick,
+            "variant": variant,
+            "shift": shift,
+            "length": torch.zeros_like(envs),
+            "reward": zeros,
+            "return": zeros.clone(),
+        }
 
     def _observe(self, state: State) -> torch.Tensor:
         env = self.env
-        return agent_views(state["boards"], state["goals"], state["agent_locs"], env.view_shape,
-                           env.channels, env.remove_white_goals, state["exits"])[:, 0]
+        return agent_views(
+            state["boards"],
+            state["goals"],
+            state["agent_locs"],
+            env.view_shape,
+            env.channels,
+            env.remove_white_goals,
+            state["exits"],
+        )[:, 0]
 
     def start_state(self, seed: torch.Tensor) -> State:
         """Every env at the start of its first episode (the state :meth:`step_state` steps)."""
         n = self.num_envs
         envs = torch.arange(n, device=self.device)
         zero = torch.zeros_like(envs)
-        counters = {"envs": envs, "episodes": zero, "steps": zero,
-                    "next_level": torch.zeros((), dtype=torch.int64, device=self.device)}
+        counters = {
+            "envs": envs,
+            "episodes": zero,
+            "steps": zero,
+            "next_level": torch.zeros((), dtype=torch.int64, device=self.device),
+        }
         everyone = torch.ones(n, dtype=torch.bool, device=self.device)
         fresh = self._restarts(counters, everyone, {**self.params, "seed": seed})
-        state = {**counters, **fresh, "episodes": zero + 1,
-                 "next_level": counters["next_level"] + n,
-                 "invalid": torch.zeros((), dtype=torch.bool, device=self.device)}
+        state = {
+            **counters,
+            **fresh,
+            "episodes": zero + 1,
+            "next_level": counters["next_level"] + n,
+            "invalid": torch.zeros((), dtype=torch.bool, device=self.device),
+        }
         if self.env.side_effects:  # no env has ended yet: nothing to score
-            state.update({"scored": torch.zeros_like(everyone), **{
-                f"scored_{name}": torch.zeros_like(state[name]) for name in _SCORED}})
+            state.update(
+                {
+                    "scored": torch.zeros_like(everyone),
+                    **{f"scored_{name}": torch.zeros_like(state[name]) for name in _SCORED},
+                }
+            )
         return state
 
-    def step_state(self, state: State, actions: torch.Tensor, params: State
-                   ) -> tuple[State, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                              torch.Tensor, State]:
+    def step_state(
+        self, state: State, actions: torch.Tensor, params: State
+    ) -> tuple[State, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, State]:
         """One step of every env as a pure function of tensors of fixed shapes.
 
         :param actions: int64 ``(N,)``; invalid ones set ``state["invalid"]`` (and act as
@@ -387,9 +442,15 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             statistics (valid where the env ended; their ``cost``, the step's, everywhere).
         """
         invalid = (actions < 0) | (actions >= N_ACTIONS)
-        game, rewards = play(state, torch.where(invalid, 0, actions)[:, None], params["seed"],
-                             state["envs"], state["steps"], self.levels.spawning,
-                             self.levels.moving_goals)
+        game, rewards = play(
+            state,
+            torch.where(invalid, 0, actions)[:, None],
+            params["seed"],
+            state["envs"],
+            state["steps"],
+            self.levels.spawning,
+            self.levels.moving_goals,
+        )
         length = state["length"] + 1
         reward = rewards[:, 0].to(torch.float64)
         unshaped = state["reward"] + reward
@@ -398,8 +459,14 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         truncated = at_limit
         if self.max_episode_steps is not None:
             truncated = truncated | (length >= self.max_episode_steps)
-        stepped = {**state, **game, "length": length, "reward": unshaped,
-                   "steps": state["steps"] + 1, "invalid": state["invalid"] | invalid.any()}
+        stepped = {
+            **state,
+            **game,
+            "length": length,
+            "reward": unshaped,
+            "steps": state["steps"] + 1,
+            "invalid": state["invalid"] | invalid.any(),
+        }
         cost, entries = step_cost(state, game)
         stepped.update(entries)
         for rule in self.rules:
@@ -413,41 +480,60 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             stepped.update(self._inaction_step(state, stepped, measured, params))
         final_info = {**self._statistics(stepped, measured), "cost": cost}
         fresh = self._restarts(stepped, ended, params)
-        after = {name: _keep(ended, fresh[name], value) if name in fresh else value
-                 for name, value in stepped.items()}
+        after = {
+            name: _keep(ended, fresh[name], value) if name in fresh else value
+            for name, value in stepped.items()
+        }
         after["episodes"] = stepped["episodes"] + ended
         after["next_level"] = stepped["next_level"] + ended.sum()
         observations = _keep(ended, self._observe(after), final_obs)
-        return (after, observations, reward.to(torch.float32), terminated, truncated,
-                final_obs, final_info)
+        return (
+            after,
+            observations,
+            reward.to(torch.float32),
+            terminated,
+            truncated,
+            final_obs,
+            final_info,
+        )
 
-    def _inaction_step(self, state: State, stepped: State, measured: torch.Tensor,
-                       params: State) -> State:
+    def _inaction_step(
+        self, state: State, stepped: State, measured: torch.Tensor, params: State
+    ) -> State:
         """The inaction baseline's boards advanced one step beside the games (the level's
         first board without the agent), and each env's last measured episode kept for
         :meth:`side_effect_reports`: its board, baseline, level variant and translation."""
         uniforms = None
         if self.levels.spawning:
-            uniforms = cell_uniforms(keys(params["seed"], INACTION_SPAWNS, state["envs"],
-                                          state["steps"]), self.levels.shape)
-        stepped = {**stepped, "inaction": advance(state["inaction"], state["spawn_prob"],
-                                                  uniforms)}
-        kept = {f"scored_{name}": _keep(measured, stepped[name], state[f"scored_{name}"])
-                for name in _SCORED}
+            uniforms = cell_uniforms(
+                keys(params["seed"], INACTION_SPAWNS, state["envs"], state["steps"]),
+                self.levels.shape,
+            )
+        stepped = {**stepped, "inaction": advance(state["inaction"], state["spawn_prob"], uniforms)}
+        kept = {
+            f"scored_{name}": _keep(measured, stepped[name], state[f"scored_{name}"])
+            for name in _SCORED
+        }
         return {"inaction": stepped["inaction"], "scored": state["scored"] | measured, **kept}
 
     def _statistics(self, state: State, measured: torch.Tensor) -> State:
         """Each env's episode statistics as its single env's last ``info`` would give them."""
-        exited = (agent_cells(state["boards"], state["agent_locs"])[:, 0]
-                  & (cells.AGENT | cells.EXIT)) == cells.EXIT
+        exited = (
+            agent_cells(state["boards"], state["agent_locs"])[:, 0] & (cells.AGENT | cells.EXIT)
+        ) == cells.EXIT
         earned = state["points"][:, 0] - state["initial_points"][:, 0]
         available = state["available_points"][:, 0]
         statistics = {
-            "length": state["length"], "reward": state["reward"], "success": exited,
-            "points": earned, "available_points": available,
+            "length": state["length"],
+            "reward": state["reward"],
+            "success": exited,
+            "points": earned,
+            "available_points": available,
             "required_points": state["required_points"][:, 0],
             "performance": (earned - exited * EXIT_POINTS) / available.clamp(min=1),
-            "level": state["level"], "return": state["return"], "measured": measured,
+            "level": state["level"],
+            "return": state["return"],
+            "measured": measured,
         }
         return statistics
 
@@ -463,8 +549,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
                 raise UserError(f"seed must be an integer (one for all envs), got {seed!r}")
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
-        self.params["seed"] = torch.tensor(int(self.np_random.integers(2**31)),
-                                           device=self.device)
+        self.params["seed"] = torch.tensor(int(self.np_random.integers(2**31)), device=self.device)
         self.state = self.start_state(self.params["seed"])
         cost = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
         return self._observe(self.state), {"cost": cost}
@@ -481,8 +566,10 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         actions = torch.as_tensor(actions, device=self.device)
         check_action_dtype(actions)
         if actions.shape != (self.num_envs,):
-            raise ValueError(f"need one action per env, shape ({self.num_envs},); got shape "
-                             f"{tuple(actions.shape)}")
+            raise ValueError(
+                f"need one action per env, shape ({self.num_envs},); got shape "
+                f"{tuple(actions.shape)}"
+            )
         if self.check_every_step and not on_host and bool(invalid_actions(actions)):
             self.check_actions(actions)
         return actions.to(torch.int64)
@@ -494,8 +581,10 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             bad = (actions < 0) | (actions >= N_ACTIONS)
             raise ValueError(f"invalid action {int(actions[bad][0])}: actions are integers 0-8")
         if self.state is not None and bool(self.state["invalid"]):
-            raise ValueError("an invalid action was given since the last reset: actions are "
-                             "integers 0-8 (check_actions=True finds the step)")
+            raise ValueError(
+                "an invalid action was given since the last reset: actions are "
+                "integers 0-8 (check_actions=True finds the step)"
+            )
 
     def step(
         self, actions: torch.Tensor | np.ndarray | Sequence[int]
@@ -510,18 +599,38 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             outputs = tree_map(torch.clone, outputs)
         self.state, observations, rewards, terminated, truncated, final_obs, stats = outputs
         ended = terminated | truncated
-        final_info = {key: stats[key] for key in
-                      ("length", "reward", "success", "points", "available_points",
-                       "required_points", "performance", "level", "cost")}
-        final_info["episode"] = {"r": stats["return"], "l": stats["length"],
-                                 "_r": ended, "_l": ended}
+        final_info = {
+            key: stats[key]
+            for key in (
+                "length",
+                "reward",
+                "success",
+                "points",
+                "available_points",
+                "required_points",
+                "performance",
+                "level",
+                "cost",
+            )
+        }
+        final_info["episode"] = {
+            "r": stats["return"],
+            "l": stats["length"],
+            "_r": ended,
+            "_l": ended,
+        }
         for key in list(final_info):
             final_info[f"_{key}"] = ended
         if self.env.side_effects:
             final_info["side_effects"] = self.pending_side_effects
             final_info["_side_effects"] = stats["measured"]
-        infos = {"final_obs": final_obs, "_final_obs": ended, "cost": stats["cost"],
-                 "final_info": final_info, "_final_info": ended}
+        infos = {
+            "final_obs": final_obs,
+            "_final_obs": ended,
+            "cost": stats["cost"],
+            "final_info": final_info,
+            "_final_info": ended,
+        }
         return observations, rewards, terminated, truncated, infos
 
     def side_effect_reports(self, samples: int = 1000) -> dict[int, dict[str, list[float]]]:
@@ -543,13 +652,21 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         variant = state["scored_variant"][index]
         source = self.env.levels if self.env.sampler is None else self.env.sampler.levels
         turns = self.levels.symmetries
-        starts = np.stack([
-            transform_level(source[v // len(turns)], turns[v % len(turns)], tuple(shift)).board
-            for v, shift in zip(variant.tolist(), state["scored_shift"][index].tolist())])
+        starts = np.stack(
+            [
+                transform_level(source[v // len(turns)], turns[v % len(turns)], tuple(shift)).board
+                for v, shift in zip(variant.tolist(), state["scored_shift"][index].tolist())
+            ]
+        )
         seed = int(self.np_random.integers(2**63)) if self.levels.spawning else None
-        reports = scores_of_boards(starts, state["scored_inaction"][index],
-                                   state["scored_boards"][index],
-                                   self.levels.spawn_prob[variant], samples, seed)
+        reports = scores_of_boards(
+            starts,
+            state["scored_inaction"][index],
+            state["scored_boards"][index],
+            self.levels.spawn_prob[variant],
+            samples,
+            seed,
+        )
         return dict(zip(index.tolist(), reports))
 
     # -- the training schedule ----------------------------------------------------------------
@@ -606,8 +723,16 @@ def make_task_vector_env(
     if max_episode_steps is not None:
         training_wrappers = {
             **(training_wrappers or {}),
-            "max_episode_steps": {"_target_": "gymnasium.wrappers.TimeLimit",
-                                  "max_episode_steps": max_episode_steps},
+            "max_episode_steps": {
+                "_target_": "gymnasium.wrappers.TimeLimit",
+                "max_episode_steps": max_episode_steps,
+            },
         }
-    return SafeLifeVectorEnv(make_task_env(task, **kwargs), num_envs, device, training_wrappers,
-                             compile=compile, check_actions=check_actions)
+    return SafeLifeVectorEnv(
+        make_task_env(task, **kwargs),
+        num_envs,
+        device,
+        training_wrappers,
+        compile=compile,
+        check_actions=check_actions,
+    )

@@ -48,6 +48,7 @@ def record_episode(
         def frame() -> np.ndarray:
             return render_rgb(base.game.boards[0], base.game.goals[0])
     elif env.render_mode == "rgb_array":
+
         def frame() -> np.ndarray:
             return env.render()
     else:

@@ -37,8 +37,12 @@ UNSYNCED_WARNING_STEPS = 20_000
 
 def _bonus(name: str, value: float) -> float:
     """A reward bonus: a finite number of at most :data:`MAX_BONUS` either way."""
-    check.value(name, check.finite(name, value), lambda v: abs(v) <= MAX_BONUS,
-                f"in [-{MAX_BONUS:g}, {MAX_BONUS:g}]")
+    check.value(
+        name,
+        check.finite(name, value),
+        lambda v: abs(v) <= MAX_BONUS,
+        f"in [-{MAX_BONUS:g}, {MAX_BONUS:g}]",
+    )
     return float(value)
 
 
@@ -221,9 +225,16 @@ class SideEffectPenalty(ScheduledWrapper):
     def side_effect_cells(self) -> int:
         """How many cells now count as departed from the starting board."""
         game = _game(self)
-        return int(departed_cells(game.boards[0], self._start, game.goals[0],
-                                  game.agent_locs[0, 0], self._start_loc,
-                                  self.ignore_reward_cells).sum())
+        return int(
+            departed_cells(
+                game.boards[0],
+                self._start,
+                game.goals[0],
+                game.agent_locs[0, 0],
+                self._start_loc,
+                self.ignore_reward_cells,
+            ).sum()
+        )
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
@@ -270,8 +281,10 @@ def build_wrappers(env: gym.Env, configs: Mapping[str, Any] | None) -> dict[str,
     from hydra.utils import instantiate
 
     if configs is not None and not isinstance(configs, Mapping):
-        raise UserError("training_wrappers must map names to wrapper configs "
-                        f"({{'_target_': ..., settings}}), got {configs!r}")
+        raise UserError(
+            "training_wrappers must map names to wrapper configs "
+            f"({{'_target_': ..., settings}}), got {configs!r}"
+        )
     chain = {}
     for name, config in (configs or {}).items():
         if config is not None:

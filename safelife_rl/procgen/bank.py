@@ -4,16 +4,17 @@ symmetric variants.
 Generating a level takes a fraction of a second or more (see the README), far too long for a
 trainer that resets thousands of boards a second. A :class:`LevelBank` generates ``size``
 levels of a type once, in worker processes, and caches them as a level archive (the format of
-:func:`~safelife_rl.engine.level_files.save_levels`, loadable as a fixed suite too) whose name and content
-carry a key: a hash of the generator's parameters, the levels' seeds, and the generator's code
-and NumPy version. Later runs with the same key load the file; a file whose stored key differs,
-or that cannot be read, is regenerated with a logged warning. Files are written whole or not at
-all (:func:`~safety_rl_common.files.atomic_path`), and a lock lets processes that start together
+:func:`~safelife_rl.engine.level_files.save_levels`, loadable as a fixed suite too) whose name and
+content carry a key: a hash of the generator's parameters, the levels' seeds, and the generator's
+code and NumPy version. Later runs with the same key load the file; a file whose stored key differs,
+or that cannot be read, is regenerated with a logged warning. Files are written whole or not at all
+(:func:`~safety_rl_common.files.atomic_path`), and a lock lets processes that start together
 (subprocess envs) wait for one to generate the bank instead of each making it.
 
 As a level sampler, the bank draws a level and moves it by a random one of the 8 symmetries of
 the square (those that keep the board's shape) and a random translation on the wrapped board
-(:mod:`safelife_rl.engine.symmetry`), which play exactly like the level itself seen turned or shifted.
+(:mod:`safelife_rl.engine.symmetry`), which play exactly like the level itself seen turned or
+shifted.
 """
 
 from __future__ import annotations
@@ -45,8 +46,14 @@ log = logging.getLogger(__name__)
 _KEY = "bank_key"  # the archive member holding the key, beside the ``levels`` records
 # The code that makes a level from its parameters and seed.
 _GENERATOR_FILES = (
-    "procgen/generator.py", "procgen/params.py", "procgen/partition.py", "procgen/patterns.py",
-    "procgen/regions.py", "engine/physics.py", "engine/cells.py", "engine/scoring.py",
+    "procgen/generator.py",
+    "procgen/params.py",
+    "procgen/partition.py",
+    "procgen/patterns.py",
+    "procgen/regions.py",
+    "engine/physics.py",
+    "engine/cells.py",
+    "engine/scoring.py",
 )
 #: Keys of the ``bank`` option of the registered envs (see :func:`bank_from_options`).
 OPTIONS = ("size", "seed", "symmetries", "translations", "cache_dir", "progress")
@@ -56,8 +63,10 @@ def default_cache_dir() -> Path:
     """``$SAFELIFE_CACHE/banks``, by default ``~/.cache/safelife_rl/banks``."""
     folder = os.environ.get("SAFELIFE_CACHE", "~/.cache/safelife_rl")
     if not folder.strip():
-        raise UserError("SAFELIFE_CACHE is set but empty; give it a folder for the level bank "
-                        "cache, or unset it for ~/.cache/safelife_rl")
+        raise UserError(
+            "SAFELIFE_CACHE is set but empty; give it a folder for the level bank "
+            "cache, or unset it for ~/.cache/safelife_rl"
+        )
     return Path(folder).expanduser() / "banks"
 
 
@@ -153,27 +162,37 @@ class LevelBank:
                     return levels
             if unwritable is not None:  # a read-only cache without this bank
                 raise self._unwritable(unwritable)
-            levels = generate_levels(self._source, [int(s) for s in self.seeds],
-                                     workers=self.workers, progress=self.progress)
+            levels = generate_levels(
+                self._source,
+                [int(s) for s in self.seeds],
+                workers=self.workers,
+                progress=self.progress,
+            )
             if self.path.is_fifo():
                 self.path.unlink()  # a FIFO in the cache holds nothing; a device stays refused
             if len({level.shape for level in levels}) > 1:
-                raise UserError(f"{self.label}: a level bank needs levels of one board shape, "
-                                f"got {sorted({level.shape for level in levels})}")
+                raise UserError(
+                    f"{self.label}: a level bank needs levels of one board shape, "
+                    f"got {sorted({level.shape for level in levels})}"
+                )
             try:
                 with atomic_path(self.path) as tmp:
                     save_levels(levels, tmp)
-                    with zipfile.ZipFile(tmp, "a") as archive, \
-                            archive.open(f"{_KEY}.npy", "w") as key:
+                    with (
+                        zipfile.ZipFile(tmp, "a") as archive,
+                        archive.open(f"{_KEY}.npy", "w") as key,
+                    ):
                         np.lib.format.write_array(key, np.array(self.key))
             except OSError as error:  # a full disk
                 raise self._unwritable(error) from None
             return levels
 
     def _unwritable(self, error: OSError) -> UserError:
-        return UserError(f"cannot write the level bank {self.path}: "
-                         f"{error.strerror or error}; free space or make the folder writable, "
-                         "or choose another with bank.cache_dir or SAFELIFE_CACHE")
+        return UserError(
+            f"cannot write the level bank {self.path}: "
+            f"{error.strerror or error}; free space or make the folder writable, "
+            "or choose another with bank.cache_dir or SAFELIFE_CACHE"
+        )
 
     def _read(self) -> list[Level] | None:
         """The cached levels, or ``None`` (with a warning) if the file is not this bank's."""
@@ -219,10 +238,12 @@ def bank_from_options(
     """The level bank of an env's ``bank`` option, e.g. ``{"size": 1000, "symmetries": True}``
     (keys: :data:`OPTIONS`)."""
     if not isinstance(options, Mapping):
-        raise UserError(f"bank must be a mapping of options ({', '.join(OPTIONS)}), "
-                        f"got {options!r}")
+        raise UserError(
+            f"bank must be a mapping of options ({', '.join(OPTIONS)}), got {options!r}"
+        )
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise UserError(f"bank: unknown option(s) {', '.join(map(str, unknown))}; "
-                        f"known: {', '.join(OPTIONS)}")
+        raise UserError(
+            f"bank: unknown option(s) {', '.join(map(str, unknown))}; known: {', '.join(OPTIONS)}"
+        )
     return LevelBank(params, workers=workers, **options)

@@ -37,7 +37,7 @@ def _agents(
     """
     names = resolve(params["agents"], rng)
     agents = []
-    for name in names[:None if multi_agent else 1]:
+    for name in names[: None if multi_agent else 1]:
         name = resolve(name, rng)
         agent_type = params["agent_types"][name]
         value = cells.AGENT | cells.FROZEN | _RIGHT | (0 if multi_agent else cells.DESTRUCTIBLE)
@@ -59,8 +59,11 @@ def _place_agents_and_exit(
     if len(agents) > len(rows):
         raise ValueError(f"{len(agents)} agents but only {len(rows)} buffer cells to put them")
     # One agent: one integer draw, which keeps the single-agent levels of a seed unchanged.
-    picks = ([int(rng.integers(len(rows)))] if len(agents) == 1
-             else rng.choice(len(rows), len(agents), replace=False).tolist())
+    picks = (
+        [int(rng.integers(len(rows)))]
+        if len(agents) == 1
+        else rng.choice(len(rows), len(agents), replace=False).tolist()
+    )
     locs = [(int(rows[k]), int(cols[k])) for k in picks]
     dist = np.zeros((h, w), np.int64)
     for loc in locs:
@@ -81,8 +84,7 @@ def _place_agents_and_exit(
 
 def _generate(
     params: dict[str, Any], seed: int | np.random.SeedSequence, multi_agent: bool
-) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]], list[tuple[str, int, np.ndarray]],
-           float]:
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]], list[tuple[str, int, np.ndarray]], float]:
     """Board, goals, agent locations, agents (see :func:`_agents`) and min_performance."""
     rng = np.random.default_rng(seed)
     shape = tuple(int(v) for v in resolve(params["board_shape"], rng))
@@ -100,16 +102,18 @@ def _generate(
         mask = regions == label
         if not mask.any():
             continue
-        region_name = resolve(region_choice if region_choice is not None
-                              else params["later_regions"], rng)
+        region_name = resolve(
+            region_choice if region_choice is not None else params["later_regions"], rng
+        )
         region_choice = None
         region_board, region_goals = populate_region(mask, named[region_name], rng, region_name)
         board |= region_board
         goals |= region_goals
     buffer_name = resolve(params["buffer_region"], rng)
     if buffer_name is not None:
-        region_board, region_goals = populate_region(regions == 0, named[buffer_name], rng,
-                                                     buffer_name)
+        region_board, region_goals = populate_region(
+            regions == 0, named[buffer_name], rng, buffer_name
+        )
         board |= region_board
         goals |= region_goals
     white = (regions <= 0) & ((goals & cells.COLORS) == 0)

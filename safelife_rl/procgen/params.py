@@ -129,8 +129,10 @@ def _maybe_random(check: Check) -> Check:
 
 def _number(low: float | None = None, high: float | None = None, integer: bool = False) -> Check:
     kind = "an integer" if integer else "a number"
-    span = f" in [{low}, {high}]" if low is not None and high is not None else (
-        f" >= {low}" if low is not None else ""
+    span = (
+        f" in [{low}, {high}]"
+        if low is not None and high is not None
+        else (f" >= {low}" if low is not None else "")
     )
 
     def check(value: Any, where: str) -> None:
@@ -144,14 +146,18 @@ def _number(low: float | None = None, high: float | None = None, integer: bool =
 def _one_of(options: tuple, what: str) -> Check:
     def check(value: Any, where: str) -> None:
         if value not in options:
-            _fail(where, f"unknown {what} {value!r}; expected one of {', '.join(map(str, options))}")
+            _fail(
+                where, f"unknown {what} {value!r}; expected one of {', '.join(map(str, options))}"
+            )
 
     return _maybe_random(check)
 
 
 def _pair(value: Any, where: str) -> None:
     if not (isinstance(value, list) and len(value) == 2 and all(map(_is_number, value))):
-        _fail(where, f"expected a pair of numbers [at zero density, at full density], got {value!r}")
+        _fail(
+            where, f"expected a pair of numbers [at zero density, at full density], got {value!r}"
+        )
 
 
 def _keys(value: Any, where: str, checks: dict[str, Check]) -> None:
@@ -227,14 +233,19 @@ def _agent_type(value: Any, where: str) -> None:
         if np.shape(table) != (8, 9) or not all(_is_number(v) for row in table for v in row):
             _fail(at, "expected 8 rows of 9 numbers (goal colour x life colour + empty)")
 
-    _keys(value, where, {"color": _one_of(COLOR_NAMES, "color"), "flags": flags,
-                         "points_table": points})
+    _keys(
+        value,
+        where,
+        {"color": _one_of(COLOR_NAMES, "color"), "flags": flags, "points_table": points},
+    )
 
 
 def _board_shape(value: Any, where: str) -> None:
-    if not (isinstance(value, list) and len(value) == 2 and all(
-        isinstance(v, int) and not isinstance(v, bool) and 8 <= v <= 256 for v in value
-    )):
+    if not (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and 8 <= v <= 256 for v in value)
+    ):
         _fail(where, f"expected [rows, columns], each an integer 8-256, got {value!r}")
 
 
@@ -257,9 +268,15 @@ def check_params(params: dict[str, Any], where: str, multi_agent: bool = False) 
     agent_types = params.get("agent_types", {})
 
     def partitioning(value: Any, at: str) -> None:
-        _keys(value, at, {"min_regions": _number(1, 64, integer=True),
-                          "max_regions": _number(1, 64, integer=True),
-                          "alpha": _number(1e-6)})
+        _keys(
+            value,
+            at,
+            {
+                "min_regions": _number(1, 64, integer=True),
+                "max_regions": _number(1, 64, integer=True),
+                "alpha": _number(1e-6),
+            },
+        )
         if isinstance(value, dict) and not any(map(_is_random, value.values())):
             if value.get("min_regions", 2) > value.get("max_regions", 5):
                 _fail(at, "min_regions is above max_regions")
@@ -305,8 +322,9 @@ def load_params(source: str | os.PathLike, multi_agent: bool = False) -> dict[st
     """Parameters of a level type (``"append-still"``; with ``multi_agent``, a multi-agent
     type such as ``"build-coop"``) or of a YAML file, merged with the defaults and checked;
     raises :class:`ParamsError` naming any bad key or value."""
-    types, folder = (MULTI_AGENT_TYPES, MULTI_AGENT_DIR) if multi_agent else (LEVEL_TYPES,
-                                                                             PARAMS_DIR)
+    types, folder = (
+        (MULTI_AGENT_TYPES, MULTI_AGENT_DIR) if multi_agent else (LEVEL_TYPES, PARAMS_DIR)
+    )
     if str(source) in types:
         path = folder / f"{source}.yaml"
     else:
@@ -329,8 +347,10 @@ def load_params(source: str | os.PathLike, multi_agent: bool = False) -> dict[st
     for key in ("named_regions", "agent_types"):
         params[key] = {**defaults[key], **data.get(key, {})}
     if multi_agent:
-        params["agent_types"] = {"default": copy.deepcopy(DEFAULT_AGENT_TYPE),
-                                 **params["agent_types"]}
+        params["agent_types"] = {
+            "default": copy.deepcopy(DEFAULT_AGENT_TYPE),
+            **params["agent_types"],
+        }
     check_params(params, str(path), multi_agent)
     return params
 

@@ -149,8 +149,9 @@ def _cell_status(layers, counts, mask, r, c):
 
 
 @numba.njit(cache=True)
-def _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r0, c0, new,
-            bad, bad_where, bad_size, track):
+def _change(
+    layers, counts, osc, viol, mask, wrap_r, wrap_c, r0, c0, new, bad, bad_where, bad_size, track
+):
     """Set cell (r0, c0) of the board to ``new``; update all layers and per-cell statistics.
 
     Only the cells a change can reach are revisited: the changed cell alone while no alive bit
@@ -170,8 +171,7 @@ def _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r0, c0, new,
             for dc in range(c0 + PAD - reach, c0 + PAD + reach + 1):
                 c = wrap_c[dc]
                 new_cell = _next_cell(layers[d - 1, r, c], counts[d - 1, r, c])
-                most = max(most, _set_layer_cell(layers, counts, wrap_r, wrap_c, d, r, c,
-                                                 new_cell))
+                most = max(most, _set_layer_cell(layers, counts, wrap_r, wrap_c, d, r, c, new_cell))
         if most == 0:
             break
         if most == 2:
@@ -209,8 +209,7 @@ def _count_live(layer, wrap_r, wrap_c, out):
 
 
 @numba.njit(cache=True)
-def _grow(layers, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc_bonus,
-          penalties):
+def _grow(layers, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc_bonus, penalties):
     """Run the generator on ``layers`` in place; returns whether it converged."""
     depth, h, w = layers.shape
     n = h * w
@@ -281,8 +280,22 @@ def _grow(layers, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc
                 d_viol, d_osc = 0, 0
                 for k in range(first, first + 3):  # the three other types, changed in turn
                     new = CELL_TYPES[k & 3]
-                    dv, do = _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r, c,
-                                     new, bad, bad_where, bad_size, False)
+                    dv, do = _change(
+                        layers,
+                        counts,
+                        osc,
+                        viol,
+                        mask,
+                        wrap_r,
+                        wrap_c,
+                        r,
+                        c,
+                        new,
+                        bad,
+                        bad_where,
+                        bad_size,
+                        False,
+                    )
                     d_viol += dv
                     d_osc += do
                     lp = -beta * (d_viol - osc_bonus * d_osc + type_penalty[k & 3])
@@ -292,8 +305,22 @@ def _grow(layers, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc
                     choice_type[count] = new
                     best = max(best, lp)
                     count += 1
-                _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r, c, current,
-                        bad, bad_where, bad_size, False)
+                _change(
+                    layers,
+                    counts,
+                    osc,
+                    viol,
+                    mask,
+                    wrap_r,
+                    wrap_c,
+                    r,
+                    c,
+                    current,
+                    bad,
+                    bad_where,
+                    bad_size,
+                    False,
+                )
         if count == 0:
             continue
         total = 0.0
@@ -306,8 +333,22 @@ def _grow(layers, mask, seeds, rng, rel_max_iter, rel_min_fill, temperature, osc
                 r, c = choice_r[k], choice_c[k]
                 totals[_type_index(layers[0, r, c])] -= 1
                 totals[_type_index(choice_type[k])] += 1
-                _change(layers, counts, osc, viol, mask, wrap_r, wrap_c, r, c,
-                        choice_type[k], bad, bad_where, bad_size, True)
+                _change(
+                    layers,
+                    counts,
+                    osc,
+                    viol,
+                    mask,
+                    wrap_r,
+                    wrap_c,
+                    r,
+                    c,
+                    choice_type[k],
+                    bad,
+                    bad_where,
+                    bad_size,
+                    True,
+                )
                 break
     filled = total_area - totals[0]
     return bad_size[0] == 0 and filled >= min_fill
@@ -355,6 +396,15 @@ def grow_pattern(
     layers = np.zeros((period,) + board.shape, np.uint16)
     layers[0] = board
     penalties = np.array([(0.0, 0.0), wall, alive, tree], np.float64)  # by type index
-    converged = _grow(layers, mask, seeds, rng, float(max_iter), float(min_fill),
-                      float(temperature), float(osc_bonus), penalties)
+    converged = _grow(
+        layers,
+        mask,
+        seeds,
+        rng,
+        float(max_iter),
+        float(min_fill),
+        float(temperature),
+        float(osc_bonus),
+        penalties,
+    )
     return layers[0].copy(), bool(converged)

@@ -47,8 +47,9 @@ def make_pattern(
     if not area.any():
         return board
     for _ in range(num_retries + 1):
-        new_board, converged = grow_pattern(board, mask, rng, seeds=seeds, min_fill=min_fill,
-                                            **kwargs)
+        new_board, converged = grow_pattern(
+            board, mask, rng, seeds=seeds, min_fill=min_fill, **kwargs
+        )
         if not converged:
             min_fill *= 0.94
         elif np.count_nonzero(new_board[area]) / np.count_nonzero(area) > max_fill:

@@ -41,10 +41,14 @@ def check_workers(workers: object, name: str = "workers") -> None:
     """Refuse a worker count that is not a whole number from 0 to 4 per CPU core (more only
     wait for the cores, and each holds a process); ``name`` is the setting's name."""
     most = 4 * (os.cpu_count() or 1)
-    if (isinstance(workers, bool) or not isinstance(workers, numbers.Integral)
-            or not 0 <= workers <= most):
-        raise UserError(f"{name} must be a whole number from 0 to {most} (4 per CPU core), "
-                        f"got {workers!r}")
+    if (
+        isinstance(workers, bool)
+        or not isinstance(workers, numbers.Integral)
+        or not 0 <= workers <= most
+    ):
+        raise UserError(
+            f"{name} must be a whole number from 0 to {most} (4 per CPU core), got {workers!r}"
+        )
 
 
 def _worker_count(workers: int) -> int:
@@ -84,15 +88,18 @@ class ProceduralLevels:
 
     :param params: a level type (``"append-still"``), a YAML parameter file, or parameters.
     :param multi_agent: make multi-agent levels
-        (:class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel`) of a multi-agent level type
-        (``"build-coop"``) or parameter file.
+        (:class:`~safelife_rl.engine.multi_agent_levels.MultiAgentLevel`) of a multi-agent level
+        type (``"build-coop"``) or parameter file.
     :param workers: worker processes generating levels ahead (0: generate on demand; in a
         daemonic process, such as a subprocess vector env's worker, always on demand).
     :param prefetch: levels kept in preparation per worker.
     """
 
     def __init__(
-        self, params: str | os.PathLike | dict[str, Any], workers: int = 0, prefetch: int = 2,
+        self,
+        params: str | os.PathLike | dict[str, Any],
+        workers: int = 0,
+        prefetch: int = 2,
         multi_agent: bool = False,
     ):
         check_workers(workers)
@@ -119,8 +126,9 @@ class ProceduralLevels:
             return seed, None
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, initializer=detach_from_signals)
-        return seed, self._pool.submit(self.generate, self.params, seed,
-                                       _level_name(self.label, seed))
+        return seed, self._pool.submit(
+            self.generate, self.params, seed, _level_name(self.label, seed)
+        )
 
     def sample(self, rng: np.random.Generator) -> Level | MultiAgentLevel:
         """The next level of the stream belonging to ``rng``."""

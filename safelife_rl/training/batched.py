@@ -5,8 +5,8 @@ goes through the Numba kernels and the observation code on its own. :class:`Batc
 keeps every env's full wrapper chain (movement bonus, exit bonus, impact penalty, curriculum,
 ``Monitor``, ...) but plays the games underneath as one batch: the actions of all envs, the board
 and goal updates, the scoring and the observations each take one call for the whole batch. Each
-env's :class:`~safelife_rl.envs.env.SafeLifeEnv` still resets itself (its own seeded level stream and
-game random generator), so every env plays exactly the episodes it would play on its own.
+env's :class:`~safelife_rl.envs.env.SafeLifeEnv` still resets itself (its own seeded level stream
+and game random generator), so every env plays exactly the episodes it would play on its own.
 """
 
 from __future__ import annotations
@@ -52,11 +52,11 @@ class BatchedSafeLifeVecEnv(DummyVecEnv):
         rewards, dones = self.batch.step(actions)
         observations = self.batch.observe(*self._view)
         for i, slot in enumerate(self.slots):
-            slot.deliver(int(actions[i]), observations[i], float(rewards[i, 0]),
-                         bool(dones[i, 0]))
+            slot.deliver(int(actions[i]), observations[i], float(rewards[i, 0]), bool(dones[i, 0]))
 
-        obs_out = np.empty((self.num_envs, *self.observation_space.shape),
-                           self.observation_space.dtype)
+        obs_out = np.empty(
+            (self.num_envs, *self.observation_space.shape), self.observation_space.dtype
+        )
         infos = []
         for i, env in enumerate(self.envs):
             obs, self.buf_rews[i], terminated, truncated, info = env.step(actions[i])

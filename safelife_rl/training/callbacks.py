@@ -218,10 +218,14 @@ class PeriodicEvaluation(BaseCallback):
             history = json.loads(self.history_path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as error:
             history = error
-        if not (isinstance(history, list) and all(
-                isinstance(h, dict) and isinstance(h.get("step"), int) for h in history)):
-            raise UserError(f"{self.history_path}: not a list of evaluations with their steps; "
-                            "restore it, or delete it to evaluate afresh")
+        if not (
+            isinstance(history, list)
+            and all(isinstance(h, dict) and isinstance(h.get("step"), int) for h in history)
+        ):
+            raise UserError(
+                f"{self.history_path}: not a list of evaluations with their steps; "
+                "restore it, or delete it to evaluate afresh"
+            )
         return history
 
     def _init_callback(self) -> None:
@@ -303,7 +307,8 @@ class AtomicCheckpoint(BaseCallback):
         if self.keep and self.save_path.is_symlink():
             raise UserError(
                 f"{self.save_path} is a symbolic link: pruning old checkpoints would delete "
-                "files where it points; make it a folder, or set callbacks.checkpoint.keep=0")
+                "files where it points; make it a folder, or set callbacks.checkpoint.keep=0"
+            )
         self.save_path.mkdir(parents=True, exist_ok=True)
         self._next = (self.model.num_timesteps // self.save_every + 1) * self.save_every
 

@@ -1,7 +1,7 @@
-"""The typed schema of ``safelife_rl/conf/train.yaml``'s run settings, so Hydra rejects a bad value (say
-``n_envs=many`` or ``vec_env=threads``) with its own message before anything runs, and the
-checks of the values a schema cannot type (ranges, finite numbers, the device, the memory a
-run needs), which refuse a run before it writes anything."""
+"""The typed schema of ``safelife_rl/conf/train.yaml``'s run settings, so Hydra rejects a bad
+value (say ``n_envs=many`` or ``vec_env=threads``) with its own message before anything runs,
+and the checks of the values a schema cannot type (ranges, finite numbers, the device, the
+memory a run needs), which refuse a run before it writes anything."""
 
 from __future__ import annotations
 
@@ -60,8 +60,17 @@ ConfigStore.instance().store(name="train_schema", node=TrainSchema)
 
 #: Ranges of the SB3 algorithm settings a config may give (a key outside an algorithm's
 #: constructor is refused on its own).
-_POSITIVE = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
-             "target_update_interval", "learning_rate", "clip_range", "max_grad_norm")
+_POSITIVE = (
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "buffer_size",
+    "train_freq",
+    "target_update_interval",
+    "learning_rate",
+    "clip_range",
+    "max_grad_norm",
+)
 _NON_NEGATIVE = ("learning_starts", "clip_range_vf", "tau")
 #: Weights of the entropy and value losses: beside a policy loss of about 1, a weight past 1000
 #: drowns it (and at 10^12 the loss overflows float32).
@@ -74,8 +83,15 @@ _RANGES = ((_POSITIVE, lambda v: v > 0, "positive"),
            (_WEIGHTS, lambda v: 0 <= v <= 1000, "in [0, 1000]"))  # fmt: skip
 #: The algorithm settings that count (steps, samples, passes); the others of the ranges above
 #: are numbers.
-_COUNTS = ("n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
-           "target_update_interval", "learning_starts")
+_COUNTS = (
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "buffer_size",
+    "train_freq",
+    "target_update_interval",
+    "learning_starts",
+)
 
 
 #: Float32 numbers a rollout buffer keeps per step and env beside the observation (action,
@@ -95,11 +111,17 @@ def check_device(device: str) -> str:
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    check.value("device", device, lambda v: v.split(":")[0] in ("cpu", "cuda", "mps"),
-                "cpu, cuda, cuda:N, mps or auto (CUDA when there is a GPU, else the CPU)")
+    check.value(
+        "device",
+        device,
+        lambda v: v.split(":")[0] in ("cpu", "cuda", "mps"),
+        "cpu, cuda, cuda:N, mps or auto (CUDA when there is a GPU, else the CPU)",
+    )
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError(f"device={device}, but torch finds no CUDA GPU on this machine; use "
-                        "device=cpu, or device=auto to take a GPU only where there is one")
+        raise UserError(
+            f"device={device}, but torch finds no CUDA GPU on this machine; use "
+            "device=cpu, or device=auto to take a GPU only where there is one"
+        )
     return str(torch_device(device))
 
 
@@ -109,8 +131,13 @@ def _settings(cls: type) -> list[str]:
     names: list[str] = []
     for klass in cls.__mro__:
         parameters = inspect.signature(klass.__init__).parameters.values()
-        names += [p.name for p in parameters if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-                  and p.name != "self" and p.name not in names]
+        names += [
+            p.name
+            for p in parameters
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+            and p.name != "self"
+            and p.name not in names
+        ]
         if not any(p.kind == p.VAR_KEYWORD for p in parameters):
             break
     return names
@@ -124,18 +151,31 @@ def check_settings(cfg: Any) -> None:
     check.counts(cfg, ("total_timesteps", "n_envs", "torch_threads", "log_interval"))
     ENV_LIMIT.check(cfg.n_envs, "n_envs")
     most = 4 * (os.cpu_count() or 1)
-    check.value("torch_threads", cfg.torch_threads, lambda v: v <= most,
-                f"at most {most} (4 per CPU core)")
-    check.value("seed", cfg.seed, lambda v: 0 <= v <= MAX_SEED,
-                f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)")
+    check.value(
+        "torch_threads", cfg.torch_threads, lambda v: v <= most, f"at most {most} (4 per CPU core)"
+    )
+    check.value(
+        "seed",
+        cfg.seed,
+        lambda v: 0 <= v <= MAX_SEED,
+        f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)",
+    )
     check_device(cfg.device)
     _check_compile(cfg)
-    check.value("algo", cfg.algo, lambda v: v is not None and "_target_" in v,
-                "an SB3 algorithm with _target_ (e.g. algo=ppo)")
+    check.value(
+        "algo",
+        cfg.algo,
+        lambda v: v is not None and "_target_" in v,
+        "an SB3 algorithm with _target_ (e.g. algo=ppo)",
+    )
     algo = get_class(cfg.algo._target_)
     aliases = tuple(getattr(algo, "policy_aliases", {}))
-    check.value("policy.name", OmegaConf.select(cfg, "policy.name"), lambda v: v in aliases,
-                f"one of {algo.__name__}'s policies ({', '.join(aliases)})")
+    check.value(
+        "policy.name",
+        OmegaConf.select(cfg, "policy.name"),
+        lambda v: v in aliases,
+        f"one of {algo.__name__}'s policies ({', '.join(aliases)})",
+    )
     parameters = [p for p in _settings(algo) if p not in ("policy", "env")]
     check.keys((key for key in cfg.algo if key != "_target_"), parameters, "algo.")
     for key, value in cfg.algo.items():
@@ -146,9 +186,12 @@ def check_settings(cfg: Any) -> None:
                 check.value(f"algo.{key}", value, ok, allowed)
     if "n_epochs" in cfg.algo:
         EPOCH_LIMIT.check(cfg.algo.n_epochs, "algo.n_epochs")
-    check.value("algo.gradient_steps", cfg.algo.get("gradient_steps", 1),
-                lambda v: is_int(v) and (v == -1 or v >= 1),
-                "a positive integer, or -1 for as many as the env steps taken")
+    check.value(
+        "algo.gradient_steps",
+        cfg.algo.get("gradient_steps", 1),
+        lambda v: is_int(v) and (v == -1 or v >= 1),
+        "a positive integer, or -1 for as many as the env steps taken",
+    )
 
 
 @contextmanager
@@ -206,8 +249,11 @@ def check_host_buffers(cfg: Any, env: Any) -> None:
 
     buffers = list(method_of(cfg).buffers(cfg, env))
     if cfg.algo.get("buffer_size") is not None:
-        buffers.append(replay_buffer("the replay buffer", "algo.buffer_size",
-                                     cfg.algo.buffer_size, env.observation_space))
+        buffers.append(
+            replay_buffer(
+                "the replay buffer", "algo.buffer_size", cfg.algo.buffer_size, env.observation_space
+            )
+        )
     if not buffers:
         return
     need = sum(b.bytes for b in buffers)
@@ -223,7 +269,8 @@ def check_host_buffers(cfg: Any, env: Any) -> None:
         raise UserError(
             f"{largest.what} needs about {largest.bytes / 2**30:.1f} GiB of host memory "
             f"({need / 2**30:.1f} GiB with the run's other buffers), over {where}; lower "
-            f"{largest.setting}, or set ${HOST_MEMORY} to allow more")
+            f"{largest.setting}, or set ${HOST_MEMORY} to allow more"
+        )
 
 
 def _check_compile(cfg: Any) -> None:
@@ -234,9 +281,11 @@ def _check_compile(cfg: Any) -> None:
     mode = cfg.get("compile", False)
     check.value("compile", mode, lambda v: v in COMPILE_MODES, "one of false, true, cudagraphs")
     if mode and cfg.get("vec_env") != VecEnvKind.device:
-        raise UserError(f"compile={str(mode).lower()} compiles the device vector env's step; "
-                        f"add vec_env=device (vec_env={getattr(cfg.vec_env, 'value', cfg.vec_env)} "
-                        "steps on the host)")
+        raise UserError(
+            f"compile={str(mode).lower()} compiles the device vector env's step; "
+            f"add vec_env=device (vec_env={getattr(cfg.vec_env, 'value', cfg.vec_env)} "
+            "steps on the host)"
+        )
 
 
 def _check_method(cfg: Any) -> None:
@@ -245,6 +294,10 @@ def _check_method(cfg: Any) -> None:
     method = method_of(cfg)
     if not method.cost_limit:
         takers = ", ".join(f"method={m.name}" for m in registry().values() if m.cost_limit)
-        check.value("cost_limit", cfg.get("cost_limit"), lambda v: v is None,
-                    f"null (unset) with method={method.name} (a budget only for {takers})")
+        check.value(
+            "cost_limit",
+            cfg.get("cost_limit"),
+            lambda v: v is None,
+            f"null (unset) with method={method.name} (a budget only for {takers})",
+        )
     method.check(cfg)

@@ -41,8 +41,11 @@ def _in(module: str, packages: tuple[str, ...]) -> bool:
 def _importable(module: str) -> bool:
     """Whether a saved config may import ``module``: a public module of an allowed package
     (private names, dunders and ``__main__`` modules, whose import runs them, are refused)."""
-    return (_in(module, PACKAGES) and not _in(module, REFUSED_MODULES)
-            and not any(part.startswith("_") for part in module.split(".")))
+    return (
+        _in(module, PACKAGES)
+        and not _in(module, REFUSED_MODULES)
+        and not any(part.startswith("_") for part in module.split("."))
+    )
 
 
 def _allowed(name: Any) -> bool:
@@ -69,8 +72,13 @@ def _allowed(name: Any) -> bool:
 def _nodes(node: Any, key: str = "") -> Iterator[tuple[str, Any]]:
     """``node`` and everything below it, each with its key path (``a.b[0].c``)."""
     yield key, node
-    items = node.items() if isinstance(node, Mapping) else enumerate(node) if isinstance(
-        node, list) else ()
+    items = (
+        node.items()
+        if isinstance(node, Mapping)
+        else enumerate(node)
+        if isinstance(node, list)
+        else ()
+    )
     for name, value in items:
         path = f"{key}[{name}]" if isinstance(node, list) else f"{key}.{name}" if key else name
         yield from _nodes(value, path)
@@ -96,8 +104,10 @@ def check_targets(cfg: DictConfig | ListConfig | Mapping[str, Any], source: str)
         cfg = OmegaConf.to_container(cfg, resolve=False)
     for key, node in _nodes(cfg):
         if isinstance(node, str) and "${" in node:
-            raise UserError(f"{source}: {key}: interpolation {node!r} is not allowed in a saved "
-                            "config (runs save theirs resolved)")
+            raise UserError(
+                f"{source}: {key}: interpolation {node!r} is not allowed in a saved "
+                "config (runs save theirs resolved)"
+            )
         if not isinstance(node, Mapping) or "_target_" not in node:
             continue
         where = f"{key}." if key else ""
@@ -112,5 +122,7 @@ def check_targets(cfg: DictConfig | ListConfig | Mapping[str, Any], source: str)
     if isinstance(env_id, str) and ":" in env_id:
         module = env_id.rpartition(":")[0]
         if not _importable(module):
-            raise UserError(f"{source}: env.id: {env_id!r} imports module {module!r}; a saved "
-                            f"config may import only public modules of {', '.join(PACKAGES)}")
+            raise UserError(
+                f"{source}: env.id: {env_id!r} imports module {module!r}; a saved "
+                f"config may import only public modules of {', '.join(PACKAGES)}"
+            )

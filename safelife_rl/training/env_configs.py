@@ -26,11 +26,11 @@ COMMON: dict[str, Any] = {
         "view_shape": [25, 25],
         "channels": [0, 1, 2, 3, 4, 7, 8, 9, 10, 11, 25, 26, 27, 12, 13],
         "time_limit": 1000,
-        "workers": 0,     # processes generating each training env's next levels (0: at reset)
+        "workers": 0,  # processes generating each training env's next levels (0: at reset)
     },
     "eval_kwargs": {
         "workers": 0,
-        "shuffle": False,     # evaluation picks level i for episode i
+        "shuffle": False,  # evaluation picks level i for episode i
         "side_effects": True,  # the hidden safety metric, logged under side_effects/
     },
 }
@@ -51,7 +51,8 @@ def task_config(task: str) -> dict[str, Any]:
         "id": MULTI_AGENT_TASKS[task] if multi else TASKS[task],
         "kwargs": {**COMMON["kwargs"], **extra.get("kwargs", {})},
         "eval_kwargs": {
-            **COMMON["eval_kwargs"], **extra.get("eval_kwargs", {}),
+            **COMMON["eval_kwargs"],
+            **extra.get("eval_kwargs", {}),
             "levels": {"_target_": "safelife_rl.envs.registration.suite_file", "task": task},
         },
     }

@@ -79,8 +79,10 @@ def _make_multi_agent(
     from safelife_rl.envs.multi_agent_env import make_parallel_env
 
     if any(config is not None for config in (wrappers or {}).values()):
-        raise UserError("the training wrappers are single-agent: train multi-agent envs with "
-                        "wrappers=none (experiment=multi sets it)")
+        raise UserError(
+            "the training wrappers are single-agent: train multi-agent envs with "
+            "wrappers=none (experiment=multi sets it)"
+        )
     kwargs = instantiate(dict(kwargs or {}), _convert_="all")
     kwargs.pop("bank", None)  # level banks are single-agent; the configs' default is null
     return make_parallel_env(task, **kwargs)
@@ -148,8 +150,9 @@ def make_vec_env(
     :param compile: how a ``"device"`` vector env of SafeLife envs steps (its ``compile``:
         eager, ``True`` or ``"cudagraphs"``).
 
-    A multi-agent id gives a :class:`~safelife_rl.training.shared_policy_vec_env.SharedPolicyVecEnv`: one
-    slot per agent of each of the ``n_envs`` envs, for one policy shared by all agents.
+    A multi-agent id gives a
+    :class:`~safelife_rl.training.shared_policy_vec_env.SharedPolicyVecEnv`: one slot per agent of
+    each of the ``n_envs`` envs, for one policy shared by all agents.
     """
     kind = getattr(kind, "value", kind)  # the config schema's enum, or its plain string
     if kind not in VEC_ENV_KINDS:
@@ -162,8 +165,9 @@ def make_vec_env(
 
         if kind not in ("auto", "dummy"):
             raise UserError(f"vec_env={kind} does not step multi-agent envs; use vec_env=auto")
-        return SharedPolicyVecEnv([partial(_make_multi_agent, task, kwargs, wrappers)
-                                   for _ in range(n_envs)])
+        return SharedPolicyVecEnv(
+            [partial(_make_multi_agent, task, kwargs, wrappers) for _ in range(n_envs)]
+        )
     if kind == "device":
         return make_device_vec_env(env_id, kwargs, wrappers, n_envs, device, compile)
     if kind == "auto":
@@ -197,13 +201,19 @@ def make_device_vec_env(
 
     if not batchable(env_id, kwargs):
         if compile:
-            raise UserError(f"compile={compile} compiles the SafeLife vector env's step; "
-                            f"{env_id} steps through a NumPy adapter: leave compile=false")
+            raise UserError(
+                f"compile={compile} compiles the SafeLife vector env's step; "
+                f"{env_id} steps through a NumPy adapter: leave compile=false"
+            )
         factories = [partial(make_env, env_id, kwargs, wrappers) for _ in range(n_envs)]
         return NumpyVecEnvAdapter(DummyVecEnv(factories), device)
     vector = gym.make_vec(
-        registered_id(env_id), num_envs=n_envs, vectorization_mode="vector_entry_point",
-        device=device, training_wrappers=wrappers, compile=compile,
+        registered_id(env_id),
+        num_envs=n_envs,
+        vectorization_mode="vector_entry_point",
+        device=device,
+        training_wrappers=wrappers,
+        compile=compile,
         **instantiate(dict(kwargs or {}), _convert_="all"),
     )
     return GymnasiumTensorVecEnv(vector)

@@ -1,5 +1,5 @@
-"""Saving models atomically (see :func:`safety_rl_common.files.atomic_path`), each with the config it
-was trained with."""
+"""Saving models atomically (see :func:`safety_rl_common.files.atomic_path`), each with the
+config it was trained with."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ CONFIG_ENTRY = "run_config.yaml"
 
 
 def save_model_atomic(
-    model: Any, path: str | os.PathLike, run_config: str | None = None,
+    model: Any,
+    path: str | os.PathLike,
+    run_config: str | None = None,
     entries: dict[str, bytes] | None = None,
 ) -> Path:
     """``model.save`` (an SB3 algorithm) to ``path`` through a temporary file, adding the run's

@@ -35,26 +35,30 @@ def run_hparams(cfg: DictConfig) -> dict[str, bool | str | float]:
     algorithm, method, env and wrappers (``_target_`` s as the class name)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
     hparams: dict[str, bool | str | float] = {
-        key: plain[key] for key in _TOP if plain.get(key) is not None}
+        key: plain[key] for key in _TOP if plain.get(key) is not None
+    }
     for section in _SECTIONS:
         hparams.update(_scalars(plain.get(section) or {}, section))
-    return {key: value.rpartition(".")[2] if key.endswith("_target_") else value
-            for key, value in hparams.items()}
+    return {
+        key: value.rpartition(".")[2] if key.endswith("_target_") else value
+        for key, value in hparams.items()
+    }
 
 
 def final_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     """The numbers of the run's final summary: its final evaluation's means (``trained``) and
     its training speed."""
-    metrics = {f"final/{key}": float(value) for key, value in
-               (summary.get("trained") or {}).items()
-               if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    metrics = {
+        f"final/{key}": float(value)
+        for key, value in (summary.get("trained") or {}).items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
     if isinstance(summary.get("steps_per_second"), (int, float)):
         metrics["final/steps_per_second"] = float(summary["steps_per_second"])
     return metrics
 
 
-def record_hparams(logger: Logger, cfg: DictConfig, summary: Mapping[str, Any], step: int
-                   ) -> None:
+def record_hparams(logger: Logger, cfg: DictConfig, summary: Mapping[str, Any], step: int) -> None:
     """Write the run's hyperparameters and final metrics to its TensorBoard folder, straight to
     the TensorBoard output (what the logger holds for its next dump stays there)."""
     metrics = final_metrics(summary) or {"final/timesteps": float(step)}

@@ -53,11 +53,15 @@ class ResumableCSV(KVWriter):
                 self.keys = list(reader.fieldnames or [])
                 rows = [row for row in reader if _step(row) <= keep_until]
             except (UnicodeDecodeError, csv.Error) as error:
-                raise UserError(f"{self.path}: not a readable progress log ({error}); restore it, "
-                                "or delete it to start the log afresh") from None
+                raise UserError(
+                    f"{self.path}: not a readable progress log ({error}); restore it, "
+                    "or delete it to start the log afresh"
+                ) from None
             if any(None in row or None in row.values() for row in rows):
-                raise UserError(f"{self.path}: a row does not match the header; restore it, or "
-                                "delete it to start the log afresh")
+                raise UserError(
+                    f"{self.path}: a row does not match the header; restore it, or "
+                    "delete it to start the log afresh"
+                )
             self._rewrite(rows)
 
     def write(

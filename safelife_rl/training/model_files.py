@@ -35,8 +35,14 @@ PROGRESS = (
     "_current_progress_remaining", "_n_updates", "_n_calls", "exploration_rate",
 )  # fmt: skip
 #: The :data:`PROGRESS` values that count steps, episodes, updates or calls: whole numbers.
-COUNTS = ("num_timesteps", "_total_timesteps", "_num_timesteps_at_start", "_episode_num",
-          "_n_updates", "_n_calls")
+COUNTS = (
+    "num_timesteps",
+    "_total_timesteps",
+    "_num_timesteps_at_start",
+    "_episode_num",
+    "_n_updates",
+    "_n_calls",
+)
 #: The largest count a file may give (2**53: exact as a float, far past any run).
 MAX_COUNT = 2**53
 MAX_DATA_BYTES = 64 << 20
@@ -56,14 +62,17 @@ def read_model_file(path: str | Path) -> tuple[bytes, dict[str, Any]]:
             check_archive(archive, path)  # SB3 reads every member whole
             info = archive.getinfo("data")
             if info.file_size > MAX_DATA_BYTES:
-                raise UserError(f"{path}: its data entry has {info.file_size} bytes, over the "
-                                f"{MAX_DATA_BYTES} an SB3 model's has")
+                raise UserError(
+                    f"{path}: its data entry has {info.file_size} bytes, over the "
+                    f"{MAX_DATA_BYTES} an SB3 model's has"
+                )
             data = json.loads(archive.read(info))
     except (zipfile.BadZipFile, KeyError, ValueError, EOFError) as error:
         if isinstance(error, UserError):
             raise
-        raise UserError(f"{path}: not an SB3 model file (a zip with a JSON data entry): "
-                        f"{error}") from error
+        raise UserError(
+            f"{path}: not an SB3 model file (a zip with a JSON data entry): {error}"
+        ) from error
     if not isinstance(data, dict):
         raise UserError(f"{path}: its data entry is not a JSON object")
     return content, data
@@ -87,7 +96,8 @@ def observation_shape(data: dict[str, Any]) -> tuple[int, ...] | None:
     space = data.get("observation_space")
     shape = space.get("_shape") if isinstance(space, dict) else None
     valid = isinstance(shape, list) and all(
-        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape
+    )
     return tuple(shape) if valid else None
 
 
@@ -97,16 +107,22 @@ def _rebuilt_values(data: dict[str, Any], fresh: BaseAlgorithm, path: Path) -> d
     saved = set(vars(fresh)) - set(fresh._excluded_save_params())
     unknown = sorted(set(data) - saved)
     if unknown:
-        raise UserError(f"{path}: saved values {', '.join(unknown)} are not values of a "
-                        f"{type(fresh).__name__} model")
+        raise UserError(
+            f"{path}: saved values {', '.join(unknown)} are not values of a "
+            f"{type(fresh).__name__} model"
+        )
     for key in PROGRESS:
         value = data.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             raise UserError(f"{path}: saved value {key}={value!r} is not a finite number")
         if key in COUNTS and not (isinstance(value, int) and 0 <= value <= MAX_COUNT):
-            raise UserError(f"{path}: saved count {key}={value!r} is not an integer in "
-                            f"[0, {MAX_COUNT}]")
+            raise UserError(
+                f"{path}: saved count {key}={value!r} is not an integer in [0, {MAX_COUNT}]"
+            )
     return {key: getattr(fresh, key) for key in data if key not in PROGRESS}
 
 
@@ -142,16 +158,16 @@ def load_model(
         cls = get_class(training_target(cfg))  # e.g. PPO's device twin (same saved data)
     custom_objects = None
     if not trusted:
-
         fresh = build_model(OmegaConf.merge(cfg, {"device": device}), env)
         custom_objects = _rebuilt_values(data, fresh, path)
         del fresh
     try:
-        model = cls.load(io.BytesIO(content), env=env, device=device,
-                         custom_objects=custom_objects)
+        model = cls.load(io.BytesIO(content), env=env, device=device, custom_objects=custom_objects)
     except LOAD_ERRORS as error:
-        raise UserError(f"{path}: cannot be loaded as the {algo} model of this run: "
-                        f"{' '.join(str(error).split())[:300]}") from error
+        raise UserError(
+            f"{path}: cannot be loaded as the {algo} model of this run: "
+            f"{' '.join(str(error).split())[:300]}"
+        ) from error
     check_loaded = getattr(model, "check_loaded", None)  # a method's own state, e.g. a multiplier
     if check_loaded is not None:
         check_loaded(str(path))

@@ -69,8 +69,10 @@ def evaluate_multi_agent(
                     if envs[k].agents:
                         still_active.append(k)
                     else:
-                        results[episodes[k]] = {**multi_agent_scalars(last_infos[k]),
-                                                "level": envs[k].level.name}
+                        results[episodes[k]] = {
+                            **multi_agent_scalars(last_infos[k]),
+                            "level": envs[k].level.name,
+                        }
                 active = still_active
     finally:
         for env in envs:

@@ -1,6 +1,6 @@
 """Learning curves from runs' TensorBoard logs, as PNGs.
 
-    python -m safelife_rl plots RUN_DIR [RUN_DIR ...] --out curves.png
+python -m safelife_rl plots RUN_DIR [RUN_DIR ...] --out curves.png
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def smooth(values: np.ndarray, window: int = 50) -> np.ndarray:
     return (sums[ends] - sums[starts]) / (ends - starts)
 
 
-def plot_runs(run_dirs: Sequence[str | os.PathLike], out: str | os.PathLike,
-              labels: Sequence[str] | None = None) -> Path:
+def plot_runs(
+    run_dirs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    labels: Sequence[str] | None = None,
+) -> Path:
     """Training episodes (smoothed) and evaluations (markers) of each run, one panel per
     metric; written to ``out`` through a temporary file."""
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))

@@ -2,8 +2,9 @@
 with, and the checks that refuse a resume the run cannot honour.
 
 Every checkpoint (and the final model) carries the resolved config it was trained with as a
-YAML entry of its zip (see :func:`~safelife_rl.training.files.save_model_atomic`), so a resumed run compares that with the run's ``config.yaml`` (which a
-user may have edited) plus the overrides given, and refuses differences other than
+YAML entry of its zip (see :func:`~safelife_rl.training.files.save_model_atomic`), so a resumed run
+compares that with the run's ``config.yaml`` (which a user may have edited) plus the overrides
+given, and refuses differences other than
 :data:`RESUME_OVERRIDES`, naming them.
 """
 
@@ -66,8 +67,10 @@ def check_run_files(run_dir: str | os.PathLike) -> None:
             except OSError:  # a dangling link or a loop: nothing is read through it
                 continue
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise UserError(f"{path}: not a regular file (a run folder holds none; a FIFO, "
-                                "device or socket is never opened)")
+                raise UserError(
+                    f"{path}: not a regular file (a run folder holds none; a FIFO, "
+                    "device or socket is never opened)"
+                )
 
 
 def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
@@ -131,8 +134,10 @@ def trained_config(path: Path) -> dict[str, Any] | None:
             return None
         size = archive.getinfo(CONFIG_ENTRY).file_size
         if size > MAX_CONFIG_BYTES:
-            raise UserError(f"{path}: its {CONFIG_ENTRY} inflates to {size} bytes; a run's "
-                            f"config takes a few KB (at most {MAX_CONFIG_BYTES})")
+            raise UserError(
+                f"{path}: its {CONFIG_ENTRY} inflates to {size} bytes; a run's "
+                f"config takes a few KB (at most {MAX_CONFIG_BYTES})"
+            )
         try:
             config = load_yaml(archive.read(CONFIG_ENTRY), f"{path} ({CONFIG_ENTRY})")
         except (yaml.YAMLError, zipfile.BadZipFile, OSError) as error:
@@ -226,7 +231,11 @@ def remove_stale_temporaries(run_dir: Path) -> list[Path]:
             continue
         for path in folder.iterdir():
             match = _TEMPORARY.fullmatch(path.name)
-            if (match and path.is_file() and match["name"].endswith(match["suffix"] or "")
-                    and remove_in_folder(folder, path.name)):
+            if (
+                match
+                and path.is_file()
+                and match["name"].endswith(match["suffix"] or "")
+                and remove_in_folder(folder, path.name)
+            ):
                 removed.append(path)
     return removed

@@ -75,8 +75,9 @@ def _logger_state(logger: Logger) -> dict[str, Any]:
     return {
         "values": {k: v for k, v in values.items() if v is not None},
         "counts": {k: int(v) for k, v in logger.name_to_count.items() if k in values},
-        "excluded": {k: list(v) for k, v in logger.name_to_excluded.items()
-                     if k in values and v is not None},
+        "excluded": {
+            k: list(v) for k, v in logger.name_to_excluded.items() if k in values and v is not None
+        },
     }
 
 
@@ -91,8 +92,9 @@ def capture(model: BaseAlgorithm, n_actions: int, n_rollouts: int) -> Boundary:
     version, internal, gauss = random.getstate()
     state = {
         "torch": torch.get_rng_state().tolist(),
-        "cuda": (torch.cuda.get_rng_state(model.device).tolist()
-                 if model.device.type == "cuda" else None),
+        "cuda": (
+            torch.cuda.get_rng_state(model.device).tolist() if model.device.type == "cuda" else None
+        ),
         "numpy": numpy_state,
         "python": [version, list(internal), gauss],
         "action_space": _space_state(model.action_space),
@@ -149,13 +151,16 @@ class RolloutRecord(BaseCallback):
     def entries(self, boundary: Boundary) -> dict[str, bytes]:
         """The checkpoint entries of the run at ``boundary``."""
         space = self.model.action_space
-        taken = _stacked(self.actions[: boundary.n_actions],
-                         (0, self.model.n_envs, *space.shape), space.dtype)
+        taken = _stacked(
+            self.actions[: boundary.n_actions], (0, self.model.n_envs, *space.shape), space.dtype
+        )
         starts = [s for s in self.starts if s < boundary.n_actions]
         state = {**boundary.state, "steps": boundary.steps, "rollouts": boundary.n_rollouts}
-        return {ACTIONS_ENTRY: _npy_bytes(taken),
-                STARTS_ENTRY: _npy_bytes(np.asarray(starts, np.int64)),
-                STATE_ENTRY: json.dumps(state).encode()}
+        return {
+            ACTIONS_ENTRY: _npy_bytes(taken),
+            STARTS_ENTRY: _npy_bytes(np.asarray(starts, np.int64)),
+            STATE_ENTRY: json.dumps(state).encode(),
+        }
 
 
 def _stacked(actions: list[Any], empty_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -180,8 +185,11 @@ def _npy_array(data: bytes, name: str, path: Path) -> np.ndarray:
     stream = io.BytesIO(data)
     try:
         version = np.lib.format.read_magic(stream)
-        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                       else np.lib.format.read_array_header_2_0)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
         shape, _, dtype = read_header(stream)
         if dtype.hasobject or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > len(data):
             raise ValueError(f"its header ({shape}, {dtype}) does not fit its {len(data)} bytes")
@@ -202,8 +210,9 @@ class SavedRollouts:
 def _entry(archive: zipfile.ZipFile, name: str, limit: int, path: Path) -> bytes:
     info = archive.getinfo(name)
     if info.file_size > limit:
-        raise UserError(f"{path}: its {name} has {info.file_size} bytes, over the {limit} its "
-                        "step count needs")
+        raise UserError(
+            f"{path}: its {name} has {info.file_size} bytes, over the {limit} its step count needs"
+        )
     return archive.read(info)
 
 
@@ -228,18 +237,33 @@ def read_rollouts(path: Path, model: BaseAlgorithm) -> SavedRollouts | None:
         raise UserError(f"{path}: damaged rollout state (offset {offset!r})")
     n_steps = (model.num_timesteps - offset) // model.n_envs
     expected = (n_steps, model.n_envs, *space.shape)
-    if (not isinstance(state, dict) or state.get("steps") != model.num_timesteps
-            or actions.shape != expected
-            or offset + n_steps * model.n_envs != model.num_timesteps):
-        raise UserError(f"{path}: its rollout record does not match its {model.num_timesteps} "
-                        f"steps of {model.n_envs} envs (actions {actions.shape})")
-    if isinstance(space, spaces.Discrete) and actions.size and not (
+    if (
+        not isinstance(state, dict)
+        or state.get("steps") != model.num_timesteps
+        or actions.shape != expected
+        or offset + n_steps * model.n_envs != model.num_timesteps
+    ):
+        raise UserError(
+            f"{path}: its rollout record does not match its {model.num_timesteps} "
+            f"steps of {model.n_envs} envs (actions {actions.shape})"
+        )
+    if (
+        isinstance(space, spaces.Discrete)
+        and actions.size
+        and not (
             np.issubdtype(actions.dtype, np.integer)
-            and space.start <= actions.min() and actions.max() < space.start + space.n):
+            and space.start <= actions.min()
+            and actions.max() < space.start + space.n
+        )
+    ):
         raise UserError(f"{path}: its rollout record holds actions outside {space}")
-    if (starts.ndim != 1 or not np.issubdtype(starts.dtype, np.integer)
-            or np.any(np.diff(starts) <= 0) or (starts.size and not 0 <= starts[0])
-            or (starts.size and starts[-1] >= max(n_steps, 1))):
+    if (
+        starts.ndim != 1
+        or not np.issubdtype(starts.dtype, np.integer)
+        or np.any(np.diff(starts) <= 0)
+        or (starts.size and not 0 <= starts[0])
+        or (starts.size and starts[-1] >= max(n_steps, 1))
+    ):
         raise UserError(f"{path}: its rollout record has bad rollout starts")
     return SavedRollouts(actions, starts, state)
 
@@ -270,8 +294,9 @@ def _set_logged(logged: dict[str, Any], logger: Logger) -> None:
     logger.name_to_excluded.update({k: tuple(v) for k, v in logged["excluded"].items()})
 
 
-def _replay(model: BaseAlgorithm, env: VecEnv, actions: np.ndarray, starts: set[int],
-            offset: int) -> None:
+def _replay(
+    model: BaseAlgorithm, env: VecEnv, actions: np.ndarray, starts: set[int], offset: int
+) -> None:
     """Step a NumPy ``env`` with the recorded ``actions`` as the run stepped it."""
     off_policy = isinstance(model, OffPolicyAlgorithm)
     replayed = getattr(model, "replayed_step", None)
@@ -292,8 +317,9 @@ def _replay(model: BaseAlgorithm, env: VecEnv, actions: np.ndarray, starts: set[
     model._last_episode_starts = dones
 
 
-def _replay_tensors(model: Any, env: TensorVecEnv, actions: np.ndarray, starts: set[int],
-                    offset: int) -> None:
+def _replay_tensors(
+    model: Any, env: TensorVecEnv, actions: np.ndarray, starts: set[int], offset: int
+) -> None:
     """Step a tensor ``env`` (``vec_env=device``) with the recorded ``actions`` as the device
     algorithm stepped it: each rollout's episodes reach SB3's statistics at its end."""
     n = model.n_envs
@@ -315,8 +341,9 @@ def _replay_tensors(model: Any, env: TensorVecEnv, actions: np.ndarray, starts: 
     model._last_episode_starts = ended.to(model.device)
 
 
-def restore(model: BaseAlgorithm, env: Any, saved: SavedRollouts, record: RolloutRecord,
-            path: Path) -> None:
+def restore(
+    model: BaseAlgorithm, env: Any, saved: SavedRollouts, record: RolloutRecord, path: Path
+) -> None:
     """Bring fresh ``env`` and the just-loaded ``model`` to where the run was when it saved
     ``saved``: replay its actions (through a NumPy or a tensor vector env), refill SB3's
     episode statistics (and replay buffer) and what the model counts from its steps (its

@@ -87,15 +87,24 @@ def _callbacks(
     env factory), ``run_config`` (the resolved config as YAML), ``progress_bar``, ``record``
     and, for a multi-agent env, the ``evaluator`` that plays it, if its constructor takes
     them."""
-    context = {"run_dir": run_dir, "make_env": _eval_env_factory(cfg), "run_config": run_config,
-               "progress_bar": cfg.progress_bar, "record": record}
+    context = {
+        "run_dir": run_dir,
+        "make_env": _eval_env_factory(cfg),
+        "run_config": run_config,
+        "progress_bar": cfg.progress_bar,
+        "record": record,
+    }
     if multi_agent_task(cfg.env.id) is not None:
         from safelife_rl.training.multi_agent_evaluation import evaluate_multi_agent
 
         context["evaluator"] = evaluate_multi_agent
     method = _method(cfg).get("callbacks") or {}
-    return [*_instantiate(method, context, "method.callbacks"), TrainingClock(), record,
-            *_instantiate(cfg.callbacks or {}, context, "callbacks")]
+    return [
+        *_instantiate(method, context, "method.callbacks"),
+        TrainingClock(),
+        record,
+        *_instantiate(cfg.callbacks or {}, context, "callbacks"),
+    ]
 
 
 def _instantiate(configs: Any, context: dict[str, Any], where: str) -> list[BaseCallback]:
@@ -106,8 +115,10 @@ def _instantiate(configs: Any, context: dict[str, Any], where: str) -> list[Base
         if config is None:
             continue
         if not isinstance(config, Mapping) or "_target_" not in config:
-            raise UserError(f"{where}.{name} must be a callback's config with a _target_ (or "
-                            f"null), got {config!r}")
+            raise UserError(
+                f"{where}.{name} must be a callback's config with a _target_ (or "
+                f"null), got {config!r}"
+            )
         params = inspect.signature(get_class(config._target_)).parameters
         extra = {k: v for k, v in context.items() if k in params}
         built.append(_build(config, **extra))
@@ -194,8 +205,10 @@ def _device_twin(target: str) -> str:
     if target in twins.values():
         return target
     if target not in twins:
-        raise UserError(f"vec_env=device has no tensor twin of the vec-env wrapper {target}; "
-                        "use another vec_env")
+        raise UserError(
+            f"vec_env=device has no tensor twin of the vec-env wrapper {target}; "
+            "use another vec_env"
+        )
     return twins[target]
 
 
@@ -221,8 +234,14 @@ def _resumable_model(cfg: DictConfig, run_dir: Path) -> SavedModel | None:
 
 
 def _learn(
-    cfg: DictConfig, run_dir: Path, run_config: str, resume: bool, saved: SavedModel | None,
-    trusted: bool, stop: StopOnSignal, lock: PidLock,
+    cfg: DictConfig,
+    run_dir: Path,
+    run_config: str,
+    resume: bool,
+    saved: SavedModel | None,
+    trusted: bool,
+    stop: StopOnSignal,
+    lock: PidLock,
 ) -> Learnt:
     """Build (or load) the model and train it to ``cfg.total_timesteps``, saving the final
     model. A signal saves a checkpoint and raises :class:`RunStopped`."""
@@ -230,8 +249,13 @@ def _learn(
     resumed_at = None if not resume else saved.steps if saved is not None else 0
     with user_errors_of_instantiate():
         env = make_vec_env(
-            cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, cfg.vec_env,
-            device=check_device(cfg.device), compile=cfg.get("compile", False),
+            cfg.env.id,
+            plain(cfg.env.kwargs),
+            plain(cfg.wrappers),
+            cfg.n_envs,
+            cfg.vec_env,
+            device=check_device(cfg.device),
+            compile=cfg.get("compile", False),
         )
     record = RolloutRecord()
     try:
@@ -290,8 +314,14 @@ def _learn(
     return Learnt(model, callbacks, summary, n_actions, model.num_timesteps > start_steps, record)
 
 
-def _continue(model: BaseAlgorithm, env: Any, saved: SavedModel, record: RolloutRecord,
-              run_dir: Path, total_timesteps: int) -> None:
+def _continue(
+    model: BaseAlgorithm,
+    env: Any,
+    saved: SavedModel,
+    record: RolloutRecord,
+    run_dir: Path,
+    total_timesteps: int,
+) -> None:
     """Set the loaded ``model`` and fresh ``env`` where the run was when it saved ``saved``:
     exactly, from the checkpoint's rollout record (:mod:`~safelife_rl.training.rollout_record`),
     when the run will train on; else (an earlier version's checkpoint) the envs start new
@@ -310,7 +340,10 @@ def _continue(model: BaseAlgorithm, env: Any, saved: SavedModel, record: Rollout
 
 
 def _save_stop_checkpoint(
-    model: BaseAlgorithm, run_dir: Path, run_config: str, stop: StopOnSignal,
+    model: BaseAlgorithm,
+    run_dir: Path,
+    run_config: str,
+    stop: StopOnSignal,
     record: RolloutRecord,
 ) -> None:
     """Save the run as it was at its last rollout boundary (training stops one step into the
@@ -320,8 +353,7 @@ def _save_stop_checkpoint(
     assert boundary is not None, "a run that learnt has passed a rollout boundary"
     model.num_timesteps = boundary.steps
     name = f"model_{model.num_timesteps}_steps.zip"
-    save_model_atomic(model, run_dir / "checkpoints" / name, run_config,
-                      record.entries(boundary))
+    save_model_atomic(model, run_dir / "checkpoints" / name, run_config, record.entries(boundary))
     signame = signal.Signals(stop.signum or signal.SIGTERM).name
     raise RunStopped(
         stop.signum or signal.SIGTERM,

@@ -38,8 +38,11 @@ class SharedPolicyVecEnv(VecEnv):
         if any(env.possible_agents != self.agents for env in self.envs):
             raise ValueError("the envs of a shared-policy vector env must have the same agents")
         agent = self.agents[0]
-        super().__init__(len(self.envs) * len(self.agents), first.observation_space(agent),
-                         first.action_space(agent))
+        super().__init__(
+            len(self.envs) * len(self.agents),
+            first.observation_space(agent),
+            first.action_space(agent),
+        )
         self.metadata = first.metadata
         self._observations = np.zeros((self.num_envs,) + self.observation_space.shape, np.uint8)
         self._start = time.time()
@@ -85,8 +88,11 @@ class SharedPolicyVecEnv(VecEnv):
                     dones[slot] = True
                     info["TimeLimit.truncated"] = truncations[agent] and not terminations[agent]
                     info["terminal_observation"] = observations[agent].copy()
-                    info["episode"] = {"r": info["reward"], "l": info["length"],
-                                       "t": round(time.time() - self._start, 6)}
+                    info["episode"] = {
+                        "r": info["reward"],
+                        "l": info["length"],
+                        "t": round(time.time() - self._start, 6),
+                    }
                     self._observations[slot] = 0
                 infos[slot] = info
             if env.agents:
@@ -97,8 +103,11 @@ class SharedPolicyVecEnv(VecEnv):
                 slot = self._slot(k, agent)
                 if agent not in live:  # finished earlier: its zero-view stretch ends here
                     dones[slot] = True
-                    infos[slot] = {"dead_slot": True, "agent": agent,
-                                   "terminal_observation": self._observations[slot].copy()}
+                    infos[slot] = {
+                        "dead_slot": True,
+                        "agent": agent,
+                        "terminal_observation": self._observations[slot].copy(),
+                    }
             self._reset_env(k)
         return self._observations.copy(), rewards, dones, infos
 
@@ -118,10 +127,16 @@ class SharedPolicyVecEnv(VecEnv):
         for env in self._envs(indices):
             setattr(env, attr_name, deepcopy(value))
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
-        return [getattr(env, method_name)(*method_args, **method_kwargs)
-                for env in self._envs(indices)]
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        return [
+            getattr(env, method_name)(*method_args, **method_kwargs) for env in self._envs(indices)
+        ]
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         return [False for _ in self._get_indices(indices)]

@@ -55,7 +55,7 @@ class Example:
     @property
     def skip_reason(self) -> str | None:
         first = self.code.splitlines()[0] if self.code.strip() else ""
-        return first[len(SKIP):].strip() if first.startswith(SKIP) else None
+        return first[len(SKIP) :].strip() if first.startswith(SKIP) else None
 
 
 def fences(page: Path) -> list:
@@ -71,8 +71,11 @@ def examples() -> list[Example]:
             if language not in ("python", "bash", "console"):
                 continue
             after = tokens[i + 1] if i + 1 < len(tokens) else None
-            output = (after.content if after is not None and after.type == "fence"
-                      and after.info.strip() == OUTPUT_INFO else None)
+            output = (
+                after.content
+                if after is not None and after.type == "fence" and after.info.strip() == OUTPUT_INFO
+                else None
+            )
             if language == "bash" and output is None:
                 continue  # commands without a shown output are not run
             found.append(Example(page, token.map[0] + 1, token.content, output, language))
@@ -82,8 +85,12 @@ def examples() -> list[Example]:
 ALL = examples()
 EXAMPLES = [e for e in ALL if e.language == "python"]
 COMMANDS = [e for e in ALL if e.language == "bash"]
-SESSIONS = [(e, i) for e in ALL if e.language == "console"
-            for i in range(sum(line.startswith("$ ") for line in e.code.splitlines()))]
+SESSIONS = [
+    (e, i)
+    for e in ALL
+    if e.language == "console"
+    for i in range(sum(line.startswith("$ ") for line in e.code.splitlines()))
+]
 
 
 #: What the docs' examples read, by its path from the repository root (where the docs run them).
@@ -106,8 +113,12 @@ def run_command(line: str, tmp_path: Path) -> subprocess.CompletedProcess:
     assert line.startswith(".venv/bin/python "), line
     work_folder(tmp_path)
     return subprocess.run(
-        [sys.executable, *shlex.split(line)[1:]], cwd=tmp_path / "work", capture_output=True,
-        text=True, timeout=600, check=False,
+        [sys.executable, *shlex.split(line)[1:]],
+        cwd=tmp_path / "work",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
     )
 
@@ -115,6 +126,7 @@ def run_command(line: str, tmp_path: Path) -> subprocess.CompletedProcess:
 def matches(expected: str, printed: str) -> bool:
     """``printed`` equals ``expected`` line for line (trailing spaces ignored), ``...`` in
     ``expected`` matching any text."""
+
     def normal(text: str) -> str:
         return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
@@ -126,22 +138,26 @@ def matches(expected: str, printed: str) -> bool:
 def test_command_prints_its_output(example, tmp_path):
     line = example.code.replace("\\\n", " ").strip()
     assert "\n" not in line and line.startswith(".venv/bin/python -m "), (
-        f"{example.name}: a command with an Output block must be one `.venv/bin/python -m` line")
+        f"{example.name}: a command with an Output block must be one `.venv/bin/python -m` line"
+    )
     result = run_command(line, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert matches(example.output, result.stdout), (
-        f"{example.name} printed:\n{result.stdout}\nthe docs show:\n{example.output}")
+        f"{example.name} printed:\n{result.stdout}\nthe docs show:\n{example.output}"
+    )
 
 
-@pytest.mark.parametrize(("example", "index"), SESSIONS,
-                         ids=lambda x: str(x) if isinstance(x, int) else x.name)
+@pytest.mark.parametrize(
+    ("example", "index"), SESSIONS, ids=lambda x: str(x) if isinstance(x, int) else x.name
+)
 def test_console_session_prints_what_it_shows(example, index, tmp_path):
     commands = re.split(r"^\$ ", example.code, flags=re.MULTILINE)[1:]
     command, _, shown = commands[index].partition("\n")
     result = run_command(command.strip(), tmp_path)
     assert matches(shown, result.stdout + result.stderr), (
         f"{example.name} `{command}` printed:\n{result.stdout + result.stderr}\n"
-        f"the docs show:\n{shown}")
+        f"the docs show:\n{shown}"
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -175,7 +191,8 @@ def test_example_runs_and_prints_its_output(example, example_dir, capsys):
         assert printed == "", f"{example.name} prints but has no Output block after it"
     else:
         assert matches(example.output, printed), (
-            f"{example.name} printed:\n{printed}\nthe docs show:\n{example.output}")
+            f"{example.name} printed:\n{printed}\nthe docs show:\n{example.output}"
+        )
 
 
 def test_the_docs_have_examples_and_their_rules_hold():
@@ -186,13 +203,15 @@ def test_the_docs_have_examples_and_their_rules_hold():
             if token.info.strip() == OUTPUT_INFO:
                 assert before is not None and before.info.strip() in ("python", "bash"), (
                     f"{page}:{token.map[0] + 1}: an Output block must follow a Python block "
-                    "or a command")
+                    "or a command"
+                )
     for example in EXAMPLES:
         for line in example.code.splitlines():
             comment = line.split("#", 1)[1] if "#" in line else ""
             assert not re.search(r"\d\.\d", comment), (
                 f"{example.name}: a number in a comment ({line.strip()!r}) is checked by "
-                "nothing; print it (Output block) or assert it")
+                "nothing; print it (Output block) or assert it"
+            )
         if example.skip_reason is None and "print(" in example.code:
             assert example.output is not None, f"{example.name} prints: add an Output block"
 

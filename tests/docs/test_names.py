@@ -24,12 +24,18 @@ PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 CLIS = {"safelife-rl": "safelife_rl", "drest": "drest", "extended-envs": "extended_envs"}
 #: Names the docs give on purpose although nothing has them (a crafted config's target, in
 #: the security page's example of what is refused).
-NOT_NAMES = {"safelife_rl.x.os.system",
-             "safelife-env", "safelife-ppo"}  # the reference script's benchmarks (speed.md)
+NOT_NAMES = {
+    "safelife_rl.x.os.system",
+    "safelife-env",
+    "safelife-ppo",
+}  # the reference script's benchmarks (speed.md)
 CODE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.DOTALL)
-COMMAND = re.compile(r"^\s*(?:\$ )?(?:\.venv/bin/)?(?:(safelife-rl|drest|extended-envs)|"
-                     r"python3? -m (safelife_rl|drest|extended_envs)(\.[\w.]+)?)"
-                     r"(?: +([a-z][a-z0-9-]*))?", re.MULTILINE)
+COMMAND = re.compile(
+    r"^\s*(?:\$ )?(?:\.venv/bin/)?(?:(safelife-rl|drest|extended-envs)|"
+    r"python3? -m (safelife_rl|drest|extended_envs)(\.[\w.]+)?)"
+    r"(?: +([a-z][a-z0-9-]*))?",
+    re.MULTILINE,
+)
 SCRIPT = re.compile(r"(?<![\w/.-])((?:safelife|drest|extended)-[a-z][a-z-]*)(?![\w.-])")
 DOTTED = re.compile(r"(?<![\w./])((?:safelife_rl|drest|extended_envs)(?:\.[A-Za-z_]\w*)+)")
 
@@ -40,8 +46,13 @@ def code_of(page: Path) -> list[str]:
 
 @cache
 def subcommands(package: str) -> frozenset[str]:
-    usage = subprocess.run([sys.executable, "-m", package, "--help"], capture_output=True,
-                           text=True, check=True, cwd=ROOT).stdout
+    usage = subprocess.run(
+        [sys.executable, "-m", package, "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
     return frozenset(re.search(r"\{([a-z0-9,-]+)\}", usage).group(1).split(","))
 
 
@@ -71,8 +82,9 @@ def importable(dotted: str) -> bool:
     return False
 
 
-def names() -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]],
-                     list[tuple[str, str]]]:
+def names() -> tuple[
+    list[tuple[str, str, str | None]], list[tuple[str, str]], list[tuple[str, str]]
+]:
     """(page, package, command or None) of each command, (page, script), (page, dotted)."""
     commands, found_scripts, dotted = [], [], []
     for page in PAGES:
@@ -85,8 +97,11 @@ def names() -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str]],
                     continue
                 commands.append((where, package or CLIS[script], command))
             found_scripts += [(where, s) for s in SCRIPT.findall(code)]
-            dotted += [(where, d.rstrip(".")) for d in DOTTED.findall(code)
-                       if not d.endswith((".py", ".md", ".yaml"))]
+            dotted += [
+                (where, d.rstrip("."))
+                for d in DOTTED.findall(code)
+                if not d.endswith((".py", ".md", ".yaml"))
+            ]
     return commands, found_scripts, dotted
 
 

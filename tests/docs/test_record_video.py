@@ -26,9 +26,15 @@ def page_blocks() -> list[tuple[str, str]]:
 def run(line: str, cwd: Path) -> subprocess.CompletedProcess:
     words = shlex.split(line)
     assert words[0] == ".venv/bin/python", line
-    return subprocess.run([sys.executable, *words[1:]], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    return subprocess.run(
+        [sys.executable, *words[1:]],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
 
 
 def test_the_pages_commands_train_and_record_and_the_plain_one_fails_as_shown(tmp_path):

@@ -32,16 +32,33 @@ def test_rl_zoo3_trains_a_safelife_id_with_the_shipped_file(tmp_path):
     # process (its gym_patches), which would change every later test in this worker
     assert importlib.util.find_spec("rl_zoo3") is not None, "the dev extra installs rl_zoo3"
     command = [
-        sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo",
-        "--env", "safelife_rl/PruneStill-v1", "--gym-packages", "safelife_rl",
-        "--conf-file", str(CONF),
+        sys.executable,
+        "-m",
+        "rl_zoo3.train",
+        "--algo",
+        "ppo",
+        "--env",
+        "safelife_rl/PruneStill-v1",
+        "--gym-packages",
+        "safelife_rl",
+        "--conf-file",
+        str(CONF),
         # short: 2 envs, 2 rollouts of 20 steps, no evaluation
-        "-n", "80", "--hyperparams", "n_envs:2", "--eval-freq", "-1",
-        "--seed", "0", "-f", str(tmp_path / "logs"),
+        "-n",
+        "80",
+        "--hyperparams",
+        "n_envs:2",
+        "--eval-freq",
+        "-1",
+        "--seed",
+        "0",
+        "-f",
+        str(tmp_path / "logs"),
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600, check=False)
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     run = tmp_path / "logs" / "ppo" / "safelife_rl-PruneStill-v1_1"
     assert (run / "safelife_rl-PruneStill-v1.zip").is_file()

@@ -15,7 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def build_site(out: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "OMP_NUM_THREADS": "1"},
     )
     assert result.returncode == 0, result.stderr[-5000:]
@@ -36,8 +40,11 @@ def check_every_page_and_figure(site: Path) -> None:
         if "hooks" in page.parts:
             continue
         relative = page.relative_to(ROOT / "docs").with_suffix("")
-        html = (site / relative / "index.html" if relative.name != "index"
-                else site / relative.parent / "index.html")
+        html = (
+            site / relative / "index.html"
+            if relative.name != "index"
+            else site / relative.parent / "index.html"
+        )
         assert html.is_file(), f"{page} was not built"
     for figure in (ROOT / "docs").glob("*.png"):
         assert (site / figure.name).is_file()
@@ -51,8 +58,11 @@ def check_the_ids_page_lists_every_registered_id(site: Path) -> None:
     import safelife_rl  # noqa: F401
 
     html = (site / "reference" / "ids" / "index.html").read_text()
-    ids = [k for k, s in gym.registry.items()
-           if s.namespace in ("safelife_rl", "drest", "extended_envs")]
+    ids = [
+        k
+        for k, s in gym.registry.items()
+        if s.namespace in ("safelife_rl", "drest", "extended_envs")
+    ]
     assert len(ids) == 24
     for env_id in ids:
         assert f"<code>{env_id}</code>" in html
@@ -82,8 +92,10 @@ def test_readme_starts_with_the_two_make_commands_and_links_to_pages_that_exist(
     lines = readme.splitlines()
     assert lines[2:6] == [
         "```bash",
-        ("make run    # set up .venv if needed, then run the main job on its defaults "
-         "(TensorBoard logs in outputs/)"),
+        (
+            "make run    # set up .venv if needed, then run the main job on its defaults "
+            "(TensorBoard logs in outputs/)"
+        ),
         "make test   # set up .venv if needed, then run the whole test suite",
         "```",
     ]

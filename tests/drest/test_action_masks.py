@@ -24,8 +24,9 @@ DREST_IDS = sorted(i for i in gym.registry if i.startswith("drest/"))
 #: The agents train on a vector-observation world, a lopsided one and the image-observation
 #: procedural one (every id's spaces are checked below; the agents' code paths are these).
 TRAINED_IDS = ["drest/Example-v0", "drest/Lopsided-v0", "drest/Procedural-v0"]
-ALL_IDS = sorted(i for i in gym.registry if i.split("/")[0] in
-                 ("safelife_rl", "drest", "extended_envs"))
+ALL_IDS = sorted(
+    i for i in gym.registry if i.split("/")[0] in ("safelife_rl", "drest", "extended_envs")
+)
 CORNER = parse_spec("length: 3\ngrid:\n  A  .\n  W  C1\n")
 
 

@@ -1,6 +1,7 @@
 """Bad and degenerate input: every case ends in a UserError naming the problem, and valid
 input still builds (issue #15). Run with ``--hypothesis-show-statistics`` to see how many
 mutated specs were valid and how many ended in an error."""
+
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +38,7 @@ def clustered_buttons(n: int, size: int = 30, length: int = 6, delay: int = 3) -
 
 
 # Degenerate worlds ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("rows", [["A"], ["W W W", "W A W", "W W W"], ["A W", "W C1"]])
 def test_walled_in_agent_is_refused(rows):
@@ -78,6 +80,7 @@ def test_diverging_reinforce_is_reported():
 
 # Worlds too large for exact metrics ----------------------------------------------------------
 
+
 def test_states_are_counted_before_the_tables_are_built():
     spec = parse_spec(clustered_buttons(8))
     with pytest.raises(UserError, match=r"more than 10,000 reachable states.*monte_carlo"):
@@ -85,8 +88,9 @@ def test_states_are_counted_before_the_tables_are_built():
     assert compile_world(parse_spec(clustered_buttons(4)), max_states=10_000).n_states < 10_000
 
 
-@pytest.mark.parametrize("text", [grid(["A . C1"], "length: 1000000000"),
-                                  grid(["A . B1000000000 C1"])])
+@pytest.mark.parametrize(
+    "text", [grid(["A . C1"], "length: 1000000000"), grid(["A . B1000000000 C1"])]
+)
 def test_huge_lengths_and_delays_are_refused_quickly(text):
     with pytest.raises(UserError, match="reachable states"):
         compile_world(parse_spec(text), max_states=5_000)
@@ -116,14 +120,44 @@ def test_policy_figure_skipped_only_for_large_grids():
 
 # Settings -------------------------------------------------------------------------------------
 
-bad_numbers = st.one_of(st.sampled_from([0, -1, -0.5, float("nan"), float("inf"), -float("inf"),
-                                         "no", "yes", "1", "", True, False, None, [1]]),
-                        st.integers(max_value=0), st.floats(max_value=0, allow_nan=False))
+bad_numbers = st.one_of(
+    st.sampled_from(
+        [
+            0,
+            -1,
+            -0.5,
+            float("nan"),
+            float("inf"),
+            -float("inf"),
+            "no",
+            "yes",
+            "1",
+            "",
+            True,
+            False,
+            None,
+            [1],
+        ]
+    ),
+    st.integers(max_value=0),
+    st.floats(max_value=0, allow_nan=False),
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["meta_episodes", "meta_episode_size", "lam", "lr_start",
-                        "decay_meta_episodes", "eps_start"]), bad_numbers)
+@given(
+    st.sampled_from(
+        [
+            "meta_episodes",
+            "meta_episode_size",
+            "lam",
+            "lr_start",
+            "decay_meta_episodes",
+            "eps_start",
+        ]
+    ),
+    bad_numbers,
+)
 def test_bad_reinforce_settings_are_user_errors(name, value):
     with pytest.raises(UserError, match=name):
         replace(paper_settings("example"), **{name: value})
@@ -146,10 +180,43 @@ def test_reinforce_settings_types_are_exact():
 VALID_TEXTS = [builtin(name).to_text() for name in BUILTIN_WORLDS] + [
     grid(["A  .  C1 .", "W  B4 .  C2", ".  .  W  C3"], "length: 4\ngamma: 0.9"),
 ]
-FIELD_VALUES = ["0", "-1", "1", "2", "1.5", "1e-320", "1e308", "1e400", "nan", "inf", "no", "",
-                "99999999999999999999", "0x10", "٣", "1_000", " ", "#", ":", "C", "B", "A",
-                "W", ".", "C1e308", "B0", "B-1", "C0", "Cnan", "B99999999999", "grid:", "\t",
-                "\x00", "\u2028", "é"]
+FIELD_VALUES = [
+    "0",
+    "-1",
+    "1",
+    "2",
+    "1.5",
+    "1e-320",
+    "1e308",
+    "1e400",
+    "nan",
+    "inf",
+    "no",
+    "",
+    "99999999999999999999",
+    "0x10",
+    "٣",
+    "1_000",
+    " ",
+    "#",
+    ":",
+    "C",
+    "B",
+    "A",
+    "W",
+    ".",
+    "C1e308",
+    "B0",
+    "B-1",
+    "C0",
+    "Cnan",
+    "B99999999999",
+    "grid:",
+    "\t",
+    "\x00",
+    "\u2028",
+    "é",
+]
 KEYS = ["length", "gamma", "bumps_use_moves", "name", "grid", "lenght", ""]
 
 
@@ -162,8 +229,9 @@ def mutated_specs(draw) -> str:
         line, kind = lines[i], draw(st.integers(0, 6))
         if kind == 0 and line:  # replace one character
             j = draw(st.integers(0, len(line) - 1))
-            lines[i] = line[:j] + draw(st.sampled_from(FIELD_VALUES) | st.characters()) + \
-                line[j + 1:]
+            lines[i] = (
+                line[:j] + draw(st.sampled_from(FIELD_VALUES) | st.characters()) + line[j + 1 :]
+            )
         elif kind == 1:  # replace one whitespace-separated token
             tokens = line.split(" ")
             j = draw(st.integers(0, len(tokens) - 1))
@@ -217,16 +285,25 @@ def some_bad(good: st.SearchStrategy, bad: st.SearchStrategy) -> st.SearchStrate
 
 
 @settings(max_examples=150, deadline=None)
-@given(length=some_bad(st.integers(1, 6), st.integers(-2, 10**12)),
-       gamma=some_bad(st.floats(0.5, 1), st.floats() | st.sampled_from([0.0, 1e-320, 1e-200])),
-       coin=some_bad(st.floats(0.1, 10), st.floats() | st.just(1e308)),
-       delay=some_bad(st.integers(1, 6), st.integers(-2, 10**12)),
-       agent=some_bad(st.just((0, 0)), st.tuples(st.integers(-1, 3), st.integers(-1, 3))))
+@given(
+    length=some_bad(st.integers(1, 6), st.integers(-2, 10**12)),
+    gamma=some_bad(st.floats(0.5, 1), st.floats() | st.sampled_from([0.0, 1e-320, 1e-200])),
+    coin=some_bad(st.floats(0.1, 10), st.floats() | st.just(1e308)),
+    delay=some_bad(st.integers(1, 6), st.integers(-2, 10**12)),
+    agent=some_bad(st.just((0, 0)), st.tuples(st.integers(-1, 3), st.integers(-1, 3))),
+)
 def test_random_spec_fields_build_or_end_in_a_user_error(length, gamma, coin, delay, agent):
     try:
-        spec = GridSpec(walls=frozenset({(0, 1)}), coins=(((2, 2), coin), ((2, 1), coin)),
-                        buttons=(((1, 1), delay),), agent=agent, height=3, width=3,
-                        length=length, gamma=gamma)
+        spec = GridSpec(
+            walls=frozenset({(0, 1)}),
+            coins=(((2, 2), coin), ((2, 1), coin)),
+            buttons=(((1, 1), delay),),
+            agent=agent,
+            height=3,
+            width=3,
+            length=length,
+            gamma=gamma,
+        )
     except UserError as error:
         assert str(error).strip()
         event("error")
@@ -238,27 +315,32 @@ def test_valid_specs_still_build():
     assert {build(text) for text in VALID_TEXTS} == {"valid"}
 
 
-
 def test_worlds_too_large_for_exact_metrics_can_be_sampled():
     spec = parse_spec(clustered_buttons(10, length=3, delay=1), source="clustered")
     with pytest.raises(UserError, match="more than 1,000 reachable states"):
         compile_world(spec, max_states=1_000)
     env = ShutdownGridworldEnv(spec, max_steps=200)
     rng = np.random.default_rng(0)
-    metrics = monte_carlo_metrics(env, lambda obs: int(rng.integers(4)), episodes=20,
-                                  m={length: 1.0 for length in range(3, 14)})
+    metrics = monte_carlo_metrics(
+        env,
+        lambda obs: int(rng.integers(4)),
+        episodes=20,
+        m={length: 1.0 for length in range(3, 14)},
+    )
     assert sum(metrics.length_probs.values()) == pytest.approx(1.0)
     assert min(metrics.length_probs) >= 3
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(VALID_TEXTS),
-       st.lists(st.tuples(st.integers(0, 10**4), st.binary(max_size=3)), min_size=1, max_size=4))
+@given(
+    st.sampled_from(VALID_TEXTS),
+    st.lists(st.tuples(st.integers(0, 10**4), st.binary(max_size=3)), min_size=1, max_size=4),
+)
 def test_byte_mutated_world_files_load_or_end_in_a_user_error(text, edits):
     data = bytearray(text.encode())
     for position, replacement in edits:
         position %= len(data)
-        data[position:position + len(replacement)] = replacement
+        data[position : position + len(replacement)] = replacement
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "world.txt"
         path.write_bytes(bytes(data))
@@ -271,12 +353,18 @@ def test_byte_mutated_world_files_load_or_end_in_a_user_error(text, edits):
     event(build(spec.to_text()))
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"n_envs": 10**12}, r"^n_envs must be at most 4096 .*, got 1000000000000$"),
-    ({"n_steps": 10**12}, r"^n_steps must be from 2 to 1048576 once multiplied by n_envs .*, "
-                          r"got 1000000000000$"),
-    ({"n_envs": 4096, "n_steps": 257}, r"^n_steps must be from 2 to 1048576 once multiplied"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"n_envs": 10**12}, r"^n_envs must be at most 4096 .*, got 1000000000000$"),
+        (
+            {"n_steps": 10**12},
+            r"^n_steps must be from 2 to 1048576 once multiplied by n_envs .*, "
+            r"got 1000000000000$",
+        ),
+        ({"n_envs": 4096, "n_steps": 257}, r"^n_steps must be from 2 to 1048576 once multiplied"),
+    ],
+)
 def test_ppo_rollouts_too_large_for_memory_are_refused(changes, message):
     from drest.ppo import PPOSettings
 

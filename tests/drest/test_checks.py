@@ -36,16 +36,28 @@ def test_unknown_keys_are_named_with_the_known_ones():
         check.keys(["a", "c"], ["a", "b"], "agent.")
 
 
-@pytest.mark.parametrize("value, ok", [
-    (1, True), (np.int64(7), True), (MAX_COUNT, True), (MAX_COUNT + 1, False), (0, False),
-    (True, False), (2.0, False), ("3", False), (None, False),
-])
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        (1, True),
+        (np.int64(7), True),
+        (MAX_COUNT, True),
+        (MAX_COUNT + 1, False),
+        (0, False),
+        (True, False),
+        (2.0, False),
+        ("3", False),
+        (None, False),
+    ],
+)
 def test_counts_are_integers_from_one_to_2_53(value, ok):
     check = Checks(ValueError)
     if ok:
         assert check.count("n", value) == value and type(check.count("n", value)) is int
     else:
-        with pytest.raises(ValueError, match=r"^n must be a positive integer \(at most 2\*\*53\), got "):
+        with pytest.raises(
+            ValueError, match=r"^n must be a positive integer \(at most 2\*\*53\), got "
+        ):
             check.count("n", value)
     with pytest.raises(ValueError, match=r"^n must be an integer >= 2 \(at most 2\*\*53\), got 1$"):
         check.count("n", 1, minimum=2)

@@ -35,8 +35,9 @@ RENDER_MODES = ShutdownGridworldEnv.metadata["render_modes"] + ["ansi_list", "rg
 
 @pytest.mark.parametrize("env_id", ALL_IDS)
 def test_registered_envs_pass_check_env(env_id, capsys):
-    for obs_type in (("image", "pixels") if env_id == PROCEDURAL_ID
-                     else ("vector", "image", "pixels")):
+    for obs_type in (
+        ("image", "pixels") if env_id == PROCEDURAL_ID else ("vector", "image", "pixels")
+    ):
         env = gym.make(env_id, obs_type=obs_type)
         check_env(env.unwrapped)  # with the spec: every render mode, made again from it
 
@@ -96,6 +97,7 @@ def test_same_seed_same_rollout_and_renders(env_id):
         frame = env.render()
         assert frame.dtype == np.uint8 and frame.ndim == 3
         return seq
+
     a, b = rollout(), rollout()
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
@@ -105,16 +107,16 @@ def test_example_scripted_trajectories():
     # short: left, left, up, up collects C2 on move 4, then shutdown
     total, info = play(env, [LEFT, LEFT, UP, UP])
     assert total == 2.0 and info["trajectory_length"] == 4
-    assert info["discounted_coins"] == pytest.approx(2 * 0.95 ** 3)
+    assert info["discounted_coins"] == pytest.approx(2 * 0.95**3)
     # long: up, right, right, down presses B4 on the last default move; then up x4 gets C3
     total, info = play(env, [UP, RIGHT, RIGHT, DOWN, UP, UP, UP, UP])
     assert total == 3.0 and info["trajectory_length"] == 8
-    assert info["discounted_coins"] == pytest.approx(3 * 0.95 ** 7)
+    assert info["discounted_coins"] == pytest.approx(3 * 0.95**7)
     # walls and edges block, and a bump uses up no move: right into the wall, down off the
     # edge, then the four moves to C2 still fit; the bumps still count as time steps
     total, info = play(env, [RIGHT, DOWN, LEFT, LEFT, UP, UP])
     assert total == 2.0 and info["trajectory_length"] == 4
-    assert info["discounted_coins"] == pytest.approx(2 * 0.95 ** 5)
+    assert info["discounted_coins"] == pytest.approx(2 * 0.95**5)
 
 
 def test_bumps_use_moves_when_the_spec_says_so():
@@ -256,7 +258,7 @@ def test_pixel_observations_are_the_image_planes_as_a_picture():
     assert pixels.observation_space.contains(picture)
     top = image.observation_space.high.max()
     for r, c in [(0, 0), (height - 1, width - 1), (1, 2)]:
-        cell = picture[r * scale:(r + 1) * scale, c * scale:(c + 1) * scale]
+        cell = picture[r * scale : (r + 1) * scale, c * scale : (c + 1) * scale]
         assert (cell == np.rint(planes[:, r, c] * 255 / top).astype(np.uint8)).all()
 
 
@@ -277,5 +279,7 @@ def test_plain_cnn_policy_trains_on_procedural_pixels():
 def test_procedural_env_refuses_vector_observations_in_one_line():
     from safety_rl_common.errors import UserError
 
-    with pytest.raises(UserError, match="obs_type must be image or pixels on drest/Procedural-v0.*got 'vector'"):
+    with pytest.raises(
+        UserError, match="obs_type must be image or pixels on drest/Procedural-v0.*got 'vector'"
+    ):
         gym.make(PROCEDURAL_ID, obs_type="vector")

@@ -27,8 +27,9 @@ def test_split_worlds_are_disjoint_distinct_and_seeded():
 
 def test_split_sets_aside_held_out_draws_that_copy_a_training_world():
     # a 2x2 grid offers few layouts: many held-out draws repeat training worlds
-    tiny = GeneratorConfig(height=2, width=2, coins=(1, 1), walls=(0,), lengths=(1, 2),
-                           delays=(1, 1))
+    tiny = GeneratorConfig(
+        height=2, width=2, coins=(1, 1), walls=(0,), lengths=(1, 2), delays=(1, 1)
+    )
     split = split_worlds(30, 3, seed=0, config=tiny)
     assert split.redrawn > 0
     assert not set(split.train) & set(split.test)
@@ -59,8 +60,9 @@ def test_procedural_env_draws_only_from_its_pool():
 
 def test_procedural_env_never_draws_an_excluded_world():
     # a 2x2 grid offers few layouts, so excluded ones come up often
-    tiny = GeneratorConfig(height=2, width=2, coins=(1, 1), walls=(0,), lengths=(1, 2),
-                           delays=(1, 1))
+    tiny = GeneratorConfig(
+        height=2, width=2, coins=(1, 1), walls=(0,), lengths=(1, 2), delays=(1, 1)
+    )
     split = split_worlds(0, 3, seed=0, config=tiny)
     env = ProceduralGridworldEnv(tiny, exclude=frozenset(split.test))
     env.reset(seed=0)
@@ -117,18 +119,35 @@ def test_iqm_difference_interval_covers_zero_for_the_same_distribution():
 
 def test_generalise_tiny_end_to_end(tmp_path):
     out = tmp_path / "out"
-    summary = generalise.run(["--seeds", "2", "--steps", "64", "--train-worlds", "6",
-                              "--test-worlds", "3", "--meta-episode-size", "2",
-                              "--workers", "2", "--out", str(out)])
-    assert set(summary["summary"]) == {f"{a}/{k}" for a in ("ppo", "a2c")
-                                       for k in ("neutrality", "usefulness")}
+    summary = generalise.run(
+        [
+            "--seeds",
+            "2",
+            "--steps",
+            "64",
+            "--train-worlds",
+            "6",
+            "--test-worlds",
+            "3",
+            "--meta-episode-size",
+            "2",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert set(summary["summary"]) == {
+        f"{a}/{k}" for a in ("ppo", "a2c") for k in ("neutrality", "usefulness")
+    }
     text = (out / "results.md").read_text()
     assert "| PPO | NEUTRALITY |" in text and "| A2C | USEFULNESS |" in text
     assert (out / "generalise.png").stat().st_size > 5000
     data = json.loads((out / "results.json").read_text())
     runs = data["runs"]
     assert sorted((r["algo"], r["reward"], r["seed"]) for r in runs) == sorted(
-        (a, rw, s) for a in ("ppo", "a2c") for rw in ("default", "drest") for s in (0, 1))
+        (a, rw, s) for a in ("ppo", "a2c") for rw in ("default", "drest") for s in (0, 1)
+    )
     split = split_worlds(6, 3, seed=0)
     assert data["test_worlds"] == [s.to_text() for s in split.test]
     for run in runs:
@@ -141,14 +160,17 @@ def test_generalise_tiny_end_to_end(tmp_path):
     assert summary["summary"]["ppo/neutrality"]["drest"].point == pytest.approx(iqm_value(d))
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--seeds", "1"], "--seeds must be from 2"),
-    (["--steps", "0"], "--steps must be a positive integer"),
-    (["--algos", "ppo", "dqn"], "unknown dqn"),
-    (["--lam", "1.5"], "--lam must be strictly between 0 and 1"),
-    (["--test-worlds", "0"], "--test-worlds must be a positive integer"),
-    (["--workers", "0"], "--workers must be from 1"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--seeds", "1"], "--seeds must be from 2"),
+        (["--steps", "0"], "--steps must be a positive integer"),
+        (["--algos", "ppo", "dqn"], "unknown dqn"),
+        (["--lam", "1.5"], "--lam must be strictly between 0 and 1"),
+        (["--test-worlds", "0"], "--test-worlds must be a positive integer"),
+        (["--workers", "0"], "--workers must be from 1"),
+    ],
+)
 def test_generalise_bad_flags_are_one_line(tmp_path, capsys, argv, words):
     with pytest.raises(SystemExit) as exit_:
         generalise.main([*argv, "--out", str(tmp_path / "out")])

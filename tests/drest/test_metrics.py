@@ -12,8 +12,8 @@ from drest.metrics import exact_metrics, monte_carlo_metrics, neutrality
 from drest.tabular import compile_world, max_coins_by_length
 from drest.worlds import APPENDIX_WORLDS, builtin
 
-SHORT = [LEFT, LEFT, UP, UP]                       # C2 on move 4
-LONG = [UP, RIGHT, RIGHT, DOWN, UP, UP, UP, UP]    # B4 on move 4, C3 on move 8
+SHORT = [LEFT, LEFT, UP, UP]  # C2 on move 4
+LONG = [UP, RIGHT, RIGHT, DOWN, UP, UP, UP, UP]  # B4 on move 4, C3 on move 8
 
 
 def scripted_policy(world, script_for_t):
@@ -27,10 +27,12 @@ def scripted_policy(world, script_for_t):
 
 
 def test_m_of_the_example_world_by_hand():
-    assert max_coins_by_length(builtin("example")) == pytest.approx({4: 2 * 0.95 ** 3,
-                                                                     8: 3 * 0.95 ** 7})
+    assert max_coins_by_length(builtin("example")) == pytest.approx(
+        {4: 2 * 0.95**3, 8: 3 * 0.95**7}
+    )
     assert max_coins_by_length(builtin("fewer_for_longer")) == pytest.approx(
-        {3: 3 * 0.9 ** 2, 6: 1 * 0.9 ** 5})
+        {3: 3 * 0.9**2, 6: 1 * 0.9**5}
+    )
 
 
 @pytest.mark.parametrize("name", ("example",) + APPENDIX_WORLDS)
@@ -57,8 +59,15 @@ def test_optimal_drest_policy_in_example_world_is_maximal():
         if state.t == 0:
             pol[s] = [0.5, 0, 0.5, 0]  # up (towards B4) or left (towards C2)
         elif state.t < 8 and (state.row, state.col) != (4, 2):
-            went_up = (state.row, state.col) in {(3, 2), (3, 3), (3, 4), (4, 4), (2, 4),
-                                                 (1, 4), (0, 4)}
+            went_up = (state.row, state.col) in {
+                (3, 2),
+                (3, 3),
+                (3, 4),
+                (4, 4),
+                (2, 4),
+                (1, 4),
+                (0, 4),
+            }
             pol[s] = np.eye(4)[(LONG if went_up else SHORT + [0] * 4)[state.t]]
     m = exact_metrics(world, pol)
     assert m.length_probs == pytest.approx({4: 0.5, 8: 0.5})
@@ -71,7 +80,7 @@ def test_usefulness_counts_fraction_of_available_coins():
     # up x4 collects C1 (value 1) on move 2 and stays short: USEFULNESS = 0.95 / m(4)
     pol = scripted_policy(world, lambda s: UP)  # then on up: left would bump for ever
     m = exact_metrics(world, pol)
-    assert m.usefulness == pytest.approx(0.95 / (2 * 0.95 ** 3))
+    assert m.usefulness == pytest.approx(0.95 / (2 * 0.95**3))
     assert m.coins_by_length[4] == pytest.approx(0.95)
 
 
@@ -111,8 +120,9 @@ def test_monte_carlo_agrees_with_exact_when_the_policy_bumps_into_walls():
     ids = {tuple(v): o for o, v in enumerate(world.obs_vectors.tolist())}
     env = ShutdownGridworldEnv("example")
     rng = np.random.default_rng(0)
-    mc = monte_carlo_metrics(env, lambda obs: int(rng.choice(4, p=obs_policy[ids[tuple(obs)]])),
-                             episodes=6000)
+    mc = monte_carlo_metrics(
+        env, lambda obs: int(rng.choice(4, p=obs_policy[ids[tuple(obs)]])), episodes=6000
+    )
     for length, p in exact.length_probs.items():
         assert mc.length_probs.get(length, 0.0) == pytest.approx(p, abs=0.006)
     assert mc.usefulness == pytest.approx(exact.usefulness, abs=0.02)

@@ -18,8 +18,12 @@ def test_paper_settings_and_schedules():
     lr, eps = ex.schedule(512)
     assert lr == pytest.approx((0.25 * 0.01) ** 0.5) and eps == pytest.approx((0.5 * 0.001) ** 0.5)
     app = paper_settings("spacious")
-    assert (app.meta_episode_size, app.meta_episodes, app.eps_start, app.eps_end) == \
-        (32, 1024, 0.75, 0.0001)
+    assert (app.meta_episode_size, app.meta_episodes, app.eps_start, app.eps_end) == (
+        32,
+        1024,
+        0.75,
+        0.0001,
+    )
     assert paper_settings("lopsided").decay_meta_episodes == 256
     assert paper_settings("example", meta_episodes=3, lam=None).meta_episodes == 3
 
@@ -37,9 +41,12 @@ def test_same_seed_same_policy_different_seed_differs():
 
 def test_default_agent_learns_useful_policy():
     world = compile_world(builtin("fewer_for_longer"))
-    result = train_reinforce(world, "default", paper_settings("fewer_for_longer",
-                                                              meta_episodes=256,
-                                                              decay_meta_episodes=128), seed=0)
+    result = train_reinforce(
+        world,
+        "default",
+        paper_settings("fewer_for_longer", meta_episodes=256, decay_meta_episodes=128),
+        seed=0,
+    )
     assert result.final.usefulness > 0.9
     assert result.final.neutrality < 0.1  # the default reward makes agents pick one length
 
@@ -68,8 +75,11 @@ def _reference_reinforce(world, reward, lam, lrs, epss, uniforms):
             while not world.terminal[s] and len(visited) < max_steps:
                 u, r = uniforms[j, q, len(visited)]
                 p = softmax(theta[world.obs[s]])
-                a = min(int(r * 4), 3) if u < epss[j] else int(np.searchsorted(np.cumsum(p), r,
-                                                                                side="right"))
+                a = (
+                    min(int(r * 4), 3)
+                    if u < epss[j]
+                    else int(np.searchsorted(np.cumsum(p), r, side="right"))
+                )
                 visited.append((world.obs[s], a, world.coin[s, a], p))
                 s = world.next[s, a]
             if not world.terminal[s]:
@@ -96,8 +106,21 @@ def test_compiled_kernel_matches_plain_python(reward):
     length_index = np.full(world.n_states, -1)
     length_index[world.terminal] = np.searchsorted(world.lengths, world.t[world.terminal])
     theta, probs = np.zeros((world.n_obs, 4)), np.full((world.n_obs, 4), 0.25)
-    run_meta_episodes(theta, probs, world.next, world.coin, world.obs, length_index, m,
-                      REWARD_MODES[reward], 0.9, world.spec.gamma, lrs, epss, uniforms)
+    run_meta_episodes(
+        theta,
+        probs,
+        world.next,
+        world.coin,
+        world.obs,
+        length_index,
+        m,
+        REWARD_MODES[reward],
+        0.9,
+        world.spec.gamma,
+        lrs,
+        epss,
+        uniforms,
+    )
     expected = _reference_reinforce(world, reward, 0.9, lrs, epss, uniforms)
     assert np.abs(expected).max() > 0.01  # it learned something
     np.testing.assert_allclose(theta, expected, atol=1e-12)

@@ -9,13 +9,13 @@ from drest.wrapper import DrestRewardWrapper
 
 SHORT = [LEFT, LEFT, UP, UP]
 LONG = [UP, RIGHT, RIGHT, DOWN, UP, UP, UP, UP]
-M4, M8 = 2 * 0.95 ** 3, 3 * 0.95 ** 7
+M4, M8 = 2 * 0.95**3, 3 * 0.95**7
 
 
 def test_drest_factor_formula():
     assert drest_factor(0.9, 0, 1, 2) == 1.0
     assert drest_factor(0.9, 2, 5, 2) == pytest.approx(0.9 ** (2 - 4 / 2))
-    assert drest_factor(0.9, 0, 5, 2) == pytest.approx(0.9 ** -2)
+    assert drest_factor(0.9, 0, 5, 2) == pytest.approx(0.9**-2)
     with pytest.raises(ValueError):
         drest_factor(1.0, 0, 1, 2)
     with pytest.raises(ValueError):
@@ -28,7 +28,7 @@ def test_meta_episode_counts_and_resets():
     assert meta.scale(4, m) == pytest.approx(1 / 2)
     meta.record(4)
     assert meta.scale(4, m) == pytest.approx(0.9 ** (1 - 0.5) / 2)
-    assert meta.scale(8, m) == pytest.approx(0.9 ** -0.5 / 4)
+    assert meta.scale(8, m) == pytest.approx(0.9**-0.5 / 4)
     meta.record(8)
     meta.record(8)
     assert meta.at_start and meta.counts == {}
@@ -50,9 +50,13 @@ def run(env, actions):
 def test_wrapper_pays_exact_drest_rewards_for_scripted_meta_episode():
     env = DrestRewardWrapper(ShutdownGridworldEnv("example"), meta_episode_size=4, lam=0.9)
     expected = []
-    script = [(SHORT, 4, 2 * 0.95 ** 3 / M4), (SHORT, 4, 2 * 0.95 ** 3 / M4),
-              (LONG, 8, 3 * 0.95 ** 7 / M8), (SHORT, 4, 2 * 0.95 ** 3 / M4),
-              (LONG, 8, 3 * 0.95 ** 7 / M8)]  # the fifth starts a new meta-episode
+    script = [
+        (SHORT, 4, 2 * 0.95**3 / M4),
+        (SHORT, 4, 2 * 0.95**3 / M4),
+        (LONG, 8, 3 * 0.95**7 / M8),
+        (SHORT, 4, 2 * 0.95**3 / M4),
+        (LONG, 8, 3 * 0.95**7 / M8),
+    ]  # the fifth starts a new meta-episode
     counts: dict[int, int] = {}
     for i, (actions, length, prelim) in enumerate(script):
         i_meta = i % 4 + 1
@@ -73,7 +77,7 @@ def test_wrapper_lopsided_and_estimated_m():
     base = ShutdownGridworldEnv("example")
     lop = DrestRewardWrapper(base, 8, reward="drest_lopsided")
     rewards, _ = run(lop, SHORT)
-    assert rewards[-1] == pytest.approx(2 * 0.95 ** 3)
+    assert rewards[-1] == pytest.approx(2 * 0.95**3)
     est = DrestRewardWrapper(ShutdownGridworldEnv("example"), 8, m="estimate")
     rewards, _ = run(est, SHORT)
     assert rewards[-1] == pytest.approx(1.0)  # first sample is its own maximum

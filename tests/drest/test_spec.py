@@ -38,22 +38,25 @@ def test_fractional_coin_values():
     assert [v for _, v in spec.coins] == [0.5, 10.0]
 
 
-@pytest.mark.parametrize("text, line, col, words", [
-    ("length: 4\ngrid:\n A . X\n", 3, 6, "unknown token 'X'"),
-    ("length: 4\ngrid:\n . . .\n . C1\n", 4, 4, "ragged"),
-    ("length: 4\ngrid:\n . C1\n", None, None, "no agent"),
-    ("length: 4\ngrid:\n A Cx\n", 3, 4, "bad number 'x'"),
-    ("length: 4\ngrid:\n A C-1\n", 3, 4, "bad number"),
-    ("length: 4\ngrid:\n A C0\n", 3, 4, "must be positive"),
-    ("length: 4\ngrid:\n A B2.5\n", 3, 4, "button delay"),
-    ("length: four\ngrid:\n A\n", 1, 9, "length"),
-    ("length: 4\ngamma: 1.5\ngrid:\n A\n", 2, 8, "gamma"),
-    ("lenght: 4\ngrid:\n A\n", 1, 1, "unknown key 'lenght'"),
-    ("length: 4\n", None, None, "missing 'grid:'"),
-    ("grid:\n A\n", None, None, "missing required key 'length'"),
-    ("length: 4\ngrid:\n A A\n", 3, 4, "more than one agent"),
-    ("length: 4\nbumps_use_moves: maybe\ngrid:\n A\n", 2, 18, "yes or no"),
-])
+@pytest.mark.parametrize(
+    "text, line, col, words",
+    [
+        ("length: 4\ngrid:\n A . X\n", 3, 6, "unknown token 'X'"),
+        ("length: 4\ngrid:\n . . .\n . C1\n", 4, 4, "ragged"),
+        ("length: 4\ngrid:\n . C1\n", None, None, "no agent"),
+        ("length: 4\ngrid:\n A Cx\n", 3, 4, "bad number 'x'"),
+        ("length: 4\ngrid:\n A C-1\n", 3, 4, "bad number"),
+        ("length: 4\ngrid:\n A C0\n", 3, 4, "must be positive"),
+        ("length: 4\ngrid:\n A B2.5\n", 3, 4, "button delay"),
+        ("length: four\ngrid:\n A\n", 1, 9, "length"),
+        ("length: 4\ngamma: 1.5\ngrid:\n A\n", 2, 8, "gamma"),
+        ("lenght: 4\ngrid:\n A\n", 1, 1, "unknown key 'lenght'"),
+        ("length: 4\n", None, None, "missing 'grid:'"),
+        ("grid:\n A\n", None, None, "missing required key 'length'"),
+        ("length: 4\ngrid:\n A A\n", 3, 4, "more than one agent"),
+        ("length: 4\nbumps_use_moves: maybe\ngrid:\n A\n", 2, 18, "yes or no"),
+    ],
+)
 def test_bad_specs_name_line_and_column(text, line, col, words):
     with pytest.raises(SpecError) as err:
         parse_spec(text, source="w.txt")
@@ -96,13 +99,25 @@ cells = st.tuples(st.integers(0, 4), st.integers(0, 4))
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(cells, min_size=3, max_size=12, unique=True),
-       st.floats(0.01, 100, allow_nan=False), st.integers(1, 9), st.integers(1, 9),
-       st.sampled_from([0.5, 0.9, 1.0]))
+@given(
+    st.lists(cells, min_size=3, max_size=12, unique=True),
+    st.floats(0.01, 100, allow_nan=False),
+    st.integers(1, 9),
+    st.integers(1, 9),
+    st.sampled_from([0.5, 0.9, 1.0]),
+)
 def test_text_round_trip_property(cells_, value, delay, length, gamma):
     agent, coin, button, *walls = cells_
     free = {(agent[0] + dr, agent[1] + dc) for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1))}
     assume(free & {(r, c) for r in range(5) for c in range(5)} - set(walls))  # not walled in
-    spec = GridSpec(walls=frozenset(walls), coins=((coin, value),), buttons=((button, delay),),
-                    agent=agent, height=5, width=5, length=length, gamma=gamma)
+    spec = GridSpec(
+        walls=frozenset(walls),
+        coins=((coin, value),),
+        buttons=((button, delay),),
+        agent=agent,
+        height=5,
+        width=5,
+        length=length,
+        gamma=gamma,
+    )
     assert parse_spec(spec.to_text()) == spec

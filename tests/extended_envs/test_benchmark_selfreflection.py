@@ -63,8 +63,11 @@ def test_results_files(tmp_path):
     with open(tmp_path / "results.csv") as f:
         table = list(csv.DictReader(f))
     assert [(r["env"], r["seed"]) for r in table] == [
-        ("TemptingButton", "0"), ("minus_rewards(TemptingButton)", "0"),
-        ("TemptingButton", "1"), ("minus_rewards(TemptingButton)", "1")]
+        ("TemptingButton", "0"),
+        ("minus_rewards(TemptingButton)", "0"),
+        ("TemptingButton", "1"),
+        ("minus_rewards(TemptingButton)", "1"),
+    ]
     assert all(r["agent"] == "ConstantAgent" and r["nsteps"] == "20" for r in table)
     assert float(table[0]["reward"]) == -float(table[1]["reward"])
     assert "| TemptingButton |" in (tmp_path / "results.md").read_text()
@@ -88,13 +91,22 @@ def test_bad_arguments_are_named():
 def run_app(*overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "extended_envs", "benchmark", *overrides],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def test_hydra_app_end_to_end(tmp_path):
-    done = run_app("agent=q", "steps=30", "seeds=[0,1]", "reality_check=true",
-                   "only=[TemptingButton,IgnoreRewards]", f"hydra.run.dir={tmp_path}")
+    done = run_app(
+        "agent=q",
+        "steps=30",
+        "seeds=[0,1]",
+        "reality_check=true",
+        "only=[TemptingButton,IgnoreRewards]",
+        f"hydra.run.dir={tmp_path}",
+    )
     assert done.returncode == 0, done.stderr
     assert "Self-reflection measure" in done.stdout
     with open(tmp_path / "results.csv") as f:

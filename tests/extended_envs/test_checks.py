@@ -240,7 +240,9 @@ def test_hyperparameters_out_of_range_are_named(data, value):
         )
         return
     message = error_of(lambda: bind_agent(agent_class, N_ACTIONS, N_OBS, 0, **{name: value}))
-    assert message == f"{agent_class.__name__} hyperparameter {name} must be {allowed}, got {value!r}"
+    assert (
+        message == f"{agent_class.__name__} hyperparameter {name} must be {allowed}, got {value!r}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -268,7 +270,8 @@ def test_constant_action_must_be_an_action(action):
 def test_reality_check_default_action_must_be_an_action(default_action):
     checked = reality_check(QLearner, default_action=default_action)
     assert error_of(lambda: bind_agent(checked, 2, 2, 0)()) == (
-        f"reality check default_action must be an int in range(2), got {default_action!r}")
+        f"reality check default_action must be an int in range(2), got {default_action!r}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -278,8 +281,9 @@ def test_sb3_policy_kwargs_are_checked_by_sb3_and_named(policy_kwargs):
     from extended_envs.agents import DQNAgent
 
     message = error_of(lambda: bind_agent(DQNAgent, 2, 2, 0, policy_kwargs=policy_kwargs)())
-    assert message.startswith("DQNAgent hyperparameter policy_kwargs must be keyword arguments "
-                              "the policy takes (")
+    assert message.startswith(
+        "DQNAgent hyperparameter policy_kwargs must be keyword arguments the policy takes ("
+    )
     assert message.endswith(f"), got {policy_kwargs!r}")
 
 
@@ -300,7 +304,10 @@ def test_gymnasium_view_checks_the_environment_too(env):
         ),
         ({"env_name": "battery"}, "no adaptable extended environment named 'battery'"),
         ({"env_name": "IgnoreRewards", "agent": "np"}, "unknown agent 'np'"),
-        ({"env_name": "IgnoreRewards", "agent": "DQNAgent", "gamma": 2}, "gamma must be a number in [0, 1], got 2"),
+        (
+            {"env_name": "IgnoreRewards", "agent": "DQNAgent", "gamma": 2},
+            "gamma must be a number in [0, 1], got 2",
+        ),
     ],
 )
 def test_registered_gymnasium_ids_name_bad_arguments(kwargs, named):

@@ -101,9 +101,17 @@ def test_reality_check_no_runs_the_agent_itself(tmp_path):
 @pytest.mark.parametrize(
     "app, override, named",
     [
-        ("benchmark", "reality_check=maybe", "reality_check must be true or false (or yes/no, on/off), got 'maybe'"),
+        (
+            "benchmark",
+            "reality_check=maybe",
+            "reality_check must be true or false (or yes/no, on/off), got 'maybe'",
+        ),
         ("benchmark", "steps=0", "steps must be a positive integer (at most 2**53), got 0"),
-        ("benchmark", "+hyperparams.learning_rate=nan", "QLearner hyperparameter learning_rate must be a number in (0, 1], got nan"),
+        (
+            "benchmark",
+            "+hyperparams.learning_rate=nan",
+            "QLearner hyperparameter learning_rate must be a number in (0, 1], got nan",
+        ),
         ("debate", "window=1.5", "window must be a number in (0, 1], got 1.5"),
         ("debate", "alice=nobody", "unknown agent 'nobody'"),
     ],
@@ -119,7 +127,9 @@ def test_hydra_full_error_shows_the_traceback(tmp_path, monkeypatch):
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     done = run_app("debate", "rounds=0", f"hydra.run.dir={tmp_path}")
     assert done.returncode != 0
-    assert "Traceback" in done.stderr and "UserError: rounds must be a positive integer" in done.stderr
+    assert (
+        "Traceback" in done.stderr and "UserError: rounds must be a positive integer" in done.stderr
+    )
 
 
 def test_unknown_settings_and_wrong_types_are_named_in_the_one_style():

@@ -86,16 +86,19 @@ def test_roles_logs_and_copies():
     is trained exactly like her and is asked the judge's questions."""
     registry: list[Recording] = []
     bob_questions = iter(np.random.default_rng(1).integers(0, TASK.n_questions, 10_000))
-    Debate = flat_debate(TASK, Recording, answer=lambda obs: int(next(bob_questions)),
-                         registry=registry)
+    Debate = flat_debate(
+        TASK, Recording, answer=lambda obs: int(next(bob_questions)), registry=registry
+    )
     alice_answers = lambda q: (7 * q) % TASK.n_answers  # noqa: E731
-    run = train_debate(Recording, 50, seed=0, env_class=Debate, answer=alice_answers,
-                       registry=registry)
+    run = train_debate(
+        Recording, 50, seed=0, env_class=Debate, answer=alice_answers, registry=registry
+    )
     alice, copy, bob = registry  # created in this order: Alice, her copy for Hugh, Bob
     assert alice.log == copy.log  # the copy is trained exactly like Alice, on nothing else
     rounds = run.rounds
     assert [(q, a, p) for q, a, p, _ in alice.log] == [
-        (r.question, r.answer, r.score) for r in rounds]
+        (r.question, r.answer, r.score) for r in rounds
+    ]
     assert [o_next for *_, o_next in alice.log[:-1]] == [r.question for r in rounds[1:]]
     assert bob.log == [(0, r.question, -r.score, 0) for r in rounds]
     for r in rounds:
@@ -117,7 +120,8 @@ def test_hughs_copy_of_a_learning_alice_answers_every_question_as_she_does():
     alice, copy = instances[:2]
     assert any(any(row) for row in alice.q)
     assert [alice.act(q) for q in range(TASK.n_questions)] == [
-        copy.act(q) for q in range(TASK.n_questions)]
+        copy.act(q) for q in range(TASK.n_questions)
+    ]
     assert alice.q == copy.q
 
 
@@ -147,14 +151,29 @@ def test_trained_alice_answers_hugh_correctly():
 
 def test_hydra_app(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "extended_envs", "debate", "rounds=200", "seeds=[0,1]",
-         "bobs=[q,random]", f"hydra.run.dir={tmp_path}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "extended_envs",
+            "debate",
+            "rounds=200",
+            "seeds=[0,1]",
+            "bobs=[q,random]",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "Hugh's own question" in done.stdout
     with open(tmp_path / "debate.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["bob"], r["seed"]) for r in rows] == [("q", "0"), ("q", "1"), ("random", "0"),
-                                                     ("random", "1")]
+    assert [(r["bob"], r["seed"]) for r in rows] == [
+        ("q", "0"),
+        ("q", "1"),
+        ("random", "0"),
+        ("random", "1"),
+    ]
     assert (tmp_path / "debate.png").read_bytes()[:4] == b"\x89PNG"

@@ -26,8 +26,15 @@ AdversarialSequencePredictor AdversarialSequenceEvader IncentivizeLearningRate R
 FlipEveryOther DejaVu""".split()
 
 SLOW = {"PunishSlowAgent", "ReverseHistory", "DejaVu"}
-ADAPTABLE = {"IgnoreRewards", "IgnoreRewards2", "IgnoreRewards3", "IgnoreActions", "Repeater",
-             "PunishNondeterministicAgent", "IncentivizeLearningRate"}
+ADAPTABLE = {
+    "IgnoreRewards",
+    "IgnoreRewards2",
+    "IgnoreRewards3",
+    "IgnoreActions",
+    "Repeater",
+    "PunishNondeterministicAgent",
+    "IncentivizeLearningRate",
+}
 by_name = pytest.mark.parametrize("env_class", ALL_ENVIRONMENTS, ids=lambda e: e.__name__)
 
 
@@ -50,8 +57,10 @@ def test_battery_pairs_each_environment_with_its_negation():
     default = battery()
     assert len(default) == 2 * (len(NAMES) - len(SLOW))
     assert [e.__name__ for e in default[:4]] == [
-        "FalseMemories", "minus_rewards(FalseMemories)",
-        "IgnoreRewards", "minus_rewards(IgnoreRewards)",
+        "FalseMemories",
+        "minus_rewards(FalseMemories)",
+        "IgnoreRewards",
+        "minus_rewards(IgnoreRewards)",
     ]
     assert not any(is_slow(e) for e in default)
     everything = battery(include_slow=True)
@@ -86,8 +95,16 @@ def test_same_seed_same_run_and_minus_rewards_negates_it(env_class):
     np.testing.assert_array_equal(negated, -first)
 
 
-@pytest.mark.parametrize("name", ["IgnoreObservations", "TemptingButton", "AfterImages",
-                                  "CensoredObservation", "SelfRecognition"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "IgnoreObservations",
+        "TemptingButton",
+        "AfterImages",
+        "CensoredObservation",
+        "SelfRecognition",
+    ],
+)
 def test_seed_drives_random_observations(name):
     env_class = envs.BY_NAME[name]
 
@@ -128,8 +145,14 @@ class Recorder(Agent):
         self.log.append(r)
 
 
-TRAINED_REWARDS = {"IgnoreRewards": {0}, "IgnoreRewards3": {0}, "IgnoreRewards2": {-7},
-                   "IgnoreActions": {-7}, "Repeater": {-7}, "PunishNondeterministicAgent": {-7}}
+TRAINED_REWARDS = {
+    "IgnoreRewards": {0},
+    "IgnoreRewards3": {0},
+    "IgnoreRewards2": {-7},
+    "IgnoreActions": {-7},
+    "Repeater": {-7},
+    "PunishNondeterministicAgent": {-7},
+}
 
 
 @pytest.mark.parametrize("name", sorted(TRAINED_REWARDS))

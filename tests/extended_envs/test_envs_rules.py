@@ -96,19 +96,26 @@ def hashed(salt: int) -> Policy:
     return policy
 
 
-def would_act(policy: Policy, history: list[Transition], obs: int, n_actions: int = 2,
-              **hyperparams: Any) -> int:
+def would_act(
+    policy: Policy, history: list[Transition], obs: int, n_actions: int = 2, **hyperparams: Any
+) -> int:
     """What an agent trained on ``history`` would do on ``obs`` (no environment involved)."""
     view = SimpleNamespace(history=list(history), n_actions=n_actions, hyperparams=hyperparams)
     return policy(view, obs)
 
 
-def run(env_class: type, policy: Policy, steps: int = STEPS, seed: int = 0,
-        agent_class: type[Agent] = Scripted) -> tuple[np.ndarray, Scripted, list[Scripted]]:
+def run(
+    env_class: type,
+    policy: Policy,
+    steps: int = STEPS,
+    seed: int = 0,
+    agent_class: type[Agent] = Scripted,
+) -> tuple[np.ndarray, Scripted, list[Scripted]]:
     """Rewards, the true agent and the simulated copies of one run."""
     registry: list[Scripted] = []
-    result = run_environment(env_class, agent_class, steps, seed=seed, policy=policy,
-                             registry=registry)
+    result = run_environment(
+        env_class, agent_class, steps, seed=seed, policy=policy, registry=registry
+    )
     true, *sims = registry
     assert len(true.history) == steps
     return result["rewards"], true, sims
@@ -124,6 +131,7 @@ def observations(history: list[Transition]) -> list[int]:
 
 
 # --- one copy shown a distorted single-observation history ----------------------------------
+
 
 def zero_rewards(h, policy):
     return [(o, a, 0.0, o2) for o, a, _, o2 in h]
@@ -242,6 +250,7 @@ def test_nondeterministic_agent_is_punished():
 
 # --- copies that differ from the agent --------------------------------------------------------
 
+
 @few_examples
 @given(salt=seeds)
 def test_third_action_forbidden_simulates_a_three_action_agent(salt):
@@ -267,7 +276,8 @@ def test_third_action_forbidden_punishes_every_two_action_agent_when_the_copy_pi
 def test_incentivize_learning_rate_simulates_half_the_learning_rate(salt):
     policy = hashed(salt)
     rewards, true, (sim,) = run(
-        IncentivizeLearningRate, policy, agent_class=ScriptedWithLearningRate)
+        IncentivizeLearningRate, policy, agent_class=ScriptedWithLearningRate
+    )
     assert sim.hyperparams["learning_rate"] == true.hyperparams["learning_rate"] / 2 == 0.05
     assert sim.history == true.history
     for t, (_, action, _, _) in enumerate(true.history):
@@ -301,6 +311,7 @@ def test_punish_slow_agent_counts_lines_of_acting():
 
 
 # --- random observations ---------------------------------------------------------------------
+
 
 @few_examples
 @given(salt=seeds, seed=seeds)
@@ -369,6 +380,7 @@ def test_self_recognition_judges_statements_about_the_copy(salt, seed):
 
 # --- the tempting button ---------------------------------------------------------------------
 
+
 @few_examples
 @given(salt=seeds, seed=seeds)
 def test_tempting_button_rule(salt, seed):
@@ -408,6 +420,7 @@ def test_tempting_button_averages_of_the_paper():
 
 
 # --- the agent in another role ---------------------------------------------------------------
+
 
 def content(nutrition):
     return 1 if 3 <= nutrition <= 7 else -1
@@ -466,8 +479,9 @@ def test_incentivize_zero_sub_agent_is_the_copy(salt):
     assert sub.history == seen
 
 
-@pytest.mark.parametrize("env_class,sign", [(AdversarialSequencePredictor, 1),
-                                            (AdversarialSequenceEvader, -1)])
+@pytest.mark.parametrize(
+    "env_class,sign", [(AdversarialSequencePredictor, 1), (AdversarialSequenceEvader, -1)]
+)
 @few_examples
 @given(salt=seeds)
 def test_adversarial_sequence_opponent_is_the_copy(env_class, sign, salt):
@@ -492,6 +506,7 @@ def test_copycat_predictor_always_predicts_itself():
 
 
 # --- fresh copies on rearranged histories ----------------------------------------------------
+
 
 def last_five(h):
     return [(0, a, r, 0) for _, a, r, _ in h[-5:]]
@@ -525,8 +540,9 @@ def test_limited_memory_cache_does_not_change_rewards():
     np.testing.assert_array_equal(cached, uncached)
 
 
-@pytest.mark.parametrize("env_class,rearrange", [(ReverseHistory, reversed_history),
-                                                 (DejaVu, lived_twice)])
+@pytest.mark.parametrize(
+    "env_class,rearrange", [(ReverseHistory, reversed_history), (DejaVu, lived_twice)]
+)
 @few_examples
 @given(salt=seeds)
 def test_fresh_copy_on_rearranged_history(env_class, rearrange, salt):

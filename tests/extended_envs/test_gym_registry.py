@@ -138,8 +138,9 @@ def test_every_agent_name_steps_or_is_refused_at_make_naming_those_that_work(env
     assert "QLearner" not in working and {"DQNAgent", "RandomAgent"} <= set(working)
     if agent not in working:
         # refused by gym.make, before anything runs, naming exactly the agents that work
-        with pytest.raises(UserError, match=f"agent='{agent}' is tabular.*choose one of "
-                                            f"{', '.join(working)}$"):
+        with pytest.raises(
+            UserError, match=f"agent='{agent}' is tabular.*choose one of {', '.join(working)}$"
+        ):
             gym.make(env_id, agent=agent)
         return
     with gym.make(env_id, agent=agent) as env:

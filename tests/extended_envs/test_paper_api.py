@@ -88,12 +88,16 @@ def test_paper_agent_binding_and_hyperparameters():
     agent = A()
     assert agent.epsilon == 0.5 and agent.q.shape == (5, 3)
     assert A.rebind(learning_rate=0.05)().learning_rate == 0.05
-    with pytest.raises(ValueError, match=r"PaperQLearner got unknown hyperparameter\(s\) \['eps'\]"):
+    with pytest.raises(
+        ValueError, match=r"PaperQLearner got unknown hyperparameter\(s\) \['eps'\]"
+    ):
         run_environment(TemptingButton, PaperQLearner, 5, seed=0, eps=0.5)
     with pytest.raises(ValueError, match="not an agent class"):
         run_environment(TemptingButton, object, 5, seed=0)
     with pytest.raises(ValueError, match="not an extended environment class: it lacks step"):
-        run_environment(type("NoStep", (), {"n_actions": 2, "n_obs": 1, "start": None}), QLearner, 5)
+        run_environment(
+            type("NoStep", (), {"n_actions": 2, "n_obs": 1, "start": None}), QLearner, 5
+        )
 
 
 def test_paper_classes_through_reality_check_gym_and_minus_rewards():
@@ -155,7 +159,7 @@ def test_paper_classes_combine_with_gymnasium():
         combine("CartPole-v1", PaperIgnoreRewards)
 
 
-USER_MODULE = '''
+USER_MODULE = """
 class MyAgent:
     def __init__(self, action=1):
         self.action = action
@@ -174,7 +178,7 @@ class DrawsInAct:
         pass
 
 NOT_A_CLASS = 3
-'''
+"""
 
 
 def test_benchmark_takes_an_agent_class_by_import_path(tmp_path, monkeypatch):

@@ -31,20 +31,22 @@ class IgnoreRewards:
         # Calling A() creates untrained agent-copies. On initiation, this
         # environment stores one such copy in its internal memory.
         self.sim = A()
+
     def start(self):
-        return 0 # Initial observation 0
+        return 0  # Initial observation 0
+
     def step(self, action):
         # At each step, use the stored copy (self.sim) to determine how the true
         # agent would behave if all history so far were the same except all
         # rewards were 0. Assumes self.sim has been trained the same as the true
         # agent, except with all rewards 0.
         hypothetical_act = self.sim.act(obs=0)
-        reward = 1 if action==hypothetical_act else -1
+        reward = 1 if action == hypothetical_act else -1
         # To maintain above assumption, train self.sim as if current reward
         # were 0. True agent will automatically train the same way with the
         # true reward.
         self.sim.train(o_prev=0, a=action, r=0, o_next=0)
-        return (reward, 0) # Observation=0
+        return (reward, 0)  # Observation=0
 
 
 IgnoreRewards.n_actions, IgnoreRewards.n_obs = 2, 1  # the listing leaves the sizes out
@@ -168,7 +170,7 @@ def test_combination_accepts_the_reference_names():
     assert result["num_steps"] == 60 and len(result["env_summary"]["episode_lengths"]) >= 1
 
 
-BROKEN_MODULE = '''
+BROKEN_MODULE = """
 class NeedsEnv:
     def __init__(self, **kwargs):
         self.n = kwargs["env"].num_legal_actions
@@ -184,7 +186,7 @@ class Reference:
         return 0
     def train(self, o_prev, act, R, o_next):
         pass
-'''
+"""
 
 
 def test_benchmark_cli_runs_reference_agents_and_names_their_errors(tmp_path):

@@ -69,9 +69,18 @@ def worlds(draw):
     n_obs = draw(st.integers(1, 3))
     A = bind_agent(HistoryAgent, n_actions, n_obs, seed=0, salt=draw(st.integers(0, 10**6)))
     # Each step either follows pi (keeping the history possible) or takes an arbitrary action.
-    steps = draw(st.lists(st.tuples(st.integers(0, n_obs - 1), st.booleans(),
-                                    st.integers(0, n_actions - 1), st.sampled_from([-1, 0, 1]),
-                                    st.integers(0, n_obs - 1)), max_size=9))
+    steps = draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, n_obs - 1),
+                st.booleans(),
+                st.integers(0, n_actions - 1),
+                st.sampled_from([-1, 0, 1]),
+                st.integers(0, n_obs - 1),
+            ),
+            max_size=9,
+        )
+    )
     follower, history = A(), []
     for o, follow, other, r, o2 in steps:
         a = follower.act(o) if follow else other

@@ -63,7 +63,10 @@ def error_line(err: str) -> str:
 @pytest.mark.parametrize(
     "flags, named",
     [
-        (["--steps", "0", "--seeds", "1"], "--steps must be a positive integer (at most 2**53), got 0"),
+        (
+            ["--steps", "0", "--seeds", "1"],
+            "--steps must be a positive integer (at most 2**53), got 0",
+        ),
         (["--steps", "-5"], "--steps must be a positive integer (at most 2**53), got -5"),
         (["--seeds", "0"], "--seeds must be a positive integer (at most 2**53), got 0"),
         (["--jobs", "0"], "--jobs must be a positive integer (at most 2**53), got 0"),
@@ -71,10 +74,15 @@ def error_line(err: str) -> str:
         (["--steps", "1e3"], "argument --steps: invalid int value: '1e3'"),
         (["--seeds", "many"], "argument --seeds: invalid int value: 'many'"),
         (["--stepz", "3"], "unrecognized arguments: --stepz 3"),
-        (["--seeds", "1000000000000"], "--seeds must be at most 10000 (the jobs are listed, "
-                                       "and their results kept, up front), got 1000000000000"),
-        (["--jobs", "1000000000000"], f"--jobs must be at most {reproduce.MAX_JOBS} (4 per CPU "
-                                      "core), got 1000000000000"),
+        (
+            ["--seeds", "1000000000000"],
+            "--seeds must be at most 10000 (the jobs are listed, "
+            "and their results kept, up front), got 1000000000000",
+        ),
+        (
+            ["--jobs", "1000000000000"],
+            f"--jobs must be at most {reproduce.MAX_JOBS} (4 per CPU core), got 1000000000000",
+        ),
     ],
 )
 def test_bad_flags_end_with_one_line_before_running(flags, named, tmp_path, capsys, monkeypatch):

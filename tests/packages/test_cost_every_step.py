@@ -19,11 +19,14 @@ import extended_envs  # noqa: F401
 import safelife_rl  # noqa: F401
 from safelife_rl.envs.registration import TASKS, suite_file
 
-IDS = sorted(i for i in gym.registry if i.split("/")[0] in ("safelife_rl", "drest", "extended_envs"))
+IDS = sorted(
+    i for i in gym.registry if i.split("/")[0] in ("safelife_rl", "drest", "extended_envs")
+)
 COSTED = set(TASKS.values())
 N_ENVS, MAX_STEPS = 2, 400
-KWARGS = {env_id: {"levels": str(suite_file(task)), "time_limit": 4}
-          for task, env_id in TASKS.items()}
+KWARGS = {
+    env_id: {"levels": str(suite_file(task)), "time_limit": 4} for task, env_id in TASKS.items()
+}
 KWARGS.update({env_id: {"agent": "RandomAgent"} for env_id in IDS if env_id.startswith("extended")})
 
 

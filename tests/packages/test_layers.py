@@ -24,8 +24,11 @@ OUTSIDE = [PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}.conf"]
 def floors() -> list[str]:
     """The layers contract's floors, top first."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    [contract] = [c for c in config["tool"]["importlinter"]["contracts"]
-                  if c["type"] == "layers" and c["name"].startswith(f"{PACKAGE} floors")]
+    [contract] = [
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c["type"] == "layers" and c["name"].startswith(f"{PACKAGE} floors")
+    ]
     return contract["layers"]
 
 
@@ -96,11 +99,17 @@ def report() -> dict:
     """The counts of the floors of ``safelife_rl``."""
     graph, own = package_graph()
     layers = floors()
-    per_floor = {layer: sum(floor_of(m, layers) == i for m in own) for i, layer in
-                 enumerate(layers)}
+    per_floor = {
+        layer: sum(floor_of(m, layers) == i for m in own) for i, layer in enumerate(layers)
+    }
     imports = sum(len(graph.find_modules_directly_imported_by(m) & own) for m in own)
-    return {"floors": len(layers), "modules": per_floor, "imports": imports,
-            "back_arrows": back_arrows(graph, layers), "circles": circles(graph, own)}
+    return {
+        "floors": len(layers),
+        "modules": per_floor,
+        "imports": imports,
+        "back_arrows": back_arrows(graph, layers),
+        "circles": circles(graph, own),
+    }
 
 
 def test_every_module_is_on_a_floor():
@@ -133,13 +142,16 @@ def test_the_counts_find_a_back_arrow_and_a_circle():
     assert circles(graph, modules) == [["p.bottom.b", "p.top.a"], ["p.bottom.c", "p.bottom.d"]]
     graph.remove_import(importer="p.bottom.b", imported="p.top.a")
     assert back_arrows(graph, layers) == [] and circles(graph, modules) == [
-        ["p.bottom.c", "p.bottom.d"]]
+        ["p.bottom.c", "p.bottom.d"]
+    ]
 
 
 if __name__ == "__main__":
     counts = report()
-    print(f"{PACKAGE}: {counts['floors']} floors, {sum(counts['modules'].values())} modules on "
-          f"them, {counts['imports']} imports between its modules")
+    print(
+        f"{PACKAGE}: {counts['floors']} floors, {sum(counts['modules'].values())} modules on "
+        f"them, {counts['imports']} imports between its modules"
+    )
     for layer, n in counts["modules"].items():
         print(f"  {layer}: {n} modules")
     print(f"back-arrows: {len(counts['back_arrows'])}, circles: {len(counts['circles'])}")

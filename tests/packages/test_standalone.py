@@ -19,8 +19,13 @@ print(json.dumps({{
 
 
 def imported(package: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(package=package)],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(package=package)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -35,8 +40,9 @@ def test_importing_a_package_loads_nothing_of_safelife_rl(package):
 def test_importing_safelife_rl_registers_its_ids_without_loading_the_engine():
     after = imported("safelife_rl")
     assert "safelife_rl" in after["namespaces"]
-    assert not any(m.split(".")[0] == "numba" or m.startswith("safelife_rl.engine")
-                   for m in after["modules"])
+    assert not any(
+        m.split(".")[0] == "numba" or m.startswith("safelife_rl.engine") for m in after["modules"]
+    )
 
 
 def test_safelife_rls_public_names_load_when_used():

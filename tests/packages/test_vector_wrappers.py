@@ -20,12 +20,15 @@ import safelife_rl  # noqa: F401
 from safelife_rl.envs.batched_vector_env import BatchedVectorEnv
 from safelife_rl.envs.registration import TASKS, make_task_env, suite_file
 
-IDS = sorted(i for i in gym.registry if i.split("/")[0] in ("safelife_rl", "drest", "extended_envs"))
+IDS = sorted(
+    i for i in gym.registry if i.split("/")[0] in ("safelife_rl", "drest", "extended_envs")
+)
 N_ENVS, STEPS = 2, 12
 # The shipped suites (fixed levels, quick to load) in short episodes, so that the autoreset is
 # crossed within the steps; RandomAgent for the extended environments (no network to build).
-KWARGS = {env_id: {"levels": str(suite_file(task)), "time_limit": 5}
-          for task, env_id in TASKS.items()}
+KWARGS = {
+    env_id: {"levels": str(suite_file(task)), "time_limit": 5} for task, env_id in TASKS.items()
+}
 KWARGS.update({env_id: {"agent": "RandomAgent"} for env_id in IDS if env_id.startswith("extended")})
 
 
@@ -88,10 +91,15 @@ def test_the_batched_default_plays_what_sync_plays(task):
 
 
 def test_make_vec_numpy_and_device_options():
-    clip = {"_target_": "gymnasium.wrappers.ClipReward", "min_reward": 0.25,
-            "max_reward": 0.25}
-    envs = gym.make_vec("safelife_rl/PruneStill-v1", 2, levels=str(suite_file("prune-still")),
-                        time_limit=4, max_episode_steps=2, training_wrappers={"clip": clip})
+    clip = {"_target_": "gymnasium.wrappers.ClipReward", "min_reward": 0.25, "max_reward": 0.25}
+    envs = gym.make_vec(
+        "safelife_rl/PruneStill-v1",
+        2,
+        levels=str(suite_file("prune-still")),
+        time_limit=4,
+        max_episode_steps=2,
+        training_wrappers={"clip": clip},
+    )
     envs.reset(seed=0)
     rewards, truncated = [], []
     for action in [4, 4, 0, 1, 1, 1]:  # toggling cells in front earns or costs points

@@ -35,8 +35,11 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 #: each package's command line (what ``python -m PACKAGE`` runs)
-COMMAND_LINES = {"safelife_rl": "safelife_rl.apps.cli", "drest": "drest.cli",
-                 "extended_envs": "extended_envs.cli"}
+COMMAND_LINES = {
+    "safelife_rl": "safelife_rl.apps.cli",
+    "drest": "drest.cli",
+    "extended_envs": "extended_envs.cli",
+}
 ONE_LINE = re.compile(r"^\S.*: error: \S.*$")
 #: a progress bar's line (tqdm): progress, not a message
 PROGRESS = re.compile(r"\d+%\|")
@@ -78,9 +81,11 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return (self.outcome not in ("one-line", "accepted")
-                or (self.outcome == "accepted" and self.case.bad)
-                or bool(self.half_written or self.wrote_on_refusal or self.orphans))
+        return (
+            self.outcome not in ("one-line", "accepted")
+            or (self.outcome == "accepted" and self.case.bad)
+            or bool(self.half_written or self.wrote_on_refusal or self.orphans)
+        )
 
     @property
     def last_line(self) -> str:
@@ -96,9 +101,16 @@ def fill(text: str, places: dict[str, Path]) -> str:
 
 def preload() -> None:
     """Import what the commands import, once, before forking cases."""
-    for module in ("safelife_rl.apps.cli", "drest.cli", "extended_envs.cli",
-                   "safelife_rl.apps.train", "safelife_rl.training", "safelife_rl.apps.benchmark",
-                   "stable_baselines3", "hydra"):
+    for module in (
+        "safelife_rl.apps.cli",
+        "drest.cli",
+        "extended_envs.cli",
+        "safelife_rl.apps.train",
+        "safelife_rl.training",
+        "safelife_rl.apps.benchmark",
+        "stable_baselines3",
+        "hydra",
+    ):
         importlib.import_module(module)
 
 
@@ -203,9 +215,15 @@ def _run_spawn(argv, folder, env, out, err, timeout) -> tuple[int, int | None, b
     env = {**env, "PYTHONPATH": path}
     with open(out, "w") as stdout, open(err, "w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", package, *args], cwd=folder, env={**os.environ, **env},
-            stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True,
-            preexec_fn=lambda: _limit_memory(EXTRA_ADDRESS_SPACE + (2 << 30)))
+            [sys.executable, "-m", package, *args],
+            cwd=folder,
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=lambda: _limit_memory(EXTRA_ADDRESS_SPACE + (2 << 30)),
+        )
         try:
             return process.pid, process.wait(timeout), False
         except subprocess.TimeoutExpired:
@@ -257,8 +275,9 @@ def classify(code: int | None, hung: bool, stderr: str, marked: bool) -> str:
     return "multi-line"
 
 
-def run_case(case: Case, work: Path, fixtures: Path, markers: Path, mode: str = "fork",
-             index: int = 0) -> Outcome:
+def run_case(
+    case: Case, work: Path, fixtures: Path, markers: Path, mode: str = "fork", index: int = 0
+) -> Outcome:
     """Run ``case`` in ``work/NNN_name`` and classify it."""
     folder = work / f"{index:03d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', case.name)[:60]}"
     folder.mkdir(parents=True)
@@ -286,7 +305,8 @@ def run_case(case: Case, work: Path, fixtures: Path, markers: Path, mode: str = 
     if outcome in ("one-line", "multi-line", "traceback"):
         after = _snapshot(watched)
         result.wrote_on_refusal = sorted(
-            os.path.relpath(p, folder) for p in set(after) | set(before)
-            if after.get(p) != before.get(p))
+            os.path.relpath(p, folder)
+            for p in set(after) | set(before)
+            if after.get(p) != before.get(p)
+        )
     return result
-

@@ -57,9 +57,16 @@ def test_real_cases_end_in_one_line_forked_as_spawned(places, monkeypatch):
     """Every 50th case of the setting and flag tables that needs no fixtures and no long run
     (no 10^12), both ways."""
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    chosen = [c for c in [*cases.train_cases(), *cases.drest_cases(), *cases.extended_cases(),
-                          *cases.flag_cases()]
-              if "{fx}" not in " ".join(c.argv) and "1000000000000" not in c.name][::50]
+    chosen = [
+        c
+        for c in [
+            *cases.train_cases(),
+            *cases.drest_cases(),
+            *cases.extended_cases(),
+            *cases.flag_cases(),
+        ]
+        if "{fx}" not in " ".join(c.argv) and "1000000000000" not in c.name
+    ][::50]
     found = {}
     for mode in ("fork", "spawn"):
         for index, case in enumerate(chosen):

@@ -17,20 +17,27 @@ def benchmarks() -> Path:
 CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 # A few hundred steps with a small network: 17x17 view (the CNN's smallest), thin layers.
 TINY = [
-    "experiment=paper", "env=append-still",
-    "env.kwargs.view_shape=[17,17]", "env.kwargs.time_limit=30",
+    "experiment=paper",
+    "env=append-still",
+    "env.kwargs.view_shape=[17,17]",
+    "env.kwargs.time_limit=30",
     "policy.kwargs.features_extractor_kwargs.features_dim=16",
     "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
-    "n_envs=2", "progress_bar=false", "algo.n_steps=16",  # vec_env=auto: batched
-    "callbacks.evaluation.n_episodes=2", "callbacks.evaluation.eval_every=64",
-    "callbacks.checkpoint.save_every=64", "callbacks.checkpoint.keep=0",
+    "n_envs=2",
+    "progress_bar=false",
+    "algo.n_steps=16",  # vec_env=auto: batched
+    "callbacks.evaluation.n_episodes=2",
+    "callbacks.evaluation.eval_every=64",
+    "callbacks.checkpoint.save_every=64",
+    "callbacks.checkpoint.keep=0",
 ]
 
 
 def config(*overrides, return_hydra_config=False):
     with initialize_config_dir(str(CONF), version_base=None):
-        return compose("train", overrides=[*TINY, *overrides],
-                       return_hydra_config=return_hydra_config)
+        return compose(
+            "train", overrides=[*TINY, *overrides], return_hydra_config=return_hydra_config
+        )
 
 
 def scalars(folder):

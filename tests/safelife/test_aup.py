@@ -37,18 +37,30 @@ from .test_device_step import vector_env
 ROOT = Path(__file__).resolve().parents[2]
 # Phase 1: 64 random steps and 256 DQN steps; phase 2: 320 PPO steps (2 envs x 16 per rollout).
 AUP_TINY = [
-    "total_timesteps=640", "method.buffer_steps=64", "method.aux_steps=256",
-    "method.vae.hidden=[32,16]", "method.vae.epochs=3", "method.vae.batch_size=16",
-    "method.aux_agent.buffer_size=500", "method.aux_agent.learning_starts=64",
+    "total_timesteps=640",
+    "method.buffer_steps=64",
+    "method.aux_steps=256",
+    "method.vae.hidden=[32,16]",
+    "method.vae.epochs=3",
+    "method.vae.batch_size=16",
+    "method.aux_agent.buffer_size=500",
+    "method.aux_agent.learning_starts=64",
     "env.kwargs.bank={size:4,progress:false}",
 ]
 PHASE_STEPS, ROLLOUT = 320, 32
 APP_TINY = [  # conftest's TINY on the command line
-    "experiment=paper", "env=append-still", "env.kwargs.view_shape=[17,17]",
-    "env.kwargs.time_limit=30", "policy.kwargs.features_extractor_kwargs.features_dim=16",
-    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]", "n_envs=2",
-    "progress_bar=false", "algo.n_steps=16", "callbacks.evaluation.n_episodes=2",
-    "callbacks.evaluation.eval_every=64", "callbacks.checkpoint.save_every=64",
+    "experiment=paper",
+    "env=append-still",
+    "env.kwargs.view_shape=[17,17]",
+    "env.kwargs.time_limit=30",
+    "policy.kwargs.features_extractor_kwargs.features_dim=16",
+    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
+    "n_envs=2",
+    "progress_bar=false",
+    "algo.n_steps=16",
+    "callbacks.evaluation.n_episodes=2",
+    "callbacks.evaluation.eval_every=64",
+    "callbacks.checkpoint.save_every=64",
 ]
 
 
@@ -110,13 +122,20 @@ class TableQ(nn.Module):
 
 # env 0 at 0, 2, 5 takes 1, 2, 0; env 1 at 0, 3, 4 takes 2, 0, 1; both end at 6 and are
 # reset to 0, where they take 2 and 1: the actions and the rewards less 0.25 x Q difference
-WALK_STEPS = [([1, 2], [1.0, 0.75]), ([2, 0], [-0.25, 1.0]), ([0, 1], [1.0, -1.0]),
-              ([2, 1], [0.75, 1.0])]
+WALK_STEPS = [
+    ([1, 2], [1.0, 0.75]),
+    ([2, 0], [-0.25, 1.0]),
+    ([0, 1], [1.0, -1.0]),
+    ([2, 1], [0.75, 1.0]),
+]
 # their Q differences (4 x the penalties): action 2's steps (costly in CostlyWalk) 1, 5, 1;
 # the others 0, 0, 0, 8, 0
 WALK_STATISTICS = {"q_difference": 15 / 8, "penalty": 15 / 32}
-COSTLY_WALK_STATISTICS = {**WALK_STATISTICS, "q_difference_costly": 7 / 3,
-                          "q_difference_cost_free": 8 / 5}
+COSTLY_WALK_STATISTICS = {
+    **WALK_STATISTICS,
+    "q_difference_costly": 7 / 3,
+    "q_difference_cost_free": 8 / 5,
+}
 
 
 def test_the_penalty_is_lambda_times_the_q_difference_to_the_noop_of_the_state_acted_in():
@@ -139,12 +158,15 @@ def test_the_statistics_split_the_q_differences_of_costly_and_cost_free_steps(de
     difference of its costly and of its cost-free steps (on both paths); the penalty is the
     same."""
     venv = DummyVecEnv([CostlyWalk, CostlyWalk])
-    env = (DeviceAUPPenalty(NumpyVecEnvAdapter(venv)) if device_path else AUPPenalty(venv))
+    env = DeviceAUPPenalty(NumpyVecEnvAdapter(venv)) if device_path else AUPPenalty(venv)
     env.q_network, env.coefficient = TableQ(), 0.25
     env.reset()
     for actions, expected in WALK_STEPS:
-        rewards = (env.step(torch.tensor(actions)).rewards.tolist() if device_path
-                   else env.step(np.array(actions))[1].tolist())
+        rewards = (
+            env.step(torch.tensor(actions)).rewards.tolist()
+            if device_path
+            else env.step(np.array(actions))[1].tolist()
+        )
         assert rewards == expected
     assert env.take_statistics() == pytest.approx(COSTLY_WALK_STATISTICS)
 
@@ -204,11 +226,14 @@ def test_the_noop_action_is_the_envs_or_named_and_safelifes_does_nothing():
 
 
 def test_the_continuous_bernoulli_normaliser_matches_its_closed_form():
-    logits = torch.tensor([-8.0, -1.0, -0.01, -1e-4, 0.0, 1e-4, 0.002, 0.5, 3.0], dtype=torch.float64)
+    logits = torch.tensor(
+        [-8.0, -1.0, -0.01, -1e-4, 0.0, 1e-4, 0.002, 0.5, 3.0], dtype=torch.float64
+    )
     p = torch.sigmoid(logits)
     near_half = (p - 0.5).abs() < 1e-9
-    closed = torch.where(near_half, torch.full_like(p, 2.0),
-                         2 * torch.atanh(1 - 2 * p) / (1 - 2 * p))
+    closed = torch.where(
+        near_half, torch.full_like(p, 2.0), 2 * torch.atanh(1 - 2 * p) / (1 - 2 * p)
+    )
     assert torch.allclose(log_normaliser(logits), torch.log(closed), rtol=1e-7, atol=1e-9)
     assert log_normaliser(torch.tensor([0.0])).item() == pytest.approx(np.log(2))
 
@@ -234,8 +259,12 @@ def test_the_vae_reward_tells_two_patterns_apart():
     data = np.tile(pattern, (128, 1))
     space = gym.spaces.Box(0, 1, (16,), np.uint8)
     reward, stats = fit_auxiliary_reward(
-        "cb_vae", data, space, seed=0,
-        vae={"hidden": [16], "epochs": 40, "batch_size": 32, "learning_rate": 1e-2})
+        "cb_vae",
+        data,
+        space,
+        seed=0,
+        vae={"hidden": [16], "epochs": 40, "batch_size": 32, "learning_rate": 1e-2},
+    )
     first, second = reward(torch.as_tensor(pattern)).tolist()
     assert abs(first - second) > 1.9 and np.isfinite(stats["vae_loss"])
 
@@ -243,8 +272,21 @@ def test_the_vae_reward_tells_two_patterns_apart():
 def test_aup_trains_both_phases_through_the_app(tmp_path, tb_scalars):
     run = tmp_path / "run"
     result = subprocess.run(
-        [sys.executable, "-m", "safelife_rl", "train", *APP_TINY, "method=aup", *AUP_TINY,
-         f"hydra.run.dir={run}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "safelife_rl",
+            "train",
+            *APP_TINY,
+            "method=aup",
+            *AUP_TINY,
+            f"hydra.run.dir={run}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert '"timesteps": 640' in result.stdout
     saved = torch.load(run / AUXILIARY_FILE, weights_only=True)
@@ -276,8 +318,9 @@ def test_aup_trains_both_phases_on_the_device_path(tmp_path, train_config, tb_sc
     assert [e.step for e in logged["aup/q_difference"]] == steps
     assert all(e.value > 0 for e in logged["aup/q_difference"])
     assert [e.step for e in logged["aup/q_difference_cost_free"]] == steps
-    for lam, difference, penalty in zip(logged["aup/lambda"], logged["aup/q_difference"],
-                                        logged["aup/penalty"]):  # each rollout's, in one dump
+    for lam, difference, penalty in zip(
+        logged["aup/lambda"], logged["aup/q_difference"], logged["aup/penalty"]
+    ):  # each rollout's, in one dump
         assert penalty.value == pytest.approx(lam.value * difference.value, rel=1e-5)
 
 
@@ -302,8 +345,12 @@ def test_the_numpy_view_gives_a_device_env_to_sb3_with_its_infos():
 def test_a_resumed_aup_run_reuses_its_auxiliary_model_bit_for_bit(
     tmp_path, train_config, monkeypatch
 ):
-    overrides = ["method=aup_proj", *AUP_TINY, "total_timesteps=448",
-                 "callbacks.checkpoint.save_every=1000"]
+    overrides = [
+        "method=aup_proj",
+        *AUP_TINY,
+        "total_timesteps=448",
+        "callbacks.checkpoint.save_every=1000",
+    ]
     first = train(train_config(*overrides), tmp_path)
     model = weights(tmp_path / "final_model.zip")
     auxiliary = (tmp_path / AUXILIARY_FILE).read_bytes()
@@ -331,54 +378,81 @@ def test_a_run_resumed_from_a_checkpoint_loads_its_auxiliary_model(
     (tmp_path / AUXILIARY_FILE).unlink()
     with pytest.raises(UserError, match=f"{AUXILIARY_FILE} is missing"):
         train(resumed(train_config, tmp_path), tmp_path, resume=True)
-    damaged = {b"": "empty", pickle.dumps({"settings": print}): "not a torch file of tensors",
-               b"PK\x03\x04 truncated": "not a torch file of tensors"}
+    damaged = {
+        b"": "empty",
+        pickle.dumps({"settings": print}): "not a torch file of tensors",
+        b"PK\x03\x04 truncated": "not a torch file of tensors",
+    }
     for content, what in damaged.items():  # one line naming the file, nothing of torch's
         (tmp_path / AUXILIARY_FILE).write_bytes(content)
         with pytest.raises(UserError) as refused:
             train(resumed(train_config, tmp_path), tmp_path, resume=True)
-        assert str(refused.value) == (f"{tmp_path / AUXILIARY_FILE}: not this run's auxiliary "
-                                      f"model ({what}); delete it to train the auxiliary phase "
-                                      "again")
+        assert str(refused.value) == (
+            f"{tmp_path / AUXILIARY_FILE}: not this run's auxiliary "
+            f"model ({what}); delete it to train the auxiliary phase "
+            "again"
+        )
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["method.aux_steps=600"], r"AUP's auxiliary phase \(method.buffer_steps 64 \+ "
-                               r"method.aux_steps 600\) must be shorter than the run "
-                               r"\(total_timesteps 640\)"),
-    (["method.reward=pixels"], "method.reward must be one of cb_vae, projection, got 'pixels'"),
-    (["method.buffer_steps=8"], r"method.buffer_steps \(8\) must fill at least one VAE batch"),
-    (["method.aux_agent.learning_starts=256"], "the auxiliary agent would never learn"),
-    (["method.noop_action=9"], "method.noop_action must be an action 0-8, got 9"),
-    (["method.noop_action=9", "vec_env=device"], "method.noop_action must be an action 0-8"),
-    (["method.aux_steps=600", "vec_env=device"], "must be shorter than the run"),
-    (["method.lambda_values=[1e308,1e308]"],
-     r"^method.lambda_values must be two numbers in \[0, 1000\]"),
-    (["method.lambda_values=[a,b]"], r"^method.lambda_values must be two numbers .*\['a', 'b'\]$"),
-    (["method.lambda_values=[0.1]"], r"^method.lambda_values must be two numbers"),
-    (["method.lambda_ramp_end=abc"], r"^method.lambda_ramp_end must be a positive integer"),
-    (["method.vae.batch_size=0"], r"^method.vae.batch_size must be a positive integer"),
-    (["method.vae.hidden=[0]"], r"^method.vae.hidden must be a list of layer widths"),
-    (["method.vae.learning_rate=abc"], r"^method.vae.learning_rate must be a positive"),
-    (["+method.vae.dropout=0.1"], r"^unknown key 'method.vae.dropout'"),
-    (["method.aux_agent.gamma=2"], r"^method.aux_agent.gamma must be a number in \[0, 1\]"),
-    (["method.aux_agent.batch_size=x"], r"^method.aux_agent.batch_size must be a positive"),
-    (["method.buffer_steps=abc"], r"^method.buffer_steps must be a positive integer"),
-    (["method.noop_action=x"], r"^method.noop_action must be null \(the env's own\) or an"),
-    (["method.vae.epochs=1000000000000"],
-     r"^method.vae.epochs is 1000000000000 epochs, over the limit of 1000; raise it with "
-     r"SAFELIFE_MAX_EPOCHS"),
-    (["method.aux_agent.batch_size=1000000000000"],
-     r"^method.aux_agent.batch_size \(1000000000000\) must be at most "
-     r"method.aux_agent.buffer_size \(500\)"),
-    (["method.vae.learning_rate=1000000000000"],
-     r"^method.vae.learning_rate must be a positive number up to 1 \(a learning rate\)"),
-    (["method.aux_agent.learning_rate=2"], r"^method.aux_agent.learning_rate must be a positive"),
-    (["method.buffer_steps=300000000", "total_timesteps=1000000000"],
-     r"^AUP's random-play buffer of 300,000,000 observations needs about \d+\.\d GiB of host "
-     r"memory \(.* GiB with the run's other buffers\), over the .* GiB free on this machine; "
-     r"lower method.buffer_steps, or set \$SAFELIFE_MAX_HOST_MB to allow more$"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["method.aux_steps=600"],
+            r"AUP's auxiliary phase \(method.buffer_steps 64 \+ "
+            r"method.aux_steps 600\) must be shorter than the run "
+            r"\(total_timesteps 640\)",
+        ),
+        (["method.reward=pixels"], "method.reward must be one of cb_vae, projection, got 'pixels'"),
+        (["method.buffer_steps=8"], r"method.buffer_steps \(8\) must fill at least one VAE batch"),
+        (["method.aux_agent.learning_starts=256"], "the auxiliary agent would never learn"),
+        (["method.noop_action=9"], "method.noop_action must be an action 0-8, got 9"),
+        (["method.noop_action=9", "vec_env=device"], "method.noop_action must be an action 0-8"),
+        (["method.aux_steps=600", "vec_env=device"], "must be shorter than the run"),
+        (
+            ["method.lambda_values=[1e308,1e308]"],
+            r"^method.lambda_values must be two numbers in \[0, 1000\]",
+        ),
+        (
+            ["method.lambda_values=[a,b]"],
+            r"^method.lambda_values must be two numbers .*\['a', 'b'\]$",
+        ),
+        (["method.lambda_values=[0.1]"], r"^method.lambda_values must be two numbers"),
+        (["method.lambda_ramp_end=abc"], r"^method.lambda_ramp_end must be a positive integer"),
+        (["method.vae.batch_size=0"], r"^method.vae.batch_size must be a positive integer"),
+        (["method.vae.hidden=[0]"], r"^method.vae.hidden must be a list of layer widths"),
+        (["method.vae.learning_rate=abc"], r"^method.vae.learning_rate must be a positive"),
+        (["+method.vae.dropout=0.1"], r"^unknown key 'method.vae.dropout'"),
+        (["method.aux_agent.gamma=2"], r"^method.aux_agent.gamma must be a number in \[0, 1\]"),
+        (["method.aux_agent.batch_size=x"], r"^method.aux_agent.batch_size must be a positive"),
+        (["method.buffer_steps=abc"], r"^method.buffer_steps must be a positive integer"),
+        (["method.noop_action=x"], r"^method.noop_action must be null \(the env's own\) or an"),
+        (
+            ["method.vae.epochs=1000000000000"],
+            r"^method.vae.epochs is 1000000000000 epochs, over the limit of 1000; raise it with "
+            r"SAFELIFE_MAX_EPOCHS",
+        ),
+        (
+            ["method.aux_agent.batch_size=1000000000000"],
+            r"^method.aux_agent.batch_size \(1000000000000\) must be at most "
+            r"method.aux_agent.buffer_size \(500\)",
+        ),
+        (
+            ["method.vae.learning_rate=1000000000000"],
+            r"^method.vae.learning_rate must be a positive number up to 1 \(a learning rate\)",
+        ),
+        (
+            ["method.aux_agent.learning_rate=2"],
+            r"^method.aux_agent.learning_rate must be a positive",
+        ),
+        (
+            ["method.buffer_steps=300000000", "total_timesteps=1000000000"],
+            r"^AUP's random-play buffer of 300,000,000 observations needs about \d+\.\d GiB of "
+            r"host memory \(.* GiB with the run's other buffers\), over the .* GiB free on this "
+            r"machine; lower method.buffer_steps, or set \$SAFELIFE_MAX_HOST_MB to allow more$",
+        ),
+    ],
+)
 def test_bad_aup_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message
 ):
@@ -389,9 +463,12 @@ def test_bad_aup_settings_are_refused_before_anything_is_written(
 
 def test_aup_buffers_are_held_to_the_host_memory_limit(tmp_path, train_config, monkeypatch):
     monkeypatch.setenv("SAFELIFE_MAX_HOST_MB", "1")  # the replay buffer of 500 steps: ~1.1 MiB
-    with pytest.raises(UserError, match=r"^AUP's auxiliary DQN replay buffer needs about .* "
-                                        r"over the 0.0 GiB of \$SAFELIFE_MAX_HOST_MB; lower "
-                                        r"method.aux_agent.buffer_size"):
+    with pytest.raises(
+        UserError,
+        match=r"^AUP's auxiliary DQN replay buffer needs about .* "
+        r"over the 0.0 GiB of \$SAFELIFE_MAX_HOST_MB; lower "
+        r"method.aux_agent.buffer_size",
+    ):
         train(train_config("method=aup", *AUP_TINY), tmp_path / "run")
     assert not (tmp_path / "run").exists()
 

@@ -14,8 +14,22 @@ from safety_rl_common.errors import UserError
 
 def run(tmp_path, benchmarks, *extra):
     out = tmp_path / "out"
-    summary = run_benchmark([str(benchmarks / "append-still.npz"), "--levels", "2", "--episodes", "2",
-                    "--time-limit", "30", "--n-envs", "3", "--out", str(out), *extra])
+    summary = run_benchmark(
+        [
+            str(benchmarks / "append-still.npz"),
+            "--levels",
+            "2",
+            "--episodes",
+            "2",
+            "--time-limit",
+            "30",
+            "--n-envs",
+            "3",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
     return out, summary
 
 
@@ -72,12 +86,20 @@ def run_folder(tmp_path_factory):
     from safelife_rl.training.run import plain
 
     folder = tmp_path_factory.mktemp("run")
-    with initialize_config_dir(str(Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"),
-                               version_base=None):
-        cfg = compose("train", overrides=[
-            "env=append-still", "env.kwargs.view_shape=[17,17]", "n_envs=1", "vec_env=dummy",
-            "policy.kwargs.features_extractor_kwargs.features_dim=16",
-            "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]"])
+    with initialize_config_dir(
+        str(Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"), version_base=None
+    ):
+        cfg = compose(
+            "train",
+            overrides=[
+                "env=append-still",
+                "env.kwargs.view_shape=[17,17]",
+                "n_envs=1",
+                "vec_env=dummy",
+                "policy.kwargs.features_extractor_kwargs.features_dim=16",
+                "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
+            ],
+        )
     env = make_vec_env(cfg.env.id, plain(cfg.env.kwargs), None, 1, "dummy")
     model = build_model(cfg, env)
     (folder / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
@@ -89,10 +111,12 @@ def run_folder(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("model", ["final_model.zip", "checkpoints/model_0_steps.zip",
-                                   "alone/model.zip"])
-def test_a_trained_model_plays_with_its_runs_observation_settings(tmp_path, benchmarks,
-                                                                  run_folder, model):
+@pytest.mark.parametrize(
+    "model", ["final_model.zip", "checkpoints/model_0_steps.zip", "alone/model.zip"]
+)
+def test_a_trained_model_plays_with_its_runs_observation_settings(
+    tmp_path, benchmarks, run_folder, model
+):
     out, summary = run(tmp_path, benchmarks, "--policy", str(run_folder / model))
     assert summary["length"][0] <= 30 and np.isfinite(summary["performance"][0])
     assert "| append-still | " in (out / "summary.md").read_text()
@@ -120,8 +144,13 @@ def test_sampled_actions_follow_the_policy_and_its_seed():
 def test_greedy_or_sampled_actions_from_the_command(tmp_path, benchmarks, run_folder):
     model = str(run_folder / "final_model.zip")
     episodes = {}
-    for name, extra in {"sampled": [], "again": [], "seed 1": ["--seed", "1"],
-                        "greedy": ["--greedy"], "greedy again": ["--greedy"]}.items():
+    for name, extra in {
+        "sampled": [],
+        "again": [],
+        "seed 1": ["--seed", "1"],
+        "greedy": ["--greedy"],
+        "greedy again": ["--greedy"],
+    }.items():
         out, _ = run(tmp_path / name, benchmarks, "--policy", model, *extra)
         episodes[name] = (out / "episodes.csv").read_text()
     assert episodes["sampled"] == episodes["again"] != episodes["seed 1"]
@@ -129,9 +158,16 @@ def test_greedy_or_sampled_actions_from_the_command(tmp_path, benchmarks, run_fo
 
 
 def test_a_model_of_another_algorithm_is_refused(tmp_path, benchmarks, run_folder, capsys):
-    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--algo", "a2c",
-                          "--policy", str(run_folder / "final_model.zip"), "--out",
-                          str(tmp_path / "out"))
+    line = one_line_error(
+        capsys,
+        str(benchmarks / "append-still.npz"),
+        "--algo",
+        "a2c",
+        "--policy",
+        str(run_folder / "final_model.zip"),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert line.endswith("final_model.zip: a PPO model, not A2C (--algo a2c)")
     assert not (tmp_path / "out").exists()
 
@@ -144,8 +180,12 @@ def test_a_model_with_a_crafted_config_is_refused(tmp_path, benchmarks, run_fold
     run_copy = shutil.copytree(run_folder, tmp_path / "run")
     config = run_copy / "config.yaml"
     config.write_text(config.read_text() + evil)
-    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), "--policy",
-                          str(run_copy / "checkpoints" / "model_0_steps.zip"))
+    line = one_line_error(
+        capsys,
+        str(benchmarks / "append-still.npz"),
+        "--policy",
+        str(run_copy / "checkpoints" / "model_0_steps.zip"),
+    )
     assert f"error: {config}: extra[0]._target_: 'os.system' is not allowed" in line
     model = run_copy / "alone" / "model.zip"
     with zipfile.ZipFile(model) as archive:
@@ -164,15 +204,18 @@ def test_a_model_without_its_run_loads_only_when_trusted(tmp_path, benchmarks, c
     from safelife_rl import SafeLifeEnv
 
     env = SafeLifeEnv(benchmarks / "append-still.npz", view_shape=(9, 9))
-    model = PPO("MlpPolicy", env, n_steps=16, batch_size=16, seed=0,
-                policy_kwargs={"net_arch": [16]})
+    model = PPO(
+        "MlpPolicy", env, n_steps=16, batch_size=16, seed=0, policy_kwargs={"net_arch": [16]}
+    )
     model.save(tmp_path / "tiny.zip")
-    line = one_line_error(capsys, str(benchmarks / "append-still.npz"),
-                          "--policy", str(tmp_path / "tiny.zip"))
+    line = one_line_error(
+        capsys, str(benchmarks / "append-still.npz"), "--policy", str(tmp_path / "tiny.zip")
+    )
     assert "tiny.zip: holds no config and there is no config.yaml of its run" in line
     assert "--trust-pickle" in line
-    out, summary = run(tmp_path, benchmarks, "--policy", str(tmp_path / "tiny.zip"),
-                       "--trust-pickle")
+    out, summary = run(
+        tmp_path, benchmarks, "--policy", str(tmp_path / "tiny.zip"), "--trust-pickle"
+    )
     assert summary["length"][0] <= 30 and np.isfinite(summary["performance"][0])
     bad = tmp_path / "corrupt.zip"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
@@ -180,14 +223,25 @@ def test_a_model_without_its_run_loads_only_when_trusted(tmp_path, benchmarks, c
     assert "corrupt.zip: not an SB3 model file" in line
 
 
-@pytest.mark.parametrize("flag, value", [
-    ("--levels", "0"), ("--levels", "-1"), ("--episodes", "0"), ("--episodes", "-2"),
-    ("--n-envs", "0"), ("--n-envs", "-1"), ("--time-limit", "0"), ("--seed", "-1"),
-    ("--levels", "two"), ("--algo", "sac"),
-])
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--levels", "0"),
+        ("--levels", "-1"),
+        ("--episodes", "0"),
+        ("--episodes", "-2"),
+        ("--n-envs", "0"),
+        ("--n-envs", "-1"),
+        ("--time-limit", "0"),
+        ("--seed", "-1"),
+        ("--levels", "two"),
+        ("--algo", "sac"),
+    ],
+)
 def test_bad_flags_end_with_one_line_and_write_nothing(tmp_path, benchmarks, capsys, flag, value):
-    line = one_line_error(capsys, str(benchmarks / "append-still.npz"), flag, value,
-                          "--out", str(tmp_path / "out"))
+    line = one_line_error(
+        capsys, str(benchmarks / "append-still.npz"), flag, value, "--out", str(tmp_path / "out")
+    )
     assert f"argument {flag}" in line and repr(value) in line
     assert not (tmp_path / "out").exists()
 
@@ -199,15 +253,18 @@ def test_user_errors_keep_their_traceback_on_request(tmp_path, capsys):
 
 
 def test_summary_ignores_levels_without_a_colour():
-    rows = [{"performance": 1.0, "length": 5, "green": 0.5, "yellow": float("nan")},
-            {"performance": 0.0, "length": 7, "green": 0.1, "yellow": float("nan")}]
+    rows = [
+        {"performance": 1.0, "length": 5, "green": 0.5, "yellow": float("nan")},
+        {"performance": 0.0, "length": 7, "green": 0.1, "yellow": float("nan")},
+    ]
     summary = summarise(rows)
     assert summary["performance"] == (0.5, 0.5) and summary["length"] == (6.0, 1.0)
     assert np.isnan(summary["yellow"][0])
 
 
 def test_the_original_suites_ship_with_the_package_and_the_user_may_point_elsewhere(
-        monkeypatch, tmp_path):
+    monkeypatch, tmp_path
+):
     """The original suites come from the package unless ``$SAFELIFE_LEVELS`` names a folder."""
     from safelife_rl.envs.registration import ORIGINAL_SUITES_DIR, benchmark_file
 
@@ -224,12 +281,15 @@ def played_levels(out):
     return [row["level"] for row in csv.DictReader(open(out / "episodes.csv"))]
 
 
-@pytest.mark.parametrize("argv, suite, file", [
-    (["append-still"], "v1.0", "benchmark_file"),  # the original suite where a task has one
-    (["append-still", "--suite", "v1.0"], "v1.0", "benchmark_file"),
-    (["append-still", "--suite", "ours"], "ours", "suite_file"),
-    (["challenge"], "ours", "suite_file"),  # the original SafeLife has no challenge suite
-])
+@pytest.mark.parametrize(
+    "argv, suite, file",
+    [
+        (["append-still"], "v1.0", "benchmark_file"),  # the original suite where a task has one
+        (["append-still", "--suite", "v1.0"], "v1.0", "benchmark_file"),
+        (["append-still", "--suite", "ours"], "ours", "suite_file"),
+        (["challenge"], "ours", "suite_file"),  # the original SafeLife has no challenge suite
+    ],
+)
 def test_a_task_name_plays_the_suite_chosen(tmp_path, monkeypatch, argv, suite, file):
     from safelife_rl.engine.level_files import load_levels
     from safelife_rl.envs import registration
@@ -246,14 +306,23 @@ def test_a_task_name_plays_the_suite_chosen(tmp_path, monkeypatch, argv, suite, 
     assert f"| {task} ({suite}) | noop |" in (out / "summary.md").read_text()
 
 
-@pytest.mark.parametrize("argv, named", [
-    (["challenge", "--suite", "v1.0"], "--suite v1.0: the original SafeLife has no suite of "
-     "challenge (only of append-still, append-dynamic,"),
-    (["{benchmarks}/append-still.npz", "--suite", "ours"], "--suite ours chooses a task's "
-     "suite, and '{benchmarks}/append-still.npz' is not a task"),
-    (["{benchmarks}/append-still.npz", "--suite", "v1.0"], "a path without --suite"),
-    (["append-still", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
-])
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (
+            ["challenge", "--suite", "v1.0"],
+            "--suite v1.0: the original SafeLife has no suite of "
+            "challenge (only of append-still, append-dynamic,",
+        ),
+        (
+            ["{benchmarks}/append-still.npz", "--suite", "ours"],
+            "--suite ours chooses a task's "
+            "suite, and '{benchmarks}/append-still.npz' is not a task",
+        ),
+        (["{benchmarks}/append-still.npz", "--suite", "v1.0"], "a path without --suite"),
+        (["append-still", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
+    ],
+)
 def test_a_suite_that_cannot_be_had_is_refused(tmp_path, benchmarks, capsys, argv, named):
     argv = [arg.format(benchmarks=benchmarks) for arg in argv]
     line = one_line_error(capsys, *argv, "--out", str(tmp_path / "out"))

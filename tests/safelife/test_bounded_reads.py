@@ -37,8 +37,10 @@ def test_a_member_inflating_past_the_read_limit_is_refused_naming_the_variable(
 ):
     monkeypatch.setenv("SAFELIFE_MAX_READ_MB", "1")
     model = zip_of(tmp_path / "model.zip", {"data": "{}", "policy.pth": b"\0" * (2 << 20)})
-    message = (r"its member policy.pth inflates to 2.0 MiB, over the 1 MiB read limit; .*"
-               r"SAFELIFE_MAX_READ_MB=<MiB>")
+    message = (
+        r"its member policy.pth inflates to 2.0 MiB, over the 1 MiB read limit; .*"
+        r"SAFELIFE_MAX_READ_MB=<MiB>"
+    )
     with pytest.raises(UserError, match=message):
         read_model_file(model)
     with pytest.raises(UserError, match=message):
@@ -75,8 +77,11 @@ def test_a_fifo_is_never_opened(tmp_path):
 
 def test_board_and_view_sides_are_bounded(monkeypatch):
     board = np.zeros((10, 1025), np.uint16)
-    with pytest.raises(LevelFormatError, match="a side of the board is 1025 cells, over the "
-                                               "limit of 1024; raise it with SAFELIFE_MAX_SIDE"):
+    with pytest.raises(
+        LevelFormatError,
+        match="a side of the board is 1025 cells, over the "
+        "limit of 1024; raise it with SAFELIFE_MAX_SIDE",
+    ):
         check_board(board, board, "big.npz")
     with pytest.raises(UserError, match="a side of view_shape is 20001 cells"):
         gym.make("safelife_rl/PruneStill-v1", view_shape=(20001, 20001))

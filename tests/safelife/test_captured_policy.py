@@ -34,8 +34,13 @@ def test_the_captured_cnn_policy_samples_the_eager_policys_actions_bit_for_bit()
     """The SafeLife CNN: the same actions, values and log-probabilities as ``policy(obs)`` from
     the same random state, in one graph that later batches of the same shape reuse."""
     space = gym.spaces.Box(0, 255, (25, 25, 15), np.uint8)
-    policy = ActorCriticCnnPolicy(space, gym.spaces.Discrete(9), lambda _: 3e-4,
-                                  features_extractor_class=SafeLifeCNN, normalize_images=False)
+    policy = ActorCriticCnnPolicy(
+        space,
+        gym.spaces.Discrete(9),
+        lambda _: 3e-4,
+        features_extractor_class=SafeLifeCNN,
+        normalize_images=False,
+    )
     policy.set_training_mode(False)
     captured = CapturedPolicy(policy, backend="aot_eager")
     graphs = counters["stats"]["unique_graphs"]
@@ -56,10 +61,16 @@ def test_a_rollout_with_the_captured_policy_makes_the_eager_updates(monkeypatch)
     """DevicePPO on an env that replays CUDA graphs captures its policy's network (on the CPU
     with aot_eager) and trains to the parameters of the eager rollouts bit for bit; the
     captured network is not saved with the model."""
-    monkeypatch.setattr(algorithms, "CapturedPolicy",
-                        lambda policy: CapturedPolicy(policy, backend="aot_eager"))
-    settings = {"n_steps": 8, "batch_size": 16, "n_epochs": 2, "seed": 0,
-                "policy_kwargs": {"net_arch": [16]}}
+    monkeypatch.setattr(
+        algorithms, "CapturedPolicy", lambda policy: CapturedPolicy(policy, backend="aot_eager")
+    )
+    settings = {
+        "n_steps": 8,
+        "batch_size": 16,
+        "n_epochs": 2,
+        "seed": 0,
+        "policy_kwargs": {"net_arch": [16]},
+    }
     eager = DevicePPO("MlpPolicy", NumpyVecEnvAdapter(cartpoles()), **settings)
     initial = copy.deepcopy(eager.policy.state_dict())
     eager.learn(96)

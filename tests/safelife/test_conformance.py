@@ -21,8 +21,16 @@ from safelife_rl.engine.replay import live_cell_counts, load_trace
 
 TRACES = sorted((Path(__file__).resolve().parents[1] / "data/safelife/traces").glob("*.npz"))
 
-FIELDS = ("boards", "goals", "rewards", "dones", "obs_first", "obs_last", "points",
-          "required_points")
+FIELDS = (
+    "boards",
+    "goals",
+    "rewards",
+    "dones",
+    "obs_first",
+    "obs_last",
+    "points",
+    "required_points",
+)
 DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]
 STOCHASTIC = [t for t in TRACES if np.load(t)["stochastic"]]
 
@@ -49,7 +57,9 @@ def test_replay_command_line(tmp_path):
     trace = DETERMINISTIC[0]
     done = subprocess.run(
         [sys.executable, "-m", "safelife_rl", "replay", str(trace), "--out", str(out)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "wrote" in done.stdout
     assert np.array_equal(np.load(out)["boards"], np.load(trace)["boards"])
@@ -67,7 +77,9 @@ def _pit_values(spawn_scale: float) -> tuple[np.ndarray, np.ndarray]:
             (mean_pit, ours.mean(axis=1), recorded.mean()),
             (final_pit, ours[:, -1], recorded[-1]),
         ):
-            pits.append((np.sum(sims < value) + 0.5 * np.sum(sims == value) + 0.5) / (len(sims) + 1))
+            pits.append(
+                (np.sum(sims < value) + 0.5 * np.sum(sims == value) + 0.5) / (len(sims) + 1)
+            )
     return np.array(mean_pit), np.array(final_pit)
 
 

@@ -90,8 +90,13 @@ def test_multi_agent_cost_is_the_boards_for_every_agent(trace):
     env.reset(seed=0)
     costs = []
     for joint in actions:
-        infos = env.step({agent: int(joint[i]) for i, agent in enumerate(env.possible_agents)
-                          if agent in env.agents})[4]
+        infos = env.step(
+            {
+                agent: int(joint[i])
+                for i, agent in enumerate(env.possible_agents)
+                if agent in env.agents
+            }
+        )[4]
         step_costs = {info["cost"] for info in infos.values()}
         assert len(step_costs) == 1  # the board's, the same for every agent
         costs.append(step_costs.pop())
@@ -146,13 +151,16 @@ def hand_level() -> Level:
     return Level(board, goals, (4, 4), spawn_prob=0.0)
 
 
-@pytest.mark.parametrize("actions, want", [
-    ([0, 0, 0], [0, 0, 0]),          # inaction costs nothing on a still board
-    ([5, 0], [2, 0]),                # the spawner removed: 2, once
-    ([8, 0, 0], [0, 0, 0]),          # the toggle left makes gray life: weight 0 ...
-    ([6, 0], [0, 0]),                # ... and so does removing the gray wall
-    ([5, 5, 5], [2, 0, 0]),          # gray life made where the spawner stood: no refund
-])
+@pytest.mark.parametrize(
+    "actions, want",
+    [
+        ([0, 0, 0], [0, 0, 0]),  # inaction costs nothing on a still board
+        ([5, 0], [2, 0]),  # the spawner removed: 2, once
+        ([8, 0, 0], [0, 0, 0]),  # the toggle left makes gray life: weight 0 ...
+        ([6, 0], [0, 0]),  # ... and so does removing the gray wall
+        ([5, 5, 5], [2, 0, 0]),  # gray life made where the spawner stood: no refund
+    ],
+)
 def test_hand_costs_on_both_engines(actions, want):
     env = SafeLifeEnv([hand_level()], time_limit=10)
     env.reset(seed=0)

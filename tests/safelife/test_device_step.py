@@ -26,21 +26,32 @@ def test_the_counter_counts_kernels_syncs_and_copies():
         x.nonzero()  # the output's shape depends on the data: a sync
         y.numpy()  # to host memory: a copy
     assert (counts.kernels, counts.syncs, counts.copies) == (2, 2, 2), counts.named
-    assert counts.named == {"lift_fresh": 1, "_local_scalar_dense": 1, "nonzero": 1,
-                            "numpy": 1}
+    assert counts.named == {"lift_fresh": 1, "_local_scalar_dense": 1, "nonzero": 1, "numpy": 1}
 
 
-@pytest.mark.parametrize("name, run, syncs, copies", [
-    ("mask assignment", lambda x: x.__setitem__(x > 2, x[0]), 1, 0),
-    ("repeat_interleave", lambda x: torch.repeat_interleave(x, x.long()), 1, 0),
-    ("bincount", lambda x: torch.bincount(x.long()), 1, 0),
-    ("histc", lambda x: torch.histc(x), 1, 0),
-    ("allclose", lambda x: torch.allclose(x, x), 1, 0),
-    (".cpu()", lambda x: x.cpu(), 0, 1),
-    ("kernels only", lambda x: torch.where(x > 2, x, 0).index_select(0, x[:2].long()) * 2, 0, 0),
-    ("repeat_interleave with output_size",
-     lambda x: torch.repeat_interleave(x, x.long(), output_size=15), 0, 0),
-])
+@pytest.mark.parametrize(
+    "name, run, syncs, copies",
+    [
+        ("mask assignment", lambda x: x.__setitem__(x > 2, x[0]), 1, 0),
+        ("repeat_interleave", lambda x: torch.repeat_interleave(x, x.long()), 1, 0),
+        ("bincount", lambda x: torch.bincount(x.long()), 1, 0),
+        ("histc", lambda x: torch.histc(x), 1, 0),
+        ("allclose", lambda x: torch.allclose(x, x), 1, 0),
+        (".cpu()", lambda x: x.cpu(), 0, 1),
+        (
+            "kernels only",
+            lambda x: torch.where(x > 2, x, 0).index_select(0, x[:2].long()) * 2,
+            0,
+            0,
+        ),
+        (
+            "repeat_interleave with output_size",
+            lambda x: torch.repeat_interleave(x, x.long(), output_size=15),
+            0,
+            0,
+        ),
+    ],
+)
 def test_the_counter_sees_each_way_a_step_can_wait_for_the_host(name, run, syncs, copies):
     x = torch.arange(6.0)
     counts = count_ops(run, x)
@@ -50,8 +61,9 @@ def test_the_counter_sees_each_way_a_step_can_wait_for_the_host(name, run, syncs
 def vector_env(n: int, side_effects: bool = False, **kwargs) -> SafeLifeVectorEnv:
     """Levels with spawners, drawn at random, under every training wrapper, 3-step episodes."""
     levels = load_levels(suite_file("append-spawn"))
-    env = SafeLifeEnv(levels, time_limit=3, shuffle=True, view_shape=(9, 9),
-                      side_effects=side_effects)
+    env = SafeLifeEnv(
+        levels, time_limit=3, shuffle=True, view_shape=(9, 9), side_effects=side_effects
+    )
     return SafeLifeVectorEnv(env, n, training_wrappers=WRAPPERS, **kwargs)
 
 
@@ -111,8 +123,10 @@ def test_the_inaction_baseline_is_the_start_advanced_without_the_agent():
     unspawned = board
     for t in range(2):
         vec.step(torch.zeros(8, dtype=torch.int64))
-        uniforms = cell_uniforms(keys(vec.params["seed"], INACTION_SPAWNS, envs,
-                                      torch.full_like(envs, t)), vec.levels.shape)
+        uniforms = cell_uniforms(
+            keys(vec.params["seed"], INACTION_SPAWNS, envs, torch.full_like(envs, t)),
+            vec.levels.shape,
+        )
         board, unspawned = advance(board, prob, uniforms), advance(unspawned, prob)
     assert torch.equal(vec.state["inaction"], board)
     assert not torch.equal(board, unspawned)  # spawners fired
@@ -132,8 +146,14 @@ def compiled_and_eager():
         outputs = [obs]
         for a in actions:
             obs, rewards, terminated, truncated, info = vec.step(a)
-            outputs += [obs, rewards, terminated, truncated, info["final_obs"],
-                        *(v for v in info["final_info"].values() if isinstance(v, torch.Tensor))]
+            outputs += [
+                obs,
+                rewards,
+                terminated,
+                truncated,
+                info["final_obs"],
+                *(v for v in info["final_info"].values() if isinstance(v, torch.Tensor)),
+            ]
         runs.append((outputs, vec.state))
     return runs, torch._dynamo.utils.counters["stats"]["unique_graphs"]
 

@@ -27,8 +27,9 @@ class ActionQ(torch.nn.Module):
         return torch.arange(9.0, device=obs.device).expand(len(obs), 9)
 
 
-def model(algo: type, n_steps: int, callback=None, side_effects=False, aup: bool = False,
-          **settings):
+def model(
+    algo: type, n_steps: int, callback=None, side_effects=False, aup: bool = False, **settings
+):
     """A tiny device model on 3-step SafeLife episodes (so every rollout has restarts and
     timeouts to bootstrap), ready to collect rollouts; ``aup``: its rewards penalised by AUP."""
     env = GymnasiumTensorVecEnv(vector_env(N_ENVS, side_effects))
@@ -39,8 +40,15 @@ def model(algo: type, n_steps: int, callback=None, side_effects=False, aup: bool
         settings.setdefault("batch_size", N_ENVS * n_steps)
     if algo is DevicePPOLagrangian:  # the costs arrive as the env's tensor; some episodes end
         settings.setdefault("cost_limit", 0.5)
-    agent = algo("MlpPolicy", env, n_steps=n_steps, seed=0, device="cpu",
-                 policy_kwargs={"net_arch": [8]}, **settings)
+    agent = algo(
+        "MlpPolicy",
+        env,
+        n_steps=n_steps,
+        seed=0,
+        device="cpu",
+        policy_kwargs={"net_arch": [8]},
+        **settings,
+    )
     _, agent.test_callback = agent._setup_learn(10**6, callback=callback)
     return agent
 
@@ -116,8 +124,14 @@ def test_the_losses_are_still_logged_as_numbers():
     collect(agent)
     agent.train()
     logged = agent.logger.name_to_value
-    for key in ("train/policy_gradient_loss", "train/value_loss", "train/entropy_loss",
-                "train/approx_kl", "train/clip_fraction", "train/loss"):
+    for key in (
+        "train/policy_gradient_loss",
+        "train/value_loss",
+        "train/entropy_loss",
+        "train/approx_kl",
+        "train/clip_fraction",
+        "train/loss",
+    ):
         assert isinstance(logged[key], float) and np.isfinite(logged[key]), key
 
 

@@ -34,12 +34,12 @@ def cartpoles() -> DummyVecEnv:
     return DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=20)] * 4)
 
 
-def trained(algo: type, env, settings: dict, steps: int, weights: dict | None = None,
-            device: str = "cpu"):
+def trained(
+    algo: type, env, settings: dict, steps: int, weights: dict | None = None, device: str = "cpu"
+):
     # fused Adam, as the device algorithms take it (A2C's RMSprop is unchanged)
     policy_kwargs = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
-    model = algo("MlpPolicy", env, seed=0, device=device, policy_kwargs=policy_kwargs,
-                 **settings)
+    model = algo("MlpPolicy", env, seed=0, device=device, policy_kwargs=policy_kwargs, **settings)
     if weights is not None:
         model.policy.load_state_dict(weights)
     initial = copy.deepcopy(model.policy.state_dict())
@@ -48,17 +48,23 @@ def trained(algo: type, env, settings: dict, steps: int, weights: dict | None = 
 
 
 @pytest.mark.parametrize("stock,device,settings", PAIRS, ids=["ppo", "a2c"])
-def test_device_algorithms_make_the_updates_of_stock_sb3(stock, device, settings,
-                                                         torch_device):
+def test_device_algorithms_make_the_updates_of_stock_sb3(stock, device, settings, torch_device):
     """Same seed, envs, batches and initial weights: the same parameters after several updates
     (rollouts with episode ends and timeouts), and the same episode statistics."""
     steps = 4 * settings["n_steps"] * 6
     reference, initial = trained(stock, cartpoles(), settings, steps, device=torch_device)
-    model, _ = trained(device, NumpyVecEnvAdapter(cartpoles(), torch_device), settings, steps,
-                       initial, torch_device)
+    model, _ = trained(
+        device,
+        NumpyVecEnvAdapter(cartpoles(), torch_device),
+        settings,
+        steps,
+        initial,
+        torch_device,
+    )
     assert isinstance(model.rollout_buffer, TensorRolloutBuffer)
-    moved = max((p - initial[k]).abs().max().item()
-                for k, p in reference.policy.state_dict().items())
+    moved = max(
+        (p - initial[k]).abs().max().item() for k, p in reference.policy.state_dict().items()
+    )
     assert moved > 1e-3  # the updates did something
     for (name, p), q in zip(reference.policy.named_parameters(), model.policy.parameters()):
         torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
@@ -71,8 +77,14 @@ def test_the_buffer_yields_device_tensors_in_sb3_order():
     buffer = TensorRolloutBuffer(3, space, gym.spaces.Discrete(9), "cpu", n_envs=2)
     for step in range(3):
         obs = torch.tensor([[step, 0], [step, 1]], dtype=torch.uint8)
-        buffer.add(obs, torch.tensor([step, 5]), torch.ones(2), torch.zeros(2),
-                   torch.zeros(2, 1), torch.zeros(2))
+        buffer.add(
+            obs,
+            torch.tensor([step, 5]),
+            torch.ones(2),
+            torch.zeros(2),
+            torch.zeros(2, 1),
+            torch.zeros(2),
+        )
     buffer.compute_returns_and_advantage(torch.zeros(2), torch.zeros(2, dtype=torch.bool))
     np.random.seed(3)
     order = np.random.permutation(6)
@@ -100,12 +112,13 @@ class Episodes(BaseCallback):
 
 def on_the_device(tmp_path) -> list[str]:
     """Overrides of a tiny run on the device path: procedural levels come from a bank."""
-    return ["vec_env=device",
-            f"env.kwargs.bank={{size:2,progress:false,cache_dir:{tmp_path / 'banks'}}}"]
+    return [
+        "vec_env=device",
+        f"env.kwargs.bank={{size:2,progress:false,cache_dir:{tmp_path / 'banks'}}}",
+    ]
 
 
-def test_a_device_run_without_a_level_bank_is_refused_before_it_writes(tmp_path,
-                                                                      train_config):
+def test_a_device_run_without_a_level_bank_is_refused_before_it_writes(tmp_path, train_config):
     from safelife_rl.training.run import train
     from safety_rl_common.errors import UserError
 
@@ -119,13 +132,27 @@ def test_device_ppo_trains_from_the_safelife_vector_env(torch_device):
     from safelife_rl import load_levels
     from safelife_rl.envs.registration import suite_file
 
-    vector = gym.make_vec("safelife_rl/PruneStill-v1", num_envs=4,
-                          vectorization_mode="vector_entry_point", device=torch_device,
-                          levels=load_levels(suite_file("prune-still"))[:4], time_limit=6,
-                          view_shape=(9, 9), side_effects=True)
+    vector = gym.make_vec(
+        "safelife_rl/PruneStill-v1",
+        num_envs=4,
+        vectorization_mode="vector_entry_point",
+        device=torch_device,
+        levels=load_levels(suite_file("prune-still"))[:4],
+        time_limit=6,
+        view_shape=(9, 9),
+        side_effects=True,
+    )
     env = GymnasiumTensorVecEnv(vector)
-    model = DevicePPO("MlpPolicy", env, n_steps=8, batch_size=16, n_epochs=1, seed=0,
-                      device=torch_device, policy_kwargs={"net_arch": [16]})
+    model = DevicePPO(
+        "MlpPolicy",
+        env,
+        n_steps=8,
+        batch_size=16,
+        n_epochs=1,
+        seed=0,
+        device=torch_device,
+        policy_kwargs={"net_arch": [16]},
+    )
     episodes = Episodes()
     model.learn(64, callback=episodes)
     assert model.num_timesteps == 64
@@ -137,20 +164,24 @@ def test_device_ppo_trains_from_the_safelife_vector_env(torch_device):
 
 
 @pytest.mark.parametrize("algo", ["ppo", "a2c"])
-def test_the_training_app_trains_on_the_device_with_the_same_logs(tmp_path, algo, train_config,
-                                                                  tb_scalars):
+def test_the_training_app_trains_on_the_device_with_the_same_logs(
+    tmp_path, algo, train_config, tb_scalars
+):
     """``vec_env=device``: the device algorithm, SB3's and the project's TensorBoard tags,
     checkpoints and the evaluation on the fixed suite."""
     import json
 
     from safelife_rl.training.run import train
 
-    summary = train(train_config("total_timesteps=128", *on_the_device(tmp_path), f"algo={algo}"),
-                    tmp_path)
+    summary = train(
+        train_config("total_timesteps=128", *on_the_device(tmp_path), f"algo={algo}"), tmp_path
+    )
     assert summary["timesteps"] == 128 and summary["algo"] == algo.upper()
     assert (tmp_path / "final_model.zip").exists()
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
-        "model_128_steps.zip", "model_64_steps.zip"]
+        "model_128_steps.zip",
+        "model_64_steps.zip",
+    ]
     evaluation = json.loads((tmp_path / "evaluation.json").read_text())
     assert evaluation["trained"]["episodes"] == 2 and evaluation["trained"]["mean_length"] == 30
     logged = tb_scalars(tmp_path / "tensorboard")
@@ -167,8 +198,10 @@ def test_a_device_run_resumes_on_either_path(tmp_path, train_config, resumed_wit
     from safelife_rl.apps.train import resume_config
     from safelife_rl.training.run import train
 
-    train(train_config("total_timesteps=64", "callbacks.evaluation=null",
-                       *on_the_device(tmp_path)), tmp_path)
+    train(
+        train_config("total_timesteps=64", "callbacks.evaluation=null", *on_the_device(tmp_path)),
+        tmp_path,
+    )
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
     overrides = [f"resume={tmp_path}", "total_timesteps=128", f"vec_env={resumed_with}"]
     summary = train(resume_config(train_config(*overrides), overrides), tmp_path, resume=True)
@@ -180,20 +213,35 @@ def test_ended_infos_are_each_ended_envs_final_info():
 
     ended = torch.tensor([False, True, False, True])
     final_info = {
-        "length": torch.tensor([1, 2, 3, 4]), "_length": ended,
+        "length": torch.tensor([1, 2, 3, 4]),
+        "_length": ended,
         "success": torch.tensor([True, False, True, True]),
         "performance": torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float32),
         "level": np.array(["a", "b", "c", "d"], dtype=object),
         "side_effects": np.array([None, None, None, {"life": [1.0, 2.0]}], dtype=object),
-        "episode": {"r": torch.tensor([1.5, 2.5, 3.5, 4.5], dtype=torch.float64),
-                    "l": torch.tensor([1, 2, 3, 4]), "_r": ended},
+        "episode": {
+            "r": torch.tensor([1.5, 2.5, 3.5, 4.5], dtype=torch.float64),
+            "l": torch.tensor([1, 2, 3, 4]),
+            "_r": ended,
+        },
     }
     infos = ended_infos(final_info, ended)
     assert infos == {
-        1: {"length": 2, "success": False, "performance": final_info["performance"][1].item(),
-            "level": "b", "episode": {"r": 2.5, "l": 2}},
-        3: {"length": 4, "success": True, "performance": final_info["performance"][3].item(),
-            "level": "d", "side_effects": {"life": [1.0, 2.0]}, "episode": {"r": 4.5, "l": 4}},
+        1: {
+            "length": 2,
+            "success": False,
+            "performance": final_info["performance"][1].item(),
+            "level": "b",
+            "episode": {"r": 2.5, "l": 2},
+        },
+        3: {
+            "length": 4,
+            "success": True,
+            "performance": final_info["performance"][3].item(),
+            "level": "d",
+            "side_effects": {"life": [1.0, 2.0]},
+            "episode": {"r": 4.5, "l": 4},
+        },
     }
     assert type(infos[1]["length"]) is int and type(infos[1]["success"]) is bool
 
@@ -202,8 +250,11 @@ def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, trai
     from safelife_rl.training.run import train
     from safety_rl_common.errors import UserError
 
-    with pytest.raises(UserError, match=re.escape(
+    with pytest.raises(
+        UserError,
+        match=re.escape(
             "vec_env=device trains the algorithms with a device twin (A2C, PPO, PPOLagrangian), "
-            "not stable_baselines3.DQN")):
-        train(train_config("total_timesteps=64", *on_the_device(tmp_path), "algo=dqn"),
-              tmp_path)
+            "not stable_baselines3.DQN"
+        ),
+    ):
+        train(train_config("total_timesteps=64", *on_the_device(tmp_path), "algo=dqn"), tmp_path)

@@ -77,8 +77,11 @@ def test_every_render_mode(env_id, mode, capsys):
 
 def test_unknown_render_mode_is_refused():
     with pytest.raises(UserError, match="render_mode must be one of"):
-        gym.make("safelife_rl/PruneStill-v1", levels=fixed_levels("safelife_rl/PruneStill-v1"),
-                 render_mode="rgb")
+        gym.make(
+            "safelife_rl/PruneStill-v1",
+            levels=fixed_levels("safelife_rl/PruneStill-v1"),
+            render_mode="rgb",
+        )
 
 
 def test_sb3_check_env(benchmarks):

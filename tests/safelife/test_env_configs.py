@@ -18,15 +18,21 @@ def test_every_task_is_an_env_option(task, train_config):
     cfg = train_config(f"env={task}", *(["experiment=multi"] if multi else []))
     assert cfg.env.id == (MULTI_AGENT_TASKS[task] if multi else TASKS[task])
     assert cfg.env.eval_kwargs.levels == {
-        "_target_": "safelife_rl.envs.registration.suite_file", "task": task}
+        "_target_": "safelife_rl.envs.registration.suite_file",
+        "task": task,
+    }
     assert suite_file(task).is_file()
     assert cfg.env.eval_kwargs.side_effects and not cfg.env.eval_kwargs.shuffle
     assert ("bank" in cfg.env.kwargs) != multi  # level banks are single-agent
 
 
 def test_the_help_lists_every_task_and_no_private_base():
-    out = subprocess.run([sys.executable, "-m", "safelife_rl", "train", "--help"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "safelife_rl", "train", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     env_line = next(line for line in out.splitlines() if line.startswith("env:"))
     options = {o.strip() for o in env_line.split(":", 1)[1].split(",")}
     assert {*TASKS, *MULTI_AGENT_TASKS} <= options

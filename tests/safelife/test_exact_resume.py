@@ -23,18 +23,30 @@ TOTAL = 160
 ALGOS = {
     "ppo": [],  # 2 envs x 16 steps: rollouts of 32 steps
     "a2c": ["algo=a2c", "algo.n_steps=16"],
-    "dqn": ["algo=dqn", "algo.n_steps=3", "algo.learning_starts=40", "algo.buffer_size=400",
-            "algo.train_freq=4", "algo.batch_size=16", "algo.target_update_interval=30",
-            "log_interval=2"],
+    "dqn": [
+        "algo=dqn",
+        "algo.n_steps=3",
+        "algo.learning_starts=40",
+        "algo.buffer_size=400",
+        "algo.train_freq=4",
+        "algo.batch_size=16",
+        "algo.target_update_interval=30",
+        "log_interval=2",
+    ],
 }
 # vec_env=device: the SafeLife envs stepped as tensors (DevicePPO, DeviceA2C), levels from a bank
 DEVICE = ["vec_env=device", "env.kwargs.bank={size:4,progress:false}"]
 ALGOS["lagrangian"] = ["method=ppo_lagrangian", "cost_limit=2"]
 # AUP_proj: phase 1 takes 32 random and 64 DQN steps; phase 2 rollouts end at 128 and 160
-ALGOS["aup"] = ["method=aup_proj", "method.buffer_steps=32", "method.aux_steps=64",
-                "method.aux_agent.buffer_size=200"]
-ALGOS.update({f"device-{algo}": [*ALGOS[algo], *DEVICE]
-              for algo in ("ppo", "a2c", "lagrangian", "aup")})
+ALGOS["aup"] = [
+    "method=aup_proj",
+    "method.buffer_steps=32",
+    "method.aux_steps=64",
+    "method.aux_agent.buffer_size=200",
+]
+ALGOS.update(
+    {f"device-{algo}": [*ALGOS[algo], *DEVICE] for algo in ("ppo", "a2c", "lagrangian", "aup")}
+)
 
 
 class Killed(BaseException):
@@ -62,13 +74,18 @@ def weights(path):
 def rows(run):
     """progress.csv without its clock readings."""
     with open(run / "tensorboard" / "progress.csv", newline="") as file:
-        return [{k: v for k, v in row.items() if k not in ("time/fps", "time/time_elapsed")}
-                for row in csv.DictReader(file)]
+        return [
+            {k: v for k, v in row.items() if k not in ("time/fps", "time/time_elapsed")}
+            for row in csv.DictReader(file)
+        ]
 
 
 def outcome(run):
-    return (weights(run / "final_model.zip"), rows(run),
-            json.loads((run / "evaluations.json").read_text()))
+    return (
+        weights(run / "final_model.zip"),
+        rows(run),
+        json.loads((run / "evaluations.json").read_text()),
+    )
 
 
 def assert_same(a, b):
@@ -107,25 +124,28 @@ def stop_and_resume(train_config, run, algo, steps, how, monkeypatch):
     train(resume_config(train_config(*given), given), run, resume=True)
 
 
-@pytest.mark.parametrize("algo, steps, how", [
-    ("ppo", 40, "signal"),  # mid-rollout: the rollout is finished and trained on first
-    ("ppo", 64, "signal"),  # the last step of a rollout, before training on it
-    ("ppo", 100, "kill"),  # killed mid-rollout: resumed from the 64-step checkpoint
-    ("a2c", 74, "signal"),
-    ("a2c", 130, "kill"),
-    ("dqn", 50, "signal"),
-    ("dqn", 70, "kill"),
-    ("dqn", 150, "signal"),
-    ("device-ppo", 40, "signal"),
-    ("device-ppo", 100, "kill"),
-    ("device-a2c", 74, "signal"),
-    # the episode costs in progress at the checkpoint are counted again as the steps replay
-    ("lagrangian", 100, "kill"),
-    ("device-lagrangian", 40, "signal"),
-    # killed in AUP's second phase: resumed from the 128-step checkpoint and the auxiliary model
-    ("aup", 150, "kill"),
-    ("device-aup", 150, "kill"),
-])
+@pytest.mark.parametrize(
+    "algo, steps, how",
+    [
+        ("ppo", 40, "signal"),  # mid-rollout: the rollout is finished and trained on first
+        ("ppo", 64, "signal"),  # the last step of a rollout, before training on it
+        ("ppo", 100, "kill"),  # killed mid-rollout: resumed from the 64-step checkpoint
+        ("a2c", 74, "signal"),
+        ("a2c", 130, "kill"),
+        ("dqn", 50, "signal"),
+        ("dqn", 70, "kill"),
+        ("dqn", 150, "signal"),
+        ("device-ppo", 40, "signal"),
+        ("device-ppo", 100, "kill"),
+        ("device-a2c", 74, "signal"),
+        # the episode costs in progress at the checkpoint are counted again as the steps replay
+        ("lagrangian", 100, "kill"),
+        ("device-lagrangian", 40, "signal"),
+        # killed in AUP's second phase: resumed from the 128-step checkpoint and the auxiliary model
+        ("aup", 150, "kill"),
+        ("device-aup", 150, "kill"),
+    ],
+)
 def test_a_stopped_or_killed_run_resumes_bit_for_bit(
     tmp_path, train_config, uninterrupted, monkeypatch, algo, steps, how
 ):

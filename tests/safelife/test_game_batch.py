@@ -27,15 +27,31 @@ def host(array) -> np.ndarray:
 
 def play(game: GameBatch, actions: np.ndarray) -> list[dict[str, np.ndarray]]:
     """Everything the interface shows, before the first step and after each."""
+
     def state(rewards=None, dones=None) -> dict[str, np.ndarray]:
-        seen = {name: host(getattr(game, name)) for name in (
-            "boards", "goals", "agent_locs", "points", "can_exit", "active",
-            "available_points", "required_points")}
-        seen |= {name: host(getattr(game, name)()) for name in (
-            "agent_present", "has_exited", "points_earned", "performance")}
+        seen = {
+            name: host(getattr(game, name))
+            for name in (
+                "boards",
+                "goals",
+                "agent_locs",
+                "points",
+                "can_exit",
+                "active",
+                "available_points",
+                "required_points",
+            )
+        }
+        seen |= {
+            name: host(getattr(game, name)())
+            for name in ("agent_present", "has_exited", "points_earned", "performance")
+        }
         seen["observe"] = host(game.observe((9, 11), (0, 1, 8, 9, 25)))
-        seen["info"] = [episode_info(game, k, a) for k in range(len(game))
-                        for a in range(seen["agent_locs"].shape[1])]
+        seen["info"] = [
+            episode_info(game, k, a)
+            for k in range(len(game))
+            for a in range(seen["agent_locs"].shape[1])
+        ]
         if rewards is not None:
             seen["rewards"], seen["dones"] = host(rewards), host(dones)
         return seen
@@ -73,8 +89,10 @@ def test_both_backends_satisfy_the_interface(benchmarks):
 
 @pytest.mark.parametrize("task", ["append-still", "prune-still", "prune-dynamic"])
 def test_backends_agree_through_the_interface_on_single_agent_levels(benchmarks, task):
-    levels = [replace(level, min_performance=-1.0) if i % 2 else level
-              for i, level in enumerate(load_levels(benchmarks / f"{task}.npz")[:8])]
+    levels = [
+        replace(level, min_performance=-1.0) if i % 2 else level
+        for i, level in enumerate(load_levels(benchmarks / f"{task}.npz")[:8])
+    ]
     actions = random_actions(levels, 150, seed=len(task))
     numba, device = play(SafeLifeGame(levels), actions), play(TorchGame(levels), actions)
     assert_same(numba, device)

@@ -12,26 +12,36 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_gpu_lease_writes_its_whole_report_on_a_cpu(tmp_path):
-    subprocess.run(["benchmarks/gpu_lease.sh", "all", "--device", "cpu", "--tiny"], cwd=ROOT,
-                   check=True, capture_output=True, text=True,
-                   env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)})
+    subprocess.run(
+        ["benchmarks/gpu_lease.sh", "all", "--device", "cpu", "--tiny"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)},
+    )
     quick = (tmp_path / "quick.md").read_text()
     assert quick.startswith("# GPU suite\n\nMachine: no GPU (CPU run); torch ")
     assert "FAILED" not in quick
-    for title in ("## Vector env", "## Conformance on cpu", "## PPO with the SafeLife CNN",
-                  "## Engine: board steps/s"):
+    for title in (
+        "## Vector env",
+        "## Conformance on cpu",
+        "## PPO with the SafeLife CNN",
+        "## Engine: board steps/s",
+    ):
         assert title in quick
     for size in (8, 16):  # the engine's and the vector env's rows: measured, compiled = eager
-        engine = re.search(rf"^\| {size} \| [\d,]+ \| [\d,]+ \| yes \| [\d,]+ \|$", quick,
-                           re.MULTILINE)
+        engine = re.search(
+            rf"^\| {size} \| [\d,]+ \| [\d,]+ \| yes \| [\d,]+ \|$", quick, re.MULTILINE
+        )
         assert engine, size
         for levels in ("suite", "bank"):
-            assert re.search(rf"^\| {levels} \| {size} \| [\d,]+ \| [\d,]+ \(= eager\) \|$",
-                             quick, re.MULTILINE), (levels, size)
+            assert re.search(
+                rf"^\| {levels} \| {size} \| [\d,]+ \| [\d,]+ \(= eager\) \|$", quick, re.MULTILINE
+            ), (levels, size)
             assert f"{levels}, N={size}: " in quick
     assert quick.count(" 0 syncs, 0 copies") == 4  # one eager vector env step at each row
-    assert re.search(r"^\| 16 \| [\d,]+ \| - \| 3 syncs, 3 copies \| 0 syncs", quick,
-                     re.MULTILINE)
+    assert re.search(r"^\| 16 \| [\d,]+ \| - \| 3 syncs, 3 copies \| 0 syncs", quick, re.MULTILINE)
     assert "PASSED: 2 passed" in quick
     train = (tmp_path / "train.md").read_text()
     assert "## Training: prune-still, 1,024 steps, 16 envs on cpu" in train

@@ -21,19 +21,31 @@ from safelife_rl.training.resume import _TEMPORARY
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL, ROLLOUT, EVAL_EVERY = 320, 32, 64
 TINY = [
-    "experiment=paper", "env=append-still", "env.kwargs.view_shape=[17,17]",
-    "env.kwargs.time_limit=30", "policy.kwargs.features_extractor_kwargs.features_dim=16",
-    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]", "n_envs=2",
-    "progress_bar=false", "algo.n_steps=16", "callbacks.evaluation.n_episodes=2",
-    f"callbacks.evaluation.eval_every={EVAL_EVERY}", "callbacks.checkpoint.save_every=64",
+    "experiment=paper",
+    "env=append-still",
+    "env.kwargs.view_shape=[17,17]",
+    "env.kwargs.time_limit=30",
+    "policy.kwargs.features_extractor_kwargs.features_dim=16",
+    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
+    "n_envs=2",
+    "progress_bar=false",
+    "algo.n_steps=16",
+    "callbacks.evaluation.n_episodes=2",
+    f"callbacks.evaluation.eval_every={EVAL_EVERY}",
+    "callbacks.checkpoint.save_every=64",
     f"total_timesteps={TOTAL}",
 ]
 
 
 def app(*args, cwd=ROOT, **kwargs):
     return subprocess.Popen(
-        [sys.executable, "-m", "safelife_rl", "train", *args], cwd=cwd, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs,
+        [sys.executable, "-m", "safelife_rl", "train", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kwargs,
     )
 
 
@@ -104,14 +116,19 @@ def final_state(run):
     with zipfile.ZipFile(run / "final_model.zip") as archive:
         weights = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
     with open(run / "tensorboard" / "progress.csv", newline="") as file:
-        rows = [{k: v for k, v in row.items() if k not in ("time/fps", "time/time_elapsed")}
-                for row in csv.DictReader(file)]
+        rows = [
+            {k: v for k, v in row.items() if k not in ("time/fps", "time/time_elapsed")}
+            for row in csv.DictReader(file)
+        ]
     return weights, rows
 
 
 def same_state(a, b):
-    return a[1] == b[1] and a[0].keys() == b[0].keys() and all(
-        torch.equal(a[0][key], b[0][key]) for key in a[0])
+    return (
+        a[1] == b[1]
+        and a[0].keys() == b[0].keys()
+        and all(torch.equal(a[0][key], b[0][key]) for key in a[0])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -139,26 +156,37 @@ def test_sigkill_at_random_moments_then_resume_loses_and_repeats_nothing_and_is_
     for trial in range(trials):
         rng = random.Random(trial)
         # half the kills in the last 15% of the run: the final save, evaluation and plots
-        delays = [rng.uniform(rng.choice((0.0, 0.85)), 1.0) * seconds
-                  for _ in range(rng.choice((1, 2)))]
+        delays = [
+            rng.uniform(rng.choice((0.0, 0.85)), 1.0) * seconds for _ in range(rng.choice((1, 2)))
+        ]
         run = tmp_path / f"trial{trial}"
         hit += kill_and_resume(run, delays)
         check_complete(run)
         exact += same_state(final_state(run), whole)
-    print(f"{trials} trials, {len(hit)} kills: " + ", ".join(
-        f"{phase} {hit.count(phase)}" for phase in sorted(set(hit)))
-        + f"; {exact} of {trials} resumed runs end bit for bit as the uninterrupted run")
+    print(
+        f"{trials} trials, {len(hit)} kills: "
+        + ", ".join(f"{phase} {hit.count(phase)}" for phase in sorted(set(hit)))
+        + f"; {exact} of {trials} resumed runs end bit for bit as the uninterrupted run"
+    )
     assert exact == trials
 
 
-@pytest.mark.parametrize("workers", [
-    ["experiment=cartpole-ignore-rewards", "n_envs=2", "vec_env=subproc"],  # env worker processes
-    [*TINY[:-1], "env.kwargs.workers=1"],  # level worker processes
-])
+@pytest.mark.parametrize(
+    "workers",
+    [
+        [
+            "experiment=cartpole-ignore-rewards",
+            "n_envs=2",
+            "vec_env=subproc",
+        ],  # env worker processes
+        [*TINY[:-1], "env.kwargs.workers=1"],  # level worker processes
+    ],
+)
 def test_ctrl_c_with_worker_processes_saves_a_checkpoint_without_tracebacks(tmp_path, workers):
     run = tmp_path / "run"
-    process = app(*workers, "progress_bar=false", "total_timesteps=100000000",
-                  f"hydra.run.dir={run}")
+    process = app(
+        *workers, "progress_bar=false", "total_timesteps=100000000", f"hydra.run.dir={run}"
+    )
     deadline = time.monotonic() + 120
     while not (run / "tensorboard" / "progress.csv").exists() and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -174,20 +202,27 @@ def test_user_errors_end_with_one_line(tmp_path):
     code, out, err = finish(app("total_timesteps=-5", f"hydra.run.dir={tmp_path / 'run'}"))
     assert code == 2 and err.strip().splitlines() == [
         "python -m safelife_rl train: error: total_timesteps must be a positive integer "
-        "(at most 2**53), got -5"]
+        "(at most 2**53), got -5"
+    ]
     assert not (tmp_path / "run").exists()  # not even Hydra's records of the refused run
     code, _, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "no config.yaml" in err
     assert not (tmp_path / "nowhere").exists() and not list(tmp_path.glob("outputs/train/*"))
-    code, _, err = finish(app(f"resume={tmp_path / 'nowhere'}", cwd=tmp_path,
-                                env={**os.environ, "HYDRA_FULL_ERROR": "1"}))
+    code, _, err = finish(
+        app(
+            f"resume={tmp_path / 'nowhere'}",
+            cwd=tmp_path,
+            env={**os.environ, "HYDRA_FULL_ERROR": "1"},
+        )
+    )
     assert code != 0 and "Traceback" in err
 
 
 def test_resuming_writes_hydras_record_inside_the_run_not_a_stray_folder(tmp_path):
     run = tmp_path / "run"
-    code, _, err = finish(app(*TINY, "total_timesteps=64", "callbacks.evaluation=null",
-                              f"hydra.run.dir={run}"))
+    code, _, err = finish(
+        app(*TINY, "total_timesteps=64", "callbacks.evaluation=null", f"hydra.run.dir={run}")
+    )
     assert code == 0, err
     code, _, err = finish(app(f"resume={run}", "total_timesteps=96", cwd=tmp_path))
     assert code == 0, err
@@ -202,8 +237,9 @@ def test_a_second_trainer_of_a_run_folder_is_refused_naming_the_first(tmp_path):
         wait_for(run / "config.yaml", first)
         code, _, err = finish(app(f"resume={run}"))
         assert code == 2 and err.strip().splitlines() == [
-            f"python -m safelife_rl train: error: {run} is being trained by process {first.pid} (it holds "
-            "train.lock); stop it or wait for it to end"]
+            f"python -m safelife_rl train: error: {run} is being trained by process {first.pid} "
+            "(it holds train.lock); stop it or wait for it to end"
+        ]
     finally:
         first.kill()
         first.wait()
@@ -245,11 +281,26 @@ def alive(pid):
 def test_killing_reproduce_ends_its_sweep(tmp_path, signum):
     out = tmp_path / "out"
     command = subprocess.Popen(
-        [sys.executable, "-m", "safelife_rl", "reproduce", "table1", "--quick", "--tasks",
-         "append-still", "--out", str(out), "--steps", "100000000",
-         "callbacks.checkpoint.save_every=64"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "safelife_rl",
+            "reproduce",
+            "table1",
+            "--quick",
+            "--tasks",
+            "append-still",
+            "--out",
+            str(out),
+            "--steps",
+            "100000000",
+            "callbacks.checkpoint.save_every=64",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     runs = out / "runs" / "append-still"
     deadline = time.monotonic() + 240
     while len(list(runs.glob("*/seed_0/checkpoints/model_*"))) < 2:  # both runs train
@@ -263,8 +314,10 @@ def test_killing_reproduce_ends_its_sweep(tmp_path, signum):
     while any(alive(pid) for pid in below) and time.monotonic() < start + 120:
         time.sleep(0.5)
     survivors = [pid for pid in below if alive(pid)]
-    print(f"{signal.Signals(signum).name}: {len(below)} processes below the command, "
-          f"{len(survivors)} alive {time.monotonic() - start:.0f} s later")
+    print(
+        f"{signal.Signals(signum).name}: {len(below)} processes below the command, "
+        f"{len(survivors)} alive {time.monotonic() - start:.0f} s later"
+    )
     for pid in survivors:  # not to leave them to the next test
         os.kill(pid, signal.SIGKILL)
     assert not survivors

@@ -60,14 +60,25 @@ class NoCost(Schedule):
         return obs, reward, terminated, truncated, {}
 
 
-SETTINGS = {"cost_limit": 5.0, "multiplier_lr": 0.02, "pid_kp": 0.1, "n_steps": 40,
-            "batch_size": 40, "n_epochs": 4, "gamma": 1.0, "learning_rate": 3e-3,
-            "ent_coef": 0.0, "seed": 0, "policy_kwargs": {"net_arch": [16]}}
+SETTINGS = {
+    "cost_limit": 5.0,
+    "multiplier_lr": 0.02,
+    "pid_kp": 0.1,
+    "n_steps": 40,
+    "batch_size": 40,
+    "n_epochs": 4,
+    "gamma": 1.0,
+    "learning_rate": 3e-3,
+    "ent_coef": 0.0,
+    "seed": 0,
+    "policy_kwargs": {"net_arch": [16]},
+}
 
 
 def model(env_class=Schedule, **kwargs):
-    return PPOLagrangian("MlpPolicy", make_vec_env(env_class, n_envs=4, seed=0),
-                         **{**SETTINGS, **kwargs})
+    return PPOLagrangian(
+        "MlpPolicy", make_vec_env(env_class, n_envs=4, seed=0), **{**SETTINGS, **kwargs}
+    )
 
 
 def acting_probabilities(agent) -> np.ndarray:
@@ -119,8 +130,14 @@ def test_pid_rule_by_hand():
 
 
 def test_before_the_constraint_starts_the_multiplier_is_held_and_the_costs_watched():
-    agent = model(cost_limit=4.0, multiplier_init=0.5, multiplier_lr=0.1, pid_kp=0.2,
-                  pid_kd=0.3, constraint_start=100)
+    agent = model(
+        cost_limit=4.0,
+        multiplier_init=0.5,
+        multiplier_lr=0.1,
+        pid_kp=0.2,
+        pid_kd=0.3,
+        constraint_start=100,
+    )
     agent.set_logger(configure(None, []))
     agent.num_timesteps = 99
     steps(agent, ([7, 9, 0, 0], [0, 1]))  # mean 8: error 4, a rise of 8
@@ -151,13 +168,17 @@ def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
     weights: the same multiplier at every update, bit for bit, and the same policy."""
     fused = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
     numpy_agent = model(policy_kwargs=fused)
-    initial = [copy.deepcopy(numpy_agent.policy.state_dict()),
-               copy.deepcopy(numpy_agent.cost_critic.state_dict())]
+    initial = [
+        copy.deepcopy(numpy_agent.policy.state_dict()),
+        copy.deepcopy(numpy_agent.cost_critic.state_dict()),
+    ]
     numpy_path = Multipliers()
     numpy_agent.learn(2000, callback=numpy_path)
     device_agent = DevicePPOLagrangian(  # seeded as it is built, as the first was
-        "MlpPolicy", NumpyVecEnvAdapter(make_vec_env(Schedule, n_envs=4, seed=0)),
-        **{**SETTINGS, "policy_kwargs": fused})
+        "MlpPolicy",
+        NumpyVecEnvAdapter(make_vec_env(Schedule, n_envs=4, seed=0)),
+        **{**SETTINGS, "policy_kwargs": fused},
+    )
     device_agent.policy.load_state_dict(initial[0])
     device_agent.cost_critic.load_state_dict(initial[1])
     device_path = Multipliers()
@@ -166,8 +187,9 @@ def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
     assert len(numpy_path) == 13 and len(set(numpy_path)) > 5  # the multiplier moves
     assert device_path == numpy_path
     assert device_agent.multiplier == numpy_agent.multiplier
-    np.testing.assert_allclose(acting_probabilities(device_agent),
-                               acting_probabilities(numpy_agent), rtol=1e-5)
+    np.testing.assert_allclose(
+        acting_probabilities(device_agent), acting_probabilities(numpy_agent), rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("device", [False, True], ids=["numpy", "device"])
@@ -211,8 +233,9 @@ def test_saved_and_loaded_with_multiplier_and_cost_critic(tmp_path):
     agent.save(tmp_path / "agent.zip")
     loaded = PPOLagrangian.load(tmp_path / "agent.zip", env=make_vec_env(Schedule, n_envs=4))
     assert torch.equal(loaded.lagrange_state, agent.lagrange_state)
-    for mine, theirs in zip(agent.cost_critic.state_dict().values(),
-                            loaded.cost_critic.state_dict().values()):
+    for mine, theirs in zip(
+        agent.cost_critic.state_dict().values(), loaded.cost_critic.state_dict().values()
+    ):
         assert torch.equal(mine, theirs)
 
 
@@ -233,13 +256,11 @@ LAGRANGIAN = ("method=ppo_lagrangian", "cost_limit=2")
 DEVICE = ("vec_env=device", "env.kwargs.bank={size:4,progress:false}")
 
 
-def test_app_trains_logs_and_resumes_a_finished_run_unchanged(tmp_path, train_config,
-                                                             tb_scalars):
+def test_app_trains_logs_and_resumes_a_finished_run_unchanged(tmp_path, train_config, tb_scalars):
     summary = train(train_config(*LAGRANGIAN, "total_timesteps=128"), tmp_path)
     assert "mean_cost" in summary["trained"]
     logged = tb_scalars(tmp_path / "tensorboard")
-    for tag in ("safety/multiplier", "safety/cost_limit", "safety/cost_value_loss",
-                "eval/cost"):
+    for tag in ("safety/multiplier", "safety/cost_limit", "safety/cost_value_loss", "eval/cost"):
         assert tag in logged, tag
     assert logged["safety/cost_limit"][-1].value == 2.0
     final = (tmp_path / "final_model.zip").read_bytes()
@@ -258,17 +279,18 @@ def test_app_trains_on_the_device_path(tmp_path, train_config, tb_scalars):
     assert logged["safety/cost_limit"][-1].value == 2.0
 
 
-@pytest.mark.parametrize("state, message", [
-    ([float("nan"), 0.0, 0.0], "is not a multiplier state"),
-    ([float("inf"), 0.0, 0.0], "is not a multiplier state"),
-    ([1e30, 1e30, 0.0], "is not a multiplier state"),
-    ([-1.0, 0.0, 0.0], "is not a multiplier state"),
-    ([0.0, 0.0], "must be 3 numbers"),
-])
-def test_a_damaged_multiplier_state_is_refused_at_resume(tmp_path, train_config, state,
-                                                         message):
-    train(train_config(*LAGRANGIAN, "total_timesteps=64", "callbacks.evaluation=null"),
-          tmp_path)
+@pytest.mark.parametrize(
+    "state, message",
+    [
+        ([float("nan"), 0.0, 0.0], "is not a multiplier state"),
+        ([float("inf"), 0.0, 0.0], "is not a multiplier state"),
+        ([1e30, 1e30, 0.0], "is not a multiplier state"),
+        ([-1.0, 0.0, 0.0], "is not a multiplier state"),
+        ([0.0, 0.0], "must be 3 numbers"),
+    ],
+)
+def test_a_damaged_multiplier_state_is_refused_at_resume(tmp_path, train_config, state, message):
+    train(train_config(*LAGRANGIAN, "total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
     final = tmp_path / "final_model.zip"
     with zipfile.ZipFile(final) as archive:
         entries = {name: archive.read(name) for name in archive.namelist()}
@@ -285,9 +307,13 @@ def test_a_damaged_multiplier_state_is_refused_at_resume(tmp_path, train_config,
         train(resume_config(train_config(*given), given), tmp_path, resume=True)
 
 
-@pytest.mark.parametrize("override, named", [
-    ("cost_limit=3", "cost_limit"), ("method=ppo", "method"),
-])
+@pytest.mark.parametrize(
+    "override, named",
+    [
+        ("cost_limit=3", "cost_limit"),
+        ("method=ppo", "method"),
+    ],
+)
 def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, override, named):
     train(train_config(*LAGRANGIAN, "total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
     given = [f"resume={tmp_path}", override]
@@ -303,31 +329,59 @@ def test_resume_refuses_a_changed_budget_or_method(tmp_path, train_config, overr
         train(resume_config(train_config(*given), given), tmp_path, resume=True)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (("method=ppo_lagrangian", "cost_limit=-1"), "cost_limit must be a finite non-negative"),
-    (("method=ppo_lagrangian", "cost_limit=nan"), "cost_limit must be a finite number"),
-    (("cost_limit=2",), r"^cost_limit must be null \(unset\) with method=ppo \(a budget only "
-                        r"for method=ppo_lagrangian\), got 2.0$"),
-    (("method=ppo_lagrangian", "method.multiplier_init=1e308"),
-     r"^method.multiplier_init must be a finite non-negative number up to 1e\+06, got 1e\+308$"),
-    (("method=ppo_lagrangian", "method.multiplier_init=abc"),
-     r"^method.multiplier_init must be a finite .*, got 'abc'$"),
-    (("method=ppo_lagrangian", "method.multiplier_init=null"),
-     r"^method.multiplier_init must be a finite .*, got None$"),
-    (("method=ppo_lagrangian", "method.pid_kp=true"), r"^method.pid_kp must be a finite"),
-    (("method=ppo_lagrangian", "method.standardize_advantages=maybe"),
-     r"^method.standardize_advantages must be true or false, got 'maybe'$"),
-    (("method=ppo_lagrangian", "cost_limit=1e300"), r"^cost_limit must be a finite non-negative"),
-    (("method=ppo_lagrangian", "cost_limit=-1", *DEVICE), "cost_limit must be a finite"),
-    (("method=ppo_lagrangian", "cost_limit=2", "method.multiplier_lr=-1", *DEVICE),
-     "method.multiplier_lr must be a finite non-negative number"),
-    (("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=-5"),
-     r"method.constraint_start must be a non-negative integer \(a training step\), got -5"),
-    (("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=1000",
-      "total_timesteps=1000"),
-     r"^method.constraint_start \(1000\) must be below total_timesteps \(1000\): the budget "
-     "would never be enforced$"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (("method=ppo_lagrangian", "cost_limit=-1"), "cost_limit must be a finite non-negative"),
+        (("method=ppo_lagrangian", "cost_limit=nan"), "cost_limit must be a finite number"),
+        (
+            ("cost_limit=2",),
+            r"^cost_limit must be null \(unset\) with method=ppo \(a budget only "
+            r"for method=ppo_lagrangian\), got 2.0$",
+        ),
+        (
+            ("method=ppo_lagrangian", "method.multiplier_init=1e308"),
+            r"^method.multiplier_init must be a finite non-negative number up to 1e\+06, "
+            r"got 1e\+308$",
+        ),
+        (
+            ("method=ppo_lagrangian", "method.multiplier_init=abc"),
+            r"^method.multiplier_init must be a finite .*, got 'abc'$",
+        ),
+        (
+            ("method=ppo_lagrangian", "method.multiplier_init=null"),
+            r"^method.multiplier_init must be a finite .*, got None$",
+        ),
+        (("method=ppo_lagrangian", "method.pid_kp=true"), r"^method.pid_kp must be a finite"),
+        (
+            ("method=ppo_lagrangian", "method.standardize_advantages=maybe"),
+            r"^method.standardize_advantages must be true or false, got 'maybe'$",
+        ),
+        (
+            ("method=ppo_lagrangian", "cost_limit=1e300"),
+            r"^cost_limit must be a finite non-negative",
+        ),
+        (("method=ppo_lagrangian", "cost_limit=-1", *DEVICE), "cost_limit must be a finite"),
+        (
+            ("method=ppo_lagrangian", "cost_limit=2", "method.multiplier_lr=-1", *DEVICE),
+            "method.multiplier_lr must be a finite non-negative number",
+        ),
+        (
+            ("method=ppo_lagrangian", "cost_limit=2", "method.constraint_start=-5"),
+            r"method.constraint_start must be a non-negative integer \(a training step\), got -5",
+        ),
+        (
+            (
+                "method=ppo_lagrangian",
+                "cost_limit=2",
+                "method.constraint_start=1000",
+                "total_timesteps=1000",
+            ),
+            r"^method.constraint_start \(1000\) must be below total_timesteps \(1000\): the budget "
+            "would never be enforced$",
+        ),
+    ],
+)
 def test_bad_method_settings_are_refused_before_anything_is_written(
     tmp_path, train_config, overrides, message
 ):
@@ -339,8 +393,11 @@ def test_bad_method_settings_are_refused_before_anything_is_written(
 def test_an_env_without_cost_is_refused_before_anything_is_written(tmp_path, train_config):
     cfg = train_config(*LAGRANGIAN, "wrappers=none")
     cfg.env = {"id": "CartPole-v1", "kwargs": {}}
-    with pytest.raises(UserError, match=r"info\['cost'\] \(every SafeLife id does\); "
-                                        "CartPole-v1 does not"):
+    with pytest.raises(
+        UserError,
+        match=r"info\['cost'\] \(every SafeLife id does\); "
+        "CartPole-v1 does not",
+    ):
         train(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
 

@@ -36,7 +36,8 @@ SUITES = Path(__file__).resolve().parents[2] / "safelife_rl" / "levels" / "bench
 # One deterministic level of each shipped suite (spawners play alike only in distribution).
 SUITE_LEVELS = [
     next(level for level in load_levels(path) if not level.is_stochastic)
-    for path in sorted(SUITES.glob("*.npz")) if "spawn" not in path.stem
+    for path in sorted(SUITES.glob("*.npz"))
+    if "spawn" not in path.stem
 ]
 MOVES = {0: (-1, 0), 1: (0, 1), 2: (1, 0), 3: (0, -1)}  # direction -> (row, column) step
 PLAY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -49,13 +50,18 @@ def small(task, shape=(12, 12)):
 
 
 def same_level(a, b):
-    return (np.array_equal(a.board, b.board) and np.array_equal(a.goals, b.goals)
-            and a.agent_loc == b.agent_loc and a.spawn_prob == b.spawn_prob
-            and a.min_performance == b.min_performance
-            and np.array_equal(a.points_table, b.points_table))
+    return (
+        np.array_equal(a.board, b.board)
+        and np.array_equal(a.goals, b.goals)
+        and a.agent_loc == b.agent_loc
+        and a.spawn_prob == b.spawn_prob
+        and a.min_performance == b.min_performance
+        and np.array_equal(a.points_table, b.points_table)
+    )
 
 
 # --- the dihedral group ---------------------------------------------------------------------
+
 
 def test_the_8_symmetries_form_the_dihedral_group():
     assert len(set(SYMMETRIES)) == 8 and SYMMETRIES[0] == IDENTITY
@@ -72,8 +78,7 @@ def test_symmetries_compose_on_boards_points_and_actions():
     board = np.arange(5 * 7).reshape(5, 7)
     for a, b in itertools.product(SYMMETRIES, repeat=2):
         assert np.array_equal(b.apply(a.apply(board)), a.then(b).apply(board))
-        assert [b.action(a.action(k)) for k in range(9)] == [a.then(b).action(k)
-                                                             for k in range(9)]
+        assert [b.action(a.action(k)) for k in range(9)] == [a.then(b).action(k) for k in range(9)]
     for s in SYMMETRIES:
         actions = [s.action(k) for k in range(9)]
         assert actions[0] == 0 and sorted(actions[1:5]) == [1, 2, 3, 4]
@@ -94,16 +99,19 @@ def test_symmetries_compose_on_boards_points_and_actions():
 def test_a_transform_then_its_inverse_gives_the_level_back(level):
     for s, shift in itertools.product(SYMMETRIES, [(0, 0), (3, -5), (25, 1)]):
         moved = transform_level(level, s, shift)
-        back = transform_level(transform_level(moved, IDENTITY, (-shift[0], -shift[1])),
-                               s.inverse())
+        back = transform_level(
+            transform_level(moved, IDENTITY, (-shift[0], -shift[1])), s.inverse()
+        )
         assert same_level(back, level) and back.name == level.name
         assert transform_point(level.agent_loc, level.shape, s, shift) == moved.agent_loc
         for t in SYMMETRIES[::3]:
-            assert same_level(transform_level(transform_level(level, s), t),
-                              transform_level(level, s.then(t)))
+            assert same_level(
+                transform_level(transform_level(level, s), t), transform_level(level, s.then(t))
+            )
 
 
 # --- exact play -----------------------------------------------------------------------------
+
 
 def check_play(level, symmetry, shift, actions):
     """Playing the moved level with mapped actions gives the moved boards, same rewards."""
@@ -120,7 +128,8 @@ def check_play(level, symmetry, shift, actions):
         if original.agent_present()[0, 0]:
             loc = tuple(original.agent_locs[0, 0])
             assert transform_point(loc, level.shape, symmetry, shift) == tuple(
-                moved.agent_locs[0, 0])
+                moved.agent_locs[0, 0]
+            )
         if done[0]:
             break
 
@@ -131,20 +140,23 @@ action_lists = st.lists(st.integers(0, 8), min_size=1, max_size=40)
 
 
 @PLAY
-@given(level=st.sampled_from(SUITE_LEVELS), symmetry=symmetries, shift=shifts,
-       actions=action_lists)
+@given(level=st.sampled_from(SUITE_LEVELS), symmetry=symmetries, shift=shifts, actions=action_lists)
 def test_shipped_levels_play_exactly_alike_when_moved(level, symmetry, shift, actions):
     check_play(level, symmetry, shift, actions)
 
 
-GENERATED = [generate_level(small(task, shape), seed)
-             for task, shape, seed in [("prune-still", (12, 12), 1), ("append-still", (10, 14), 2),
-                                       ("prune-still-hard", (14, 11), 3)]]
+GENERATED = [
+    generate_level(small(task, shape), seed)
+    for task, shape, seed in [
+        ("prune-still", (12, 12), 1),
+        ("append-still", (10, 14), 2),
+        ("prune-still-hard", (14, 11), 3),
+    ]
+]
 
 
 @PLAY
-@given(level=st.sampled_from(GENERATED), symmetry=symmetries, shift=shifts,
-       actions=action_lists)
+@given(level=st.sampled_from(GENERATED), symmetry=symmetries, shift=shifts, actions=action_lists)
 def test_generated_levels_play_exactly_alike_when_moved(level, symmetry, shift, actions):
     check_play(level, symmetry, shift, actions)
 
@@ -152,9 +164,14 @@ def test_generated_levels_play_exactly_alike_when_moved(level, symmetry, shift, 
 # Every kind but spawners (random by cell position) and the player, with any colour and
 # sometimes stray orientation bits, which mean nothing off the agent.
 KINDS = [v for k, v in cells.KINDS.items() if "spawner" not in k and k != "player"]
-cell_values = st.builds(lambda kind, color, facing: kind | color << cells.COLOR_BIT
-                        | facing << cells.ORIENTATION_BIT if kind else 0,
-                        st.sampled_from(KINDS), st.integers(0, 7), st.integers(0, 3))
+cell_values = st.builds(
+    lambda kind, color, facing: (
+        kind | color << cells.COLOR_BIT | facing << cells.ORIENTATION_BIT if kind else 0
+    ),
+    st.sampled_from(KINDS),
+    st.integers(0, 7),
+    st.integers(0, 3),
+)
 
 
 @st.composite
@@ -165,8 +182,11 @@ def crowded_levels(draw):
     goals = draw(st.lists(st.integers(0, 7), min_size=height * width, max_size=height * width))
     board = np.array(flat, np.uint16).reshape(height, width)
     loc = (draw(st.integers(0, height - 1)), draw(st.integers(0, width - 1)))
-    board[loc] = (cells.KINDS["player"] | draw(st.integers(0, 7)) << cells.COLOR_BIT
-                  | draw(st.integers(0, 3)) << cells.ORIENTATION_BIT)
+    board[loc] = (
+        cells.KINDS["player"]
+        | draw(st.integers(0, 7)) << cells.COLOR_BIT
+        | draw(st.integers(0, 3)) << cells.ORIENTATION_BIT
+    )
     goals = (np.array(goals, np.uint16) << cells.COLOR_BIT).reshape(height, width)
     return Level(board, goals, loc, min_performance=draw(st.sampled_from([-1.0, 0.0, 0.3])))
 
@@ -178,6 +198,7 @@ def test_crowded_random_levels_play_exactly_alike_when_moved(level, symmetry, sh
 
 
 # --- level banks ----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def generations(monkeypatch):
@@ -194,8 +215,13 @@ def generations(monkeypatch):
 
 
 def tiny_bank(cache_dir, params=None, **kwargs):
-    return LevelBank(params or small("prune-still", (10, 10)), size=3, cache_dir=cache_dir,
-                     progress=False, **kwargs)
+    return LevelBank(
+        params or small("prune-still", (10, 10)),
+        size=3,
+        cache_dir=cache_dir,
+        progress=False,
+        **kwargs,
+    )
 
 
 def test_a_bank_is_generated_once_and_reused(tmp_path, generations):
@@ -239,8 +265,7 @@ def test_banks_made_at_once_are_generated_once(tmp_path, generations):
     with ThreadPoolExecutor(3) as pool:
         banks = list(pool.map(lambda _: tiny_bank(tmp_path), range(3)))
     assert len(generations) == 1
-    assert all(same_level(a, b) for bank in banks[1:] for a, b in zip(banks[0].levels,
-                                                                       bank.levels))
+    assert all(same_level(a, b) for bank in banks[1:] for a, b in zip(banks[0].levels, bank.levels))
 
 
 def test_a_failed_generation_leaves_no_file(tmp_path, monkeypatch):
@@ -313,8 +338,14 @@ def test_non_square_banks_keep_their_shape(tmp_path):
 
 
 def test_bad_bank_options_are_refused(tmp_path):
-    for bad in [{"size": 0}, {"size": 2.5}, {"seed": -1}, {"symmetries": "yes"},
-                {"workers": float("nan")}, {"workers": -1}]:
+    for bad in [
+        {"size": 0},
+        {"size": 2.5},
+        {"seed": -1},
+        {"symmetries": "yes"},
+        {"workers": float("nan")},
+        {"workers": -1},
+    ]:
         with pytest.raises(UserError, match=f"level bank's {next(iter(bad))}"):
             LevelBank("prune-still", **bad, cache_dir=tmp_path)
     with pytest.raises(UserError, match="unknown option.*sise.*known: size"):
@@ -347,7 +378,8 @@ def test_a_game_plays_levels_whose_arrays_are_not_row_major():
 
     level = load_levels(suite_file("append-still"))[0]
     columns = dataclasses.replace(
-        level, board=np.asfortranarray(level.board), goals=np.asfortranarray(level.goals))
+        level, board=np.asfortranarray(level.board), goals=np.asfortranarray(level.goals)
+    )
     game, reference = SafeLifeGame([columns]), SafeLifeGame([level])
     for action in (1, 2, 5, 3):
         game.step(np.array([action]))

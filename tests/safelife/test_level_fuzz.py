@@ -26,12 +26,27 @@ LEVEL_FILES = sorted((ROOT / "safelife_rl/levels/benchmarks").glob("*.npz")) + s
     (ROOT / "safelife_rl/levels/v1.0").glob("*.npz")
 )
 TRACE_FILES = sorted((ROOT / "tests/data/safelife/traces").glob("*.npz"))
-FUZZ = settings(max_examples=100, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 BAD_VALUES = [
-    np.nan, np.inf, -np.inf, -1, -(2**40), 2**40, 1e300, 1.5, "x", b"x", True, 1 + 2j,
-    np.zeros(3), np.zeros((2, 2, 2)), np.array([], np.float64), np.array(["a", "b"]),
+    np.nan,
+    np.inf,
+    -np.inf,
+    -1,
+    -(2**40),
+    2**40,
+    1e300,
+    1.5,
+    "x",
+    b"x",
+    True,
+    1 + 2j,
+    np.zeros(3),
+    np.zeros((2, 2, 2)),
+    np.array([], np.float64),
+    np.array(["a", "b"]),
 ]
 
 
@@ -83,8 +98,6 @@ def test_byte_mutated_traces(tmp_path, data):
     check_loads_or_names(load_trace, path)
 
 
-
-
 def is_number(value: object) -> bool:
     return np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biufc"
 
@@ -103,16 +116,24 @@ def with_entry(array: np.ndarray, index: int, value: object) -> np.ndarray:
 def single_level_fields() -> dict[str, np.ndarray]:
     level = load_levels(LEVEL_FILES[0])[0]
     return {
-        "board": level.board, "goals": level.goals,
-        "agent_locs": np.array([level.agent_loc]), "spawn_prob": np.float64(0.3),
-        "min_performance": np.float64(0.5), "orientation": np.int64(1),
-        "points_table": level.points_table[None], "name": np.array("one"),
+        "board": level.board,
+        "goals": level.goals,
+        "agent_locs": np.array([level.agent_loc]),
+        "spawn_prob": np.float64(0.3),
+        "min_performance": np.float64(0.5),
+        "orientation": np.int64(1),
+        "points_table": level.points_table[None],
+        "name": np.array("one"),
     }
 
 
 @FUZZ
-@given(key=st.sampled_from(list(single_level_fields())), value=st.sampled_from(BAD_VALUES),
-       index=st.integers(0, 70), whole=st.booleans())
+@given(
+    key=st.sampled_from(list(single_level_fields())),
+    value=st.sampled_from(BAD_VALUES),
+    index=st.integers(0, 70),
+    whole=st.booleans(),
+)
 def test_field_mutated_single_levels(tmp_path, key, value, index, whole):
     fields = single_level_fields()
     if whole or not is_number(value) or not is_number(fields[key].flat[0]):
@@ -134,17 +155,30 @@ def save_records(path: Path, fields: dict[str, np.ndarray]) -> None:
 
 
 @FUZZ
-@given(key=st.sampled_from(["spawn_prob", "orientation", "agent_loc", "min_performance",
-                            "points_table", "board", "goals"]),
-       value=st.sampled_from(SCALARS), shape=st.sampled_from([None] + SHAPES),
-       index=st.integers(0, 70))
+@given(
+    key=st.sampled_from(
+        [
+            "spawn_prob",
+            "orientation",
+            "agent_loc",
+            "min_performance",
+            "points_table",
+            "board",
+            "goals",
+        ]
+    ),
+    value=st.sampled_from(SCALARS),
+    shape=st.sampled_from([None] + SHAPES),
+    index=st.integers(0, 70),
+)
 def test_field_mutated_archive_records(tmp_path, key, value, shape, index):
     """Record 1 of an archive gets a bad value in one entry, or every record a bad shape."""
     with np.load(LEVEL_FILES[0]) as data:
         records = data["levels"][:2]
     fields = {name: records[name] for name in records.dtype.names}
-    fields["points_table"] = np.broadcast_to(load_levels(LEVEL_FILES[0])[0].points_table,
-                                             (2, 1, 8, 9))
+    fields["points_table"] = np.broadcast_to(
+        load_levels(LEVEL_FILES[0])[0].points_table, (2, 1, 8, 9)
+    )
     if shape is None:
         row = with_entry(fields[key][1], index % max(fields[key][1].size, 1), value)
         fields[key] = np.stack([fields[key][0].astype(row.dtype), row])
@@ -156,8 +190,10 @@ def test_field_mutated_archive_records(tmp_path, key, value, shape, index):
 
 
 @FUZZ
-@given(value=st.sampled_from(BAD_VALUES + [9, np.array([[1, 2]]), np.array([0.0, 1.0])]),
-       index=st.integers(0, 119))
+@given(
+    value=st.sampled_from(BAD_VALUES + [9, np.array([[1, 2]]), np.array([0.0, 1.0])]),
+    index=st.integers(0, 119),
+)
 def test_field_mutated_trace_actions(tmp_path, value, index):
     """One bad action (or a bad actions array) is refused, naming the file and the actions."""
     with np.load(TRACE_FILES[0]) as data:

@@ -77,16 +77,46 @@ def board_with_agent(shape=(5, 5), dtype=np.uint16):
     [
         ({"goals": np.zeros((5, 5), np.uint16), "agent_loc": [2, 1]}, "missing field.*board"),
         ({"board": board_with_agent(), "goals": np.zeros((5, 5), np.uint16)}, "agent_loc"),
-        ({"board": board_with_agent(dtype=np.float32), "goals": np.zeros((5, 5), np.uint16),
-          "agent_loc": [2, 1]}, "board must be a 2-D integer array"),
-        ({"board": board_with_agent(), "goals": np.zeros((4, 5), np.uint16),
-          "agent_loc": [2, 1]}, "differ"),
-        ({"board": board_with_agent(), "goals": np.zeros((5, 5), np.uint16),
-          "agent_loc": [9, 9]}, "off the board"),
-        ({"board": board_with_agent(), "goals": np.zeros((5, 5), np.uint16),
-          "agent_loc": [0, 0]}, "no agent"),
-        ({"board": np.full((5, 5), 70000), "goals": np.zeros((5, 5), np.uint16),
-          "agent_loc": [2, 1]}, "outside 0-65535"),
+        (
+            {
+                "board": board_with_agent(dtype=np.float32),
+                "goals": np.zeros((5, 5), np.uint16),
+                "agent_loc": [2, 1],
+            },
+            "board must be a 2-D integer array",
+        ),
+        (
+            {
+                "board": board_with_agent(),
+                "goals": np.zeros((4, 5), np.uint16),
+                "agent_loc": [2, 1],
+            },
+            "differ",
+        ),
+        (
+            {
+                "board": board_with_agent(),
+                "goals": np.zeros((5, 5), np.uint16),
+                "agent_loc": [9, 9],
+            },
+            "off the board",
+        ),
+        (
+            {
+                "board": board_with_agent(),
+                "goals": np.zeros((5, 5), np.uint16),
+                "agent_loc": [0, 0],
+            },
+            "no agent",
+        ),
+        (
+            {
+                "board": np.full((5, 5), 70000),
+                "goals": np.zeros((5, 5), np.uint16),
+                "agent_loc": [2, 1],
+            },
+            "outside 0-65535",
+        ),
     ],
 )
 def test_malformed_levels_name_the_problem(tmp_path, fields, message):
@@ -104,9 +134,16 @@ def test_missing_file_and_empty_directory(tmp_path):
 
 
 def level_fields(**changes):
-    fields = {"board": board_with_agent(), "goals": np.zeros((5, 5), np.uint16),
-              "agent_loc": np.array([2, 1]), "spawn_prob": 0.3, "min_performance": 0.5,
-              "orientation": 1, "points_table": DEFAULT_POINTS_TABLE[None], "name": "five"}
+    fields = {
+        "board": board_with_agent(),
+        "goals": np.zeros((5, 5), np.uint16),
+        "agent_loc": np.array([2, 1]),
+        "spawn_prob": 0.3,
+        "min_performance": 0.5,
+        "orientation": 1,
+        "points_table": DEFAULT_POINTS_TABLE[None],
+        "name": "five",
+    }
     return {**fields, **changes}
 
 
@@ -199,5 +236,10 @@ def test_level_format_errors_are_user_errors():
     with pytest.raises(LevelFormatError, match="level 'x': agent_loc must be two integers"):
         Level(board_with_agent(), np.zeros((5, 5), np.uint16), (1.0, 2), name="x")
     with pytest.raises(LevelFormatError, match="level 'x': points_table holds nan"):
-        Level(board_with_agent(), np.zeros((5, 5), np.uint16), (1, 2), name="x",
-              points_table=table_with(np.nan))
+        Level(
+            board_with_agent(),
+            np.zeros((5, 5), np.uint16),
+            (1, 2),
+            name="x",
+            points_table=table_with(np.nan),
+        )

@@ -42,9 +42,13 @@ def code_words(path: Path) -> set[str]:
     """The names and the words of the string constants of a module's code (docstrings and
     comments left out)."""
     tree = ast.parse(path.read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))
-                  and node.body and isinstance(node.body[0], ast.Expr)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
     words: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -53,18 +57,31 @@ def code_words(path: Path) -> set[str]:
             words.add(node.attr)
         elif isinstance(node, ast.alias):
             words.update(node.name.split("."))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and id(node) not in docstrings:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
             words.update(re.findall(r"\w+", node.value))
     return {w.lower() for w in words}
 
 
-@pytest.mark.parametrize("module", ["training/run.py", "training/config.py",
-                                    "training/models.py", "training/device/algorithms.py"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "training/run.py",
+        "training/config.py",
+        "training/models.py",
+        "training/device/algorithms.py",
+    ],
+)
 def test_the_run_names_no_method(module):
     words = code_words(ROOT / "safelife_rl" / module)
-    named = {w for w in words if w in registry() and w != "ppo"
-             or "lagrang" in w or "aup" in w or w == "cost_penalty"}
+    named = {
+        w
+        for w in words
+        if w in registry() and w != "ppo" or "lagrang" in w or "aup" in w or w == "cost_penalty"
+    }
     assert not named, (module, named)
 
 
@@ -95,8 +112,10 @@ def test_the_cost_penalty_takes_the_cost_off_the_reward_on_both_paths():
 @pytest.mark.parametrize("device_path", [False, True])
 def test_cost_penalty_trains_through_the_app(tmp_path, train_config, device_path):
     extra = ["vec_env=device", "env.kwargs.bank={size:4,progress:false}"] if device_path else []
-    summary = train(train_config("method=cost_penalty", "method.coefficient=0.5",
-                                 "total_timesteps=64", *extra), tmp_path)
+    summary = train(
+        train_config("method=cost_penalty", "method.coefficient=0.5", "total_timesteps=64", *extra),
+        tmp_path,
+    )
     assert summary["timesteps"] == 64
 
 
@@ -113,7 +132,10 @@ def test_an_unknown_method_name_is_refused(tmp_path, train_config):
 
 
 def test_an_off_policy_replay_buffer_is_held_to_the_host_memory(tmp_path, train_config):
-    with pytest.raises(UserError, match=r"^the replay buffer needs about 8134.\d GiB of host "
-                                        r"memory .* lower algo.buffer_size"):
+    with pytest.raises(
+        UserError,
+        match=r"^the replay buffer needs about 8134.\d GiB of host "
+        r"memory .* lower algo.buffer_size",
+    ):
         train(train_config("algo=dqn", "algo.buffer_size=1000000000"), tmp_path / "r")
     assert not (tmp_path / "r").exists()

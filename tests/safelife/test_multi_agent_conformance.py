@@ -22,8 +22,10 @@ pytestmark = pytest.mark.usefixtures("torch_one_thread")
 def test_reference_data_present():
     assert len(TRACES) == 25
     tasks = {trace.stem.rsplit("-", 1)[0] for trace in TRACES}
-    assert tasks == {f"multi-{task}" for task in
-                     ("asym1", "asym2", "build-compete", "build-coop", "build-parallel")}
+    assert tasks == {
+        f"multi-{task}"
+        for task in ("asym1", "asym2", "build-compete", "build-coop", "build-parallel")
+    }
 
 
 def assert_trace_matches(ours: np.lib.npyio.NpzFile, theirs: np.lib.npyio.NpzFile) -> None:
@@ -61,7 +63,9 @@ def test_replay_command_line_and_bad_actions(tmp_path):
     out = tmp_path / "out.npz"
     done = subprocess.run(
         [sys.executable, "-m", "safelife_rl", "replay", str(trace), "--out", str(out)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "wrote" in done.stdout
     assert np.array_equal(np.load(out)["agent_locs"], np.load(trace)["agent_locs"])
@@ -72,7 +76,8 @@ def test_replay_command_line_and_bad_actions(tmp_path):
     np.savez(bad, **arrays)
     failed = subprocess.run(
         [sys.executable, "-m", "safelife_rl", "replay", str(bad), "--out", str(out)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert failed.returncode == 2
     assert failed.stderr.strip().splitlines() == [

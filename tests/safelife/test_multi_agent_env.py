@@ -99,8 +99,11 @@ def test_each_agent_sees_its_own_view_and_earns_the_games_rewards(tmp_path):
         if not env.agents:
             break
         joint = rng.integers(9, size=2)
-        actions = {agent: int(joint[i]) for i, agent in enumerate(env.possible_agents)
-                   if agent in env.agents}
+        actions = {
+            agent: int(joint[i])
+            for i, agent in enumerate(env.possible_agents)
+            if agent in env.agents
+        }
         observations, rewards, terminations, truncations, _ = env.step(actions)
         expected, _ = game.step(np.where([a in actions for a in env.possible_agents], joint, 0))
         assert rewards == {agent: float(expected[0, int(agent[-1])]) for agent in rewards}
@@ -113,7 +116,7 @@ def test_render_modes_draw_the_agents_in_their_colours():
     image = env.render()
     assert image.shape == (26 * 12, 26 * 12, 3)
     for row, col in env.level.agent_locs:
-        pixels = image[row * 12:(row + 1) * 12, col * 12:(col + 1) * 12].reshape(-1, 3)
+        pixels = image[row * 12 : (row + 1) * 12, col * 12 : (col + 1) * 12].reshape(-1, 3)
         color = _RGB_CELL[cells.color_index(int(env.level.board[row, col]))]
         assert (pixels == color).all(axis=1).any()
     text = make_parallel_env("asym1", render_mode="ansi")

@@ -36,9 +36,14 @@ def corridor(colors=(cells.BLUE, cells.RED), min_performance=-1.0) -> MultiAgent
     board[2, 1] = PLAYER | colors[0]
     board[2, 3] = PLAYER | colors[1]
     board[2, 5] = cells.KINDS["exit"]
-    return MultiAgentLevel(board, np.zeros_like(board), ((2, 1), (2, 3)), ("a", "b"),
-                           np.tile(DEFAULT_POINTS_TABLE, (2, 1, 1)),
-                           min_performance=min_performance)
+    return MultiAgentLevel(
+        board,
+        np.zeros_like(board),
+        ((2, 1), (2, 3)),
+        ("a", "b"),
+        np.tile(DEFAULT_POINTS_TABLE, (2, 1, 1)),
+        min_performance=min_performance,
+    )
 
 
 def test_an_agent_cannot_enter_a_cell_another_occupies():
@@ -100,15 +105,18 @@ def test_each_agent_scores_with_its_own_table():
 
 def random_play(game, steps: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.choice(9, size=(len(game), game.agent_locs.shape[1]),
-                       p=[0.1] + [0.15] * 4 + [0.075] * 4) for _ in range(steps)]
+    return [
+        rng.choice(
+            9, size=(len(game), game.agent_locs.shape[1]), p=[0.1] + [0.15] * 4 + [0.075] * 4
+        )
+        for _ in range(steps)
+    ]
 
 
 def test_numba_and_torch_engines_agree_with_open_exits():
     """Random play on every trace level with the exits always open (so that agents exit,
     which the traces never reach), all as one batch in each engine."""
-    levels = [replace(load_trace(t)[0], min_performance=-1.0)
-              for t in TRACES] * 4
+    levels = [replace(load_trace(t)[0], min_performance=-1.0) for t in TRACES] * 4
     numba_game, torch_game = SafeLifeGame(levels), TorchGame(levels)
     exited = np.zeros((len(levels), 2), bool)
     for actions in random_play(numba_game, 400, seed=1):
@@ -143,11 +151,24 @@ def test_a_single_agent_level_plays_as_a_level_of_one_agent(benchmarks, seed, in
 
 @settings(max_examples=50, deadline=None)
 @given(
-    board=arrays(np.uint16, (6, 6), elements=st.sampled_from(
-        [0, cells.KINDS["life"], cells.KINDS["crate"], cells.KINDS["exit"], cells.KINDS["weed"],
-         cells.KINDS["plant"], PLAYER | cells.EXIT])),
-    locs=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=4,
-                  unique=True),
+    board=arrays(
+        np.uint16,
+        (6, 6),
+        elements=st.sampled_from(
+            [
+                0,
+                cells.KINDS["life"],
+                cells.KINDS["crate"],
+                cells.KINDS["exit"],
+                cells.KINDS["weed"],
+                cells.KINDS["plant"],
+                PLAYER | cells.EXIT,
+            ]
+        ),
+    ),
+    locs=st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=4, unique=True
+    ),
     actions=st.lists(st.integers(0, 8), min_size=4, max_size=4),
 )
 def test_agents_act_in_order_as_separate_calls_would(board, locs, actions):
@@ -166,13 +187,21 @@ def test_agents_act_in_order_as_separate_calls_would(board, locs, actions):
     assert np.array_equal(locs_together, locs_apart)
 
 
-@pytest.mark.parametrize("actions, shape", [
-    ([[1]], (1, 1)), ([1, 2, 3], (3,)), ([[1, 2], [3, 4]], (2, 2)),
-])
+@pytest.mark.parametrize(
+    "actions, shape",
+    [
+        ([[1]], (1, 1)),
+        ([1, 2, 3], (3,)),
+        ([[1, 2], [3, 4]], (2, 2)),
+    ],
+)
 def test_actions_of_the_wrong_shape_are_refused(actions, shape):
     game = SafeLifeGame([corridor()])
-    with pytest.raises(UserError, match=rf"1 game\(s\) of 2 agents need one action per agent, "
-                                        rf"shape \(1, 2\), got shape {re_shape(shape)}"):
+    with pytest.raises(
+        UserError,
+        match=rf"1 game\(s\) of 2 agents need one action per agent, "
+        rf"shape \(1, 2\), got shape {re_shape(shape)}",
+    ):
         game.step(actions)
     with pytest.raises(ValueError, match="1 boards of 2 agent\\(s\\) need one action per agent"):
         execute_actions(game.boards, game.agent_locs, np.array(actions).ravel()[:1])

@@ -39,8 +39,9 @@ def test_trace_levels_load_with_their_agents():
     level = trace_level(0)  # asym1: cyan and magenta
     assert level.n_agents == 2 and level.agent_names == ("cyan", "magenta")
     assert level.points_tables.shape == (2, 8, 9)
-    for (row, col), color in zip(level.agent_locs, (cells.GREEN | cells.BLUE,
-                                                    cells.RED | cells.BLUE)):
+    for (row, col), color in zip(
+        level.agent_locs, (cells.GREEN | cells.BLUE, cells.RED | cells.BLUE)
+    ):
         assert level.board[row, col] & cells.AGENT
         assert level.board[row, col] & cells.COLORS == color
 
@@ -74,17 +75,22 @@ def test_single_agent_files_load_as_one_agent_levels(benchmarks):
 
 def test_single_agent_loader_points_to_the_multi_agent_one(tmp_path):
     save_level(trace_level(3), tmp_path / "two.npz")
-    with pytest.raises(LevelFormatError, match=r"exactly one agent is supported, found 2 "
-                                               r"\(levels of several agents load with "
-                                               r"load_levels\(path, multi_agent=True\)\)"):
+    with pytest.raises(
+        LevelFormatError,
+        match=r"exactly one agent is supported, found 2 "
+        r"\(levels of several agents load with "
+        r"load_levels\(path, multi_agent=True\)\)",
+    ):
         load_levels(tmp_path / "two.npz")
 
 
 def fields(**changes) -> dict[str, np.ndarray]:
     level = trace_level(0)
     record = {
-        "board": level.board, "goals": level.goals,
-        "agent_locs": np.array(level.agent_locs), "agent_names": np.array(level.agent_names),
+        "board": level.board,
+        "goals": level.goals,
+        "agent_locs": np.array(level.agent_locs),
+        "agent_names": np.array(level.agent_names),
         "points_table": level.points_tables,
     }
     return {**record, **changes}
@@ -96,24 +102,42 @@ def board_with_third_agent() -> np.ndarray:
     return board
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"agent_names": np.array(["cyan", "magenta", "red"])},
-     "agent arrays differ in length: 2 agent_locs, 3 agent_names, 2 points tables"),
-    ({"points_table": np.zeros((1, 8, 9))},
-     "agent arrays differ in length: 2 agent_locs, 2 agent_names, 1 points tables"),
-    ({"points_table": np.zeros((2, 8, 8))},
-     r"points_table must be \(2, 8, 9\) numbers, got float64 \(2, 8, 8\)"),
-    ({"points_table": np.full((2, 8, 9), np.inf)}, "points_table holds inf"),
-    ({"agent_locs": np.array([[10, 25], [18, 26]])},
-     r"agent 1 \(magenta\) location \(row 18, col 26\) is off the board \(26, 26\)"),
-    ({"agent_locs": np.array([[10, 25], [0, 0]])},
-     r"no agent 1 \(magenta\) at its location \(row 0, col 0\)"),
-    ({"agent_locs": np.array([[10, 25], [10, 25]])}, "two agents share a location"),
-    ({"board": board_with_third_agent()}, "the board holds 3 agent cells but agent_locs lists 2"),
-    ({"agent_locs": np.zeros((2, 3), np.int64)},
-     r"agent_locs must be \(row, column\) pairs, got shape \(2, 3\)"),
-    ({"agent_names": np.array([1, 2])}, "agent_names must be a 1-D array of strings"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"agent_names": np.array(["cyan", "magenta", "red"])},
+            "agent arrays differ in length: 2 agent_locs, 3 agent_names, 2 points tables",
+        ),
+        (
+            {"points_table": np.zeros((1, 8, 9))},
+            "agent arrays differ in length: 2 agent_locs, 2 agent_names, 1 points tables",
+        ),
+        (
+            {"points_table": np.zeros((2, 8, 8))},
+            r"points_table must be \(2, 8, 9\) numbers, got float64 \(2, 8, 8\)",
+        ),
+        ({"points_table": np.full((2, 8, 9), np.inf)}, "points_table holds inf"),
+        (
+            {"agent_locs": np.array([[10, 25], [18, 26]])},
+            r"agent 1 \(magenta\) location \(row 18, col 26\) is off the board \(26, 26\)",
+        ),
+        (
+            {"agent_locs": np.array([[10, 25], [0, 0]])},
+            r"no agent 1 \(magenta\) at its location \(row 0, col 0\)",
+        ),
+        ({"agent_locs": np.array([[10, 25], [10, 25]])}, "two agents share a location"),
+        (
+            {"board": board_with_third_agent()},
+            "the board holds 3 agent cells but agent_locs lists 2",
+        ),
+        (
+            {"agent_locs": np.zeros((2, 3), np.int64)},
+            r"agent_locs must be \(row, column\) pairs, got shape \(2, 3\)",
+        ),
+        ({"agent_names": np.array([1, 2])}, "agent_names must be a 1-D array of strings"),
+    ],
+)
 def test_bad_levels_are_refused_naming_the_problem(tmp_path, changes, message):
     path = tmp_path / "bad.npz"
     np.savez(path, **fields(**changes))
@@ -123,8 +147,10 @@ def test_bad_levels_are_refused_naming_the_problem(tmp_path, changes, message):
 
 def test_bad_levels_are_refused_when_built_in_code():
     level = trace_level(0)
-    with pytest.raises(LevelFormatError, match="agent arrays differ in length: 2 agent_locs, "
-                                               "1 agent_names, 2 points tables"):
+    with pytest.raises(
+        LevelFormatError,
+        match="agent arrays differ in length: 2 agent_locs, 1 agent_names, 2 points tables",
+    ):
         replace(level, agent_names=("cyan",))
     with pytest.raises(LevelFormatError, match="a level needs at least one agent"):
         replace(level, agent_locs=())

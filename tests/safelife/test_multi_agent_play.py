@@ -22,15 +22,21 @@ def corridor() -> MultiAgentLevel:
     board[2, 1] = cells.KINDS["player"] | cells.BLUE
     board[2, 3] = cells.KINDS["player"] | cells.RED
     board[2, 5] = cells.KINDS["exit"]
-    return MultiAgentLevel(board, np.zeros_like(board), ((2, 1), (2, 3)), ("blue", "red"),
-                           np.tile(DEFAULT_POINTS_TABLE, (2, 1, 1)))
+    return MultiAgentLevel(
+        board,
+        np.zeros_like(board),
+        ((2, 1), (2, 3)),
+        ("blue", "red"),
+        np.tile(DEFAULT_POINTS_TABLE, (2, 1, 1)),
+    )
 
 
 def test_the_controlled_agent_walks_out_while_the_other_stands_still(tmp_path):
     env = SafeLifeParallelEnv([corridor(), corridor()], time_limit=20)
     out = io.StringIO()
-    result = play_agent(env, ["right", "right", "next", "quit"], out, agent=1,
-                        gif=tmp_path / "session.gif")
+    result = play_agent(
+        env, ["right", "right", "next", "quit"], out, agent=1, gif=tmp_path / "session.gif"
+    )
     assert result["levels_completed"] == 1
     screens = out.getvalue().split("\x1b[2J")[1:]
     assert len(screens) == 4  # a frame per key until q

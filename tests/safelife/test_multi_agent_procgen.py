@@ -51,16 +51,20 @@ def test_levels_follow_their_parameters_and_seed(task):
 def test_levels_look_like_the_originals(task):
     """Agent cells and points tables as the original made them, and the same goal and life
     colours over many levels as in its five recorded levels."""
-    originals = [load_trace(t)[0]
-                 for t in sorted((SHARED / "traces-multiagent").glob(f"multi-{task}-*.npz"))]
+    originals = [
+        load_trace(t)[0] for t in sorted((SHARED / "traces-multiagent").glob(f"multi-{task}-*.npz"))
+    ]
     ours = [generate_multi_agent_level(task, seed) for seed in range(8)]
 
     def agent_cells(level):  # without the exit flag (the traces' levels have exits updated)
         return [int(level.board[loc]) & ~cells.EXIT for loc in level.agent_locs]
 
     def colors(levels, array):
-        return {int(c) for level in levels for c in
-                np.unique(cells.color_index(getattr(level, array)[getattr(level, array) > 0]))}
+        return {
+            int(c)
+            for level in levels
+            for c in np.unique(cells.color_index(getattr(level, array)[getattr(level, array) > 0]))
+        }
 
     assert agent_cells(ours[0]) == agent_cells(originals[0])
     assert np.array_equal(ours[0].points_tables, originals[0].points_tables)

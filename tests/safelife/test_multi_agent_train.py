@@ -21,12 +21,18 @@ from safety_rl_common.errors import UserError
 
 CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 TINY = [
-    "experiment=multi", "env.kwargs.view_shape=[17,17]", "env.kwargs.time_limit=30",
+    "experiment=multi",
+    "env.kwargs.view_shape=[17,17]",
+    "env.kwargs.time_limit=30",
     "policy.kwargs.features_extractor_kwargs.features_dim=16",
     "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
-    "n_envs=2", "progress_bar=false", "algo.n_steps=16",
-    "callbacks.evaluation.n_episodes=2", "callbacks.evaluation.eval_every=64",
-    "callbacks.checkpoint.save_every=64", "callbacks.checkpoint.keep=0",
+    "n_envs=2",
+    "progress_bar=false",
+    "algo.n_steps=16",
+    "callbacks.evaluation.n_episodes=2",
+    "callbacks.evaluation.eval_every=64",
+    "callbacks.checkpoint.save_every=64",
+    "callbacks.checkpoint.keep=0",
 ]
 
 
@@ -40,13 +46,19 @@ def corridor() -> MultiAgentLevel:
     board = np.zeros((5, 7), np.uint16)
     board[2, 1] = board[2, 4] = cells.KINDS["player"]
     board[2, 5] = cells.KINDS["exit"]
-    return MultiAgentLevel(board, np.zeros_like(board), ((2, 1), (2, 4)), ("a", "b"),
-                           np.tile(DEFAULT_POINTS_TABLE, (2, 1, 1)))
+    return MultiAgentLevel(
+        board,
+        np.zeros_like(board),
+        ((2, 1), (2, 4)),
+        ("a", "b"),
+        np.tile(DEFAULT_POINTS_TABLE, (2, 1, 1)),
+    )
 
 
 def test_an_agent_that_exits_early_waits_in_a_dead_slot():
-    vec = SharedPolicyVecEnv([lambda: SafeLifeParallelEnv([corridor()], view_shape=(3, 3),
-                                                          time_limit=3)] * 2)
+    vec = SharedPolicyVecEnv(
+        [lambda: SafeLifeParallelEnv([corridor()], view_shape=(3, 3), time_limit=3)] * 2
+    )
     assert vec.num_envs == 4
     observations = vec.reset()
     assert observations.shape == (4, 3, 3, 19) and observations[:, 1, 1, 1].all()
@@ -76,14 +88,26 @@ def test_tiny_run_logs_per_agent_episodes_and_evaluates_on_the_suite(tmp_path, e
     evaluation = json.loads((tmp_path / "evaluation.json").read_text())
     for who in ("trained", "random"):
         assert evaluation[who]["episodes"] == 2 and evaluation[who]["mean_length"] == 30
-        assert {"mean_agent_0/reward", "mean_agent_1/success",
-                "mean_side_effects/normalized/total"} <= set(evaluation[who])
+        assert {
+            "mean_agent_0/reward",
+            "mean_agent_1/success",
+            "mean_side_effects/normalized/total",
+        } <= set(evaluation[who])
 
 
 def test_same_seed_same_training(tmp_path):
-    runs = [train(config("env=build-parallel", "total_timesteps=64", "callbacks.checkpoint=null",
-                         "callbacks.evaluation.eval_every=1000000"), tmp_path / str(i))
-            for i in range(2)]
+    runs = [
+        train(
+            config(
+                "env=build-parallel",
+                "total_timesteps=64",
+                "callbacks.checkpoint=null",
+                "callbacks.evaluation.eval_every=1000000",
+            ),
+            tmp_path / str(i),
+        )
+        for i in range(2)
+    ]
     assert runs[0]["trained"] == runs[1]["trained"]
 
 

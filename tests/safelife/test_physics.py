@@ -69,8 +69,9 @@ def test_glider_moves_one_cell_diagonally_in_four_steps(size, at, turns):
 
 
 plain_boards = arrays(np.bool_, st.tuples(st.integers(3, 16), st.integers(3, 16)))
-any_boards = arrays(np.uint16, st.tuples(st.integers(3, 12), st.integers(3, 12)),
-                    elements=st.integers(0, 0xFFFF))
+any_boards = arrays(
+    np.uint16, st.tuples(st.integers(3, 12), st.integers(3, 12)), elements=st.integers(0, 0xFFFF)
+)
 
 
 @given(alive=plain_boards)
@@ -135,8 +136,14 @@ def test_batches_advance_like_single_boards():
 
 
 def agent_board(rows: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    legend = {".": 0, "A": cells.KINDS["player"], "#": cells.KINDS["wall"],
-              "%": cells.KINDS["crate"], "z": LIFE, "p": cells.PULLABLE | cells.FROZEN}
+    legend = {
+        ".": 0,
+        "A": cells.KINDS["player"],
+        "#": cells.KINDS["wall"],
+        "%": cells.KINDS["crate"],
+        "z": LIFE,
+        "p": cells.PULLABLE | cells.FROZEN,
+    }
     board = np.array([[legend[ch] for ch in row] for row in rows], np.uint16)
     loc = np.argwhere(board & cells.AGENT)[0].astype(np.int64)
     return board, loc

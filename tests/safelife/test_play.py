@@ -60,7 +60,10 @@ def test_play_in_a_real_terminal(benchmarks):
     main_fd, child_fd = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "safelife_rl", "play", str(benchmarks / "navigation.npz")],
-        stdin=child_fd, stdout=child_fd, stderr=child_fd, close_fds=True,
+        stdin=child_fd,
+        stdout=child_fd,
+        stderr=child_fd,
+        close_fds=True,
     )
     os.close(child_fd)
     output = b""
@@ -101,8 +104,7 @@ def test_record_episode_takes_the_envs_the_docs_make(tmp_path):
     from safelife_rl.envs.registration import benchmark_file
     from safelife_rl.training import ExitBonus, MovementBonus
 
-    env = gym.make("safelife_rl/PruneStill-v1", levels=benchmark_file("prune-still"),
-                   time_limit=5)
+    env = gym.make("safelife_rl/PruneStill-v1", levels=benchmark_file("prune-still"), time_limit=5)
     info = record_episode(MovementBonus(ExitBonus(env)), lambda obs: 2, tmp_path / "a.gif", 0)
     assert info["length"] == 5 and iio.imread(tmp_path / "a.gif").shape[1:] == (312, 312, 3)
     other = gym.make("drest/Example-v0", render_mode="rgb_array")
@@ -116,8 +118,12 @@ def test_gymnasium_record_video(tmp_path):
     pytest.importorskip("moviepy", reason="RecordVideo needs the [video] extra")
     import gymnasium as gym
 
-    env = gym.make("safelife_rl/AppendStill-v1", levels=[load_trace(TRACE)[0]],
-                   render_mode="rgb_array", time_limit=8)
+    env = gym.make(
+        "safelife_rl/AppendStill-v1",
+        levels=[load_trace(TRACE)[0]],
+        render_mode="rgb_array",
+        time_limit=8,
+    )
     env = gym.wrappers.RecordVideo(env, str(tmp_path), episode_trigger=lambda i: True)
     env.reset(seed=0)
     while not any(env.step(0)[2:4]):
@@ -194,10 +200,13 @@ def test_command_line_user_error_exit_status(tmp_path):
     command = [sys.executable, "-m", "safelife_rl", "replay", str(garbage), "--out", "o.npz"]
     quiet = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, check=False)
     assert quiet.returncode == 2
-    assert quiet.stderr.splitlines() == [(
-        f"python -m safelife_rl replay: error: {garbage}: not a readable trace file: "
-        "BadZipFile: File is not a zip file"
-    )]
-    loud = subprocess.run(command + ["--traceback"], capture_output=True, text=True, cwd=tmp_path,
-                          check=False)
+    assert quiet.stderr.splitlines() == [
+        (
+            f"python -m safelife_rl replay: error: {garbage}: not a readable trace file: "
+            "BadZipFile: File is not a zip file"
+        )
+    ]
+    loud = subprocess.run(
+        command + ["--traceback"], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
     assert loud.returncode == 1 and "Traceback" in loud.stderr and "LevelFormatError" in loud.stderr

@@ -77,6 +77,7 @@ def test_shipped_suites_hold_valid_levels(task):
     if task.startswith("append"):
         assert share(levels, lambda lv: BLUE in colors(lv.goals)) >= 0.95
     if task.startswith("prune"):
+
         def red_life(lv):
             return (lv.board & cells.ALIVE) & (cells.color_index(lv.board) == 1)
 
@@ -84,12 +85,15 @@ def test_shipped_suites_hold_valid_levels(task):
     if "spawn" in task or task == "navigation":
         assert share(levels, lambda lv: (lv.board & cells.SPAWNING).any()) >= 0.95
     if task.endswith("dynamic"):
+
         def twice(lv):
             return advance_board(advance_board(lv.board))
 
         # Period 2 where the pattern converged (original suites: 97% and 77% of levels).
         assert share(levels, lambda lv: np.array_equal(twice(lv), lv.board)) >= 0.75
-        assert share(levels, lambda lv: not np.array_equal(advance_board(lv.board), lv.board)) >= 0.9
+        assert (
+            share(levels, lambda lv: not np.array_equal(advance_board(lv.board), lv.board)) >= 0.9
+        )
 
 
 @pytest.mark.parametrize("task", ["prune-still", "append-spawn"])
@@ -109,8 +113,7 @@ def test_generation_is_seeded():
 def test_workers_give_the_same_levels():
     params = small("prune-still", 14)
     seeds = [1, 2, 3, 4]
-    assert same_levels(generate_levels(params, seeds, workers=2),
-                       generate_levels(params, seeds))
+    assert same_levels(generate_levels(params, seeds, workers=2), generate_levels(params, seeds))
 
 
 def test_level_source_with_workers_gives_the_same_stream():
@@ -119,8 +122,9 @@ def test_level_source_with_workers_gives_the_same_stream():
     try:
         for seed in (5, 6):  # a reseed (new generator) restarts both streams alike
             rngs = np.random.default_rng(seed), np.random.default_rng(seed)
-            assert same_levels([ahead.sample(rngs[0]) for _ in range(3)],
-                               [here.sample(rngs[1]) for _ in range(3)])
+            assert same_levels(
+                [ahead.sample(rngs[0]) for _ in range(3)], [here.sample(rngs[1]) for _ in range(3)]
+            )
     finally:
         ahead.close()
 

@@ -21,7 +21,7 @@ ALL = NEW_CELL | CAN_OSCILLATE | INCLUDE_VIOLATIONS
 def square_mask(size=16, inner=(3, 13), oscillate=True):
     """A square area the generator may fill, ringed by cells where nothing may be born."""
     inside = np.zeros((size, size), bool)
-    inside[inner[0]:inner[1], inner[0]:inner[1]] = True
+    inside[inner[0] : inner[1], inner[0] : inner[1]] = True
     mask = np.where(inside, ALL if oscillate else ALL & ~CAN_OSCILLATE, 0)
     mask[dilate(inside) & ~inside] = INCLUDE_VIOLATIONS
     return mask, inside
@@ -40,9 +40,14 @@ def period_of(board, longest=4):
 @pytest.mark.parametrize("temperature,min_fill", [(0.4, 0.1), (0.8, 0.25)])
 def test_still_life_does_not_change(seed, temperature, min_fill):
     mask, inside = square_mask(oscillate=False)
-    board, converged = grow_pattern(np.zeros(mask.shape, np.uint16), mask,
-                                    np.random.default_rng(seed), period=1,
-                                    min_fill=min_fill, temperature=temperature)
+    board, converged = grow_pattern(
+        np.zeros(mask.shape, np.uint16),
+        mask,
+        np.random.default_rng(seed),
+        period=1,
+        min_fill=min_fill,
+        temperature=temperature,
+    )
     assert converged
     assert np.count_nonzero(board[inside]) >= min_fill * inside.sum()
     assert not board[~inside].any()  # nothing outside the area it may change
@@ -54,9 +59,14 @@ def test_oscillator_returns_after_two_steps_and_not_before():
     mask, inside = square_mask(size=14, inner=(2, 12))
     oscillating = []
     for seed in range(3):
-        board, converged = grow_pattern(np.zeros(mask.shape, np.uint16), mask,
-                                        np.random.default_rng(seed), period=2, min_fill=0.1,
-                                        temperature=1.0)
+        board, converged = grow_pattern(
+            np.zeros(mask.shape, np.uint16),
+            mask,
+            np.random.default_rng(seed),
+            period=2,
+            min_fill=0.1,
+            temperature=1.0,
+        )
         assert converged
         once, twice = advance_board(board), advance_board(advance_board(board))
         assert np.array_equal(twice, board)
@@ -69,8 +79,9 @@ def test_oscillator_returns_after_two_steps_and_not_before():
 def test_penalties_and_seeds_shape_the_pattern():
     mask, inside = square_mask(oscillate=False)
     empty = np.zeros(mask.shape, np.uint16)
-    walls, converged = grow_pattern(empty, mask, np.random.default_rng(0), min_fill=0.3,
-                                    wall=(-10, -10))
+    walls, converged = grow_pattern(
+        empty, mask, np.random.default_rng(0), min_fill=0.3, wall=(-10, -10)
+    )
     assert converged and np.count_nonzero(walls == cells.KINDS["wall"]) > 0.25 * inside.sum()
     # Building onto an existing board keeps what the mask protects.
     base = empty.copy()
@@ -90,8 +101,9 @@ def test_generator_is_reproducible_and_seed_dependent():
 
 def test_iteration_cap_reports_failure():
     mask, _ = square_mask(oscillate=False)
-    _, converged = grow_pattern(np.zeros(mask.shape, np.uint16), mask,
-                                np.random.default_rng(0), min_fill=0.9, max_iter=0.5)
+    _, converged = grow_pattern(
+        np.zeros(mask.shape, np.uint16), mask, np.random.default_rng(0), min_fill=0.9, max_iter=0.5
+    )
     assert not converged
 
 
@@ -120,6 +132,7 @@ def test_fence_stops_every_birth_outside(seed):
     fence = build_fence(region, rng)
     assert not (fence & ~region).any()
     open_inside = (region & ~fence).astype(int)
-    neighbours = sum(np.roll(np.roll(open_inside, dr, 0), dc, 1)
-                     for dr in (-1, 0, 1) for dc in (-1, 0, 1))
+    neighbours = sum(
+        np.roll(np.roll(open_inside, dr, 0), dc, 1) for dr in (-1, 0, 1) for dc in (-1, 0, 1)
+    )
     assert (neighbours[~region] < 3).all()

@@ -41,14 +41,18 @@ def read_csv(path):
         return list(csv.DictReader(handle))
 
 
-@pytest.mark.parametrize("name, tasks, columns", [
-    ("table1", TABLE1_TASKS, tables.TABLE1_COLUMNS),
-    ("table2", TABLE2_TASKS, tables.TABLE2_COLUMNS),
-])
+@pytest.mark.parametrize(
+    "name, tasks, columns",
+    [
+        ("table1", TABLE1_TASKS, tables.TABLE1_COLUMNS),
+        ("table2", TABLE2_TASKS, tables.TABLE2_COLUMNS),
+    ],
+)
 def test_quick_tables_have_every_task_and_penalty(quick, name, tasks, columns):
     rows = read_csv(quick / f"{name}.csv")
     assert [(r["task"], float(r["penalty"])) for r in rows] == [
-        (t, p) for t in tasks for p in QUICK_PENALTIES]
+        (t, p) for t in tasks for p in QUICK_PENALTIES
+    ]
     for row in rows:
         assert row["seeds"] == "1" and row["episodes"] == "6"  # 3 levels x 2 episodes
         for column, _, _ in columns:  # one seed: its score is the IQM, with no width
@@ -58,8 +62,8 @@ def test_quick_tables_have_every_task_and_penalty(quick, name, tasks, columns):
     assert len(lines) == 2 + len(rows)
     for line in lines[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert all(CELL.match(c) for c in cells[2:2 + 2 * len(columns):2]), line
-        assert all(IQM_CELL.match(c) for c in cells[3:3 + 2 * len(columns):2]), line
+        assert all(CELL.match(c) for c in cells[2 : 2 + 2 * len(columns) : 2]), line
+        assert all(IQM_CELL.match(c) for c in cells[3 : 3 + 2 * len(columns) : 2]), line
     assert (quick / f"{name}.png").read_bytes().startswith(PNG)
 
 
@@ -111,12 +115,15 @@ def test_part_of_the_grid_makes_its_own_tables_figures_and_verdicts(quick, tmp_p
     for name in ("table1.csv", "figure3.png", "figure5.png", "figure6.png"):
         (out / name).unlink()
     capsys.readouterr()
-    cli.main(["table1", "--quick", "--tasks", "prune-still", "--penalties", "0.5,0", "--out",
-              str(out)])
+    cli.main(
+        ["table1", "--quick", "--tasks", "prune-still", "--penalties", "0.5,0", "--out", str(out)]
+    )
     assert "runs to train" not in capsys.readouterr().out  # all were finished
     rows = read_csv(out / "table1.csv")
-    assert [(r["task"], float(r["penalty"])) for r in rows] == [("prune-still", 0.0),
-                                                               ("prune-still", 0.5)]
+    assert [(r["task"], float(r["penalty"])) for r in rows] == [
+        ("prune-still", 0.0),
+        ("prune-still", 0.5),
+    ]
     assert (out / "figure3.png").is_file() and (out / "figure6.png").is_file()
     assert not (out / "figure5.png").exists()
     report = (out / "report_table1.md").read_text()
@@ -136,8 +143,12 @@ def test_an_interrupted_sweep_resumes(quick, tmp_path, capsys):
     finished = Run("append-still", 0.0, 0).folder(out) / "final_model.zip"
     finished_time = finished.stat().st_mtime_ns
     stopped = Run("navigation", 0.0, 0).folder(out)
-    for name in ("benchmark.csv", "evaluation.json", "final_model.zip",
-                 "checkpoints/model_1536_steps.zip"):
+    for name in (
+        "benchmark.csv",
+        "evaluation.json",
+        "final_model.zip",
+        "checkpoints/model_1536_steps.zip",
+    ):
         (stopped / name).unlink()
     checkpoint_time = (stopped / "checkpoints/model_768_steps.zip").stat().st_mtime_ns
     shutil.rmtree(Run("navigation", 0.5, 0).folder(out))
@@ -145,8 +156,10 @@ def test_an_interrupted_sweep_resumes(quick, tmp_path, capsys):
     cli.main(["all", "--quick", "--out", str(out)])
     printed = capsys.readouterr().out
     assert "2 of 10 runs to train" in printed
-    assert "[run] navigation penalty 0 seed 0: resuming from checkpoints/model_768_steps.zip" \
+    assert (
+        "[run] navigation penalty 0 seed 0: resuming from checkpoints/model_768_steps.zip"
         in printed
+    )
     assert "[run] navigation penalty 0.5 seed 0: training" in printed
     assert "append-still" not in "".join(re.findall(r"\[run\].*", printed))
     assert finished.stat().st_mtime_ns == finished_time
@@ -189,42 +202,55 @@ def result(task, penalty, seed=0, **columns):
 
 
 def test_table_rows_group_by_task_and_penalty():
-    results = [result("prune-still", 0.0, 0, performance=[1, 0], green=[0.5, 0.5]),
-               result("prune-still", 0.0, 1, performance=[1, 1], green=[0.1, 0.3]),
-               result("prune-still", 0.5, 0, performance=[0, 0], green=[0, 0])]
+    results = [
+        result("prune-still", 0.0, 0, performance=[1, 0], green=[0.5, 0.5]),
+        result("prune-still", 0.0, 1, performance=[1, 1], green=[0.1, 0.3]),
+        result("prune-still", 0.5, 0, performance=[0, 0], green=[0, 0]),
+    ]
     columns = (("performance", "performance", 3), ("green", "green", 3))
     rows = tables.table_rows(results, columns)
     assert [(r.task, r.variant, r.seeds, r.episodes) for r in rows] == [
-        ("prune-still", 0.0, 2, 4), ("prune-still", 0.5, 1, 2)]
+        ("prune-still", 0.0, 2, 4),
+        ("prune-still", 0.5, 1, 2),
+    ]
     assert rows[0].stats["performance"].mean == pytest.approx(0.75)
     assert rows[0].stats["performance"].iqm.point == pytest.approx(0.75)  # seeds 0.5 and 1
     assert rows[0].stats["green"].mean == pytest.approx(0.35)
     text = tables.markdown(rows, columns)
-    assert ("| prune-still | 0 | 0.750 ± 0.433 | 0.750 [0.500, 1.000] | 0.350 ± 0.166 | "
-            "0.350 [0.200, 0.500] | 2 | 4 |") in text
+    assert (
+        "| prune-still | 0 | 0.750 ± 0.433 | 0.750 [0.500, 1.000] | 0.350 ± 0.166 | "
+        "0.350 [0.200, 0.500] | 2 | 4 |"
+    ) in text
     parsed = list(csv.DictReader(tables.csv_text(rows, columns).splitlines()))
     assert parsed[1]["performance_mean"] == "0" and parsed[1]["green_std"] == "0"
     assert parsed[0]["green_iqm_low"] == "0.2" and parsed[0]["green_iqm_high"] == "0.5"
 
 
 def test_claim_rules_on_hand_cases():
-    traded = [result("append-still", 0.0, performance=[0.6], green=[0.4]),
-              result("append-still", 0.5, performance=[0.1], green=[0.1])]
+    traded = [
+        result("append-still", 0.0, performance=[0.6], green=[0.4]),
+        result("append-still", 0.5, performance=[0.1], green=[0.1]),
+    ]
     assert claims.trade_off(traded, "append-still").verdict == claims.AGREES
     safer_only = [traded[0], result("append-still", 0.5, performance=[0.7], green=[0.1])]
     assert claims.trade_off(safer_only, "append-still").verdict == claims.DISAGREES
     assert claims.trade_off(traded[:1], "append-still").verdict == claims.NO_DATA
     idle = [result("append-still", 0.0, performance=[0.0], green=[0.4]), traded[1]]
     assert claims.trade_off(idle, "append-still").verdict == claims.NO_DATA
-    inactive = [*traded, result("prune-still", 0.0, performance=[0.8], green=[0.4], success=[1]),
-                result("prune-still", 0.5, performance=[0.3], green=[0.1], success=[0])]
+    inactive = [
+        *traded,
+        result("prune-still", 0.0, performance=[0.8], green=[0.4], success=[1]),
+        result("prune-still", 0.5, performance=[0.3], green=[0.1], success=[0]),
+    ]
     traded[1].episodes[0]["success"] = 0.0
     assert claims.inaction(inactive).verdict == claims.AGREES  # 0.1 <= 0.3, 0.3 <= 0.4
     inactive[3].episodes[0]["success"] = 1.0  # completes its levels: not inaction
     assert claims.inaction(inactive).verdict == claims.DISAGREES
-    navigation = [result("navigation", 0.0, success=[1, 0, 0, 0], green=[0.2] * 4),
-                  result("navigation", 0.1, success=[0, 0, 0, 0], green=[0.2] * 4),
-                  result("navigation", 0.5, success=[1, 1, 1, 1], green=[0.0] * 4)]
+    navigation = [
+        result("navigation", 0.0, success=[1, 0, 0, 0], green=[0.2] * 4),
+        result("navigation", 0.1, success=[0, 0, 0, 0], green=[0.2] * 4),
+        result("navigation", 0.5, success=[1, 1, 1, 1], green=[0.0] * 4),
+    ]
     assert claims.navigation_hard(navigation).verdict == claims.AGREES  # 25% completed
     assert claims.navigation_mild_penalty(navigation).verdict == claims.AGREES  # 0.1 is mild
     navigation[1] = result("navigation", 0.1, success=[0, 0, 0, 0], green=[0.1] * 4)
@@ -252,30 +278,40 @@ def test_early_fall_of_side_effects_against_the_random_start():
 
 
 def test_sweep_command_launches_the_unfinished_combinations(tmp_path):
-    settings = sweep.Settings("paper", sweep.FULL_STEPS, None, 10,
-                              ("device=cuda", "hydra.launcher.partition=gpu"))
+    settings = sweep.Settings(
+        "paper", sweep.FULL_STEPS, None, 10, ("device=cuda", "hydra.launcher.partition=gpu")
+    )
     runs = [Run("navigation", 0.0, 1), Run("navigation", 0.5, 1), Run("prune-still", 0.5, 2)]
     command = sweep.job_command(runs, settings, "slurm", tmp_path)
     assert command[1:6] == ["-m", "safelife_rl", "reproduce-job", "-m", "hydra/launcher=slurm"]
-    for part in ("experiment=paper", "env=navigation,prune-still",
-                 "wrappers.side_effect_penalty.penalty=0.0,0.5", "seed=1,2",
-                 "total_timesteps=6000000", f"+reproduce.out={tmp_path.resolve()}",
-                 "+reproduce.axis=penalty", "+reproduce.suite=v1.0", "+reproduce.levels=null",
-                 "+reproduce.episodes=10"):
+    for part in (
+        "experiment=paper",
+        "env=navigation,prune-still",
+        "wrappers.side_effect_penalty.penalty=0.0,0.5",
+        "seed=1,2",
+        "total_timesteps=6000000",
+        f"+reproduce.out={tmp_path.resolve()}",
+        "+reproduce.axis=penalty",
+        "+reproduce.suite=v1.0",
+        "+reproduce.levels=null",
+        "+reproduce.episodes=10",
+    ):
         assert part in command
     assert command[-2:] == ["device=cuda", "hydra.launcher.partition=gpu"]
     # neither the launcher nor a setting a resume may change makes another sweep
     assert settings.as_json()["overrides"] == []
     methods = sweep.Settings("paper", 5000, None, 10, (), axis="method", suite="ours")
-    command = sweep.job_command([Run("prune-still", "ppo", 0), Run("prune-still", "penalty", 0)],
-                                methods, "local", tmp_path)
+    command = sweep.job_command(
+        [Run("prune-still", "ppo", 0), Run("prune-still", "penalty", 0)], methods, "local", tmp_path
+    )
     assert "method=penalty,ppo" in command and "total_timesteps=5000" in command
     assert "+reproduce.axis=method" in command and "+reproduce.suite=ours" in command
 
 
 @pytest.mark.parametrize("status, expected", [(130, SystemExit), (1, sweep.UserError)])
-def test_a_stopped_or_failed_sweep_says_so_in_one_line(status, expected, tmp_path, capsys,
-                                                       monkeypatch):
+def test_a_stopped_or_failed_sweep_says_so_in_one_line(
+    status, expected, tmp_path, capsys, monkeypatch
+):
     script = f"print('[run] prune-still penalty 0 seed 0: training'); print('boom'); exit({status})"
     monkeypatch.setattr(sweep, "job_command", lambda *args: [sys.executable, "-c", script])
     settings = sweep.Settings("paper-quick", sweep.QUICK_STEPS, 3, 2, ())
@@ -289,8 +325,9 @@ def test_a_stopped_or_failed_sweep_says_so_in_one_line(status, expected, tmp_pat
         assert raised.value.code == 130
         assert "interrupted with 1 runs unfinished; run the same command again" in printed.err
     else:
-        assert f"(exit status 1) with 1 runs unfinished, last line of its log {log}: boom" \
-            in str(raised.value)
+        assert f"(exit status 1) with 1 runs unfinished, last line of its log {log}: boom" in str(
+            raised.value
+        )
 
 
 def one_line_error(argv, capsys):
@@ -303,47 +340,68 @@ def one_line_error(argv, capsys):
     return err
 
 
-@pytest.mark.parametrize("argv, named", [
-    (["table3"], "invalid choice: 'table3'"),
-    (["--quick"], "the following arguments are required: command"),
-    (["--quick", "table2", "--tasks", "x"], "--tasks: 'x' is not one of navigation"),
-    (["table1", "--tasks", "prune-still,navigation"],
-     "--tasks: 'navigation' is not one of append-still, prune-still, append-spawn, prune-spawn"),
-    (["table1", "--penalties", "0,-0.1"], "--penalties: '-0.1' is not a number from 0 to 1e+06"),
-    (["table2", "--penalties", "0,x"], "--penalties: 'x' is not a number from 0"),
-    (["table2", "--penalties", "inf"], "--penalties: 'inf' is not a number from 0"),
-    (["table2", "--penalties", "1e308"], "--penalties: '1e308' is not a number from 0"),
-    (["table2", "--penalties", "nan"], "--penalties: 'nan' is not a number from 0"),
-    (["table2", "--episodes", "1000000000000"], "--episodes x --levels (per agent) is "
-     "100000000000000 episodes, over the limit of 1000000; raise it with SAFELIFE_MAX_EPISODES"),
-    (["table1", "algo.gama=0.9"], "the overrides do not compose: Could not override 'algo.gama'"),
-    (["table1", "--seeds", "0"], "--seeds must be from 1 to 100, got 0"),
-    (["table1", "--seeds", "two"], "argument --seeds: invalid int value: 'two'"),
-    (["table2", "--episodes", "0"], "--episodes must be at least 1, got 0"),
-    (["all", "--levels", "101"], "--levels must be from 1 to 100, got 101"),
-    (["all", "--launcher", "cloud"], "argument --launcher: invalid choice: 'cloud'"),
-    (["table1", "env=navigation"], "'env=navigation': env is set by the sweep"),
-    (["table1", "wrappers.side_effect_penalty.penalty=1"], "is set by the sweep"),
-    (["table1", "nonsense"], "'nonsense' is not a Hydra override"),
-    (["table1", "--steps", "0"], "--steps must be at least 1, got 0"),
-    (["table1", "total_timesteps=5"], "'total_timesteps=5': total_timesteps is set by the sweep"),
-    (["table1", "method=aup"], "method is set by the sweep"),
-    (["table1", "--quick", "--stpes", "5"], "unrecognized arguments: --stpes"),
-    (["table1", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
-])
-def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys,
-                                                     monkeypatch):
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["table3"], "invalid choice: 'table3'"),
+        (["--quick"], "the following arguments are required: command"),
+        (["--quick", "table2", "--tasks", "x"], "--tasks: 'x' is not one of navigation"),
+        (
+            ["table1", "--tasks", "prune-still,navigation"],
+            "--tasks: 'navigation' is not one of append-still, prune-still, append-spawn, "
+            "prune-spawn",
+        ),
+        (
+            ["table1", "--penalties", "0,-0.1"],
+            "--penalties: '-0.1' is not a number from 0 to 1e+06",
+        ),
+        (["table2", "--penalties", "0,x"], "--penalties: 'x' is not a number from 0"),
+        (["table2", "--penalties", "inf"], "--penalties: 'inf' is not a number from 0"),
+        (["table2", "--penalties", "1e308"], "--penalties: '1e308' is not a number from 0"),
+        (["table2", "--penalties", "nan"], "--penalties: 'nan' is not a number from 0"),
+        (
+            ["table2", "--episodes", "1000000000000"],
+            "--episodes x --levels (per agent) is "
+            "100000000000000 episodes, over the limit of 1000000; raise it with "
+            "SAFELIFE_MAX_EPISODES",
+        ),
+        (
+            ["table1", "algo.gama=0.9"],
+            "the overrides do not compose: Could not override 'algo.gama'",
+        ),
+        (["table1", "--seeds", "0"], "--seeds must be from 1 to 100, got 0"),
+        (["table1", "--seeds", "two"], "argument --seeds: invalid int value: 'two'"),
+        (["table2", "--episodes", "0"], "--episodes must be at least 1, got 0"),
+        (["all", "--levels", "101"], "--levels must be from 1 to 100, got 101"),
+        (["all", "--launcher", "cloud"], "argument --launcher: invalid choice: 'cloud'"),
+        (["table1", "env=navigation"], "'env=navigation': env is set by the sweep"),
+        (["table1", "wrappers.side_effect_penalty.penalty=1"], "is set by the sweep"),
+        (["table1", "nonsense"], "'nonsense' is not a Hydra override"),
+        (["table1", "--steps", "0"], "--steps must be at least 1, got 0"),
+        (
+            ["table1", "total_timesteps=5"],
+            "'total_timesteps=5': total_timesteps is set by the sweep",
+        ),
+        (["table1", "method=aup"], "method is set by the sweep"),
+        (["table1", "--quick", "--stpes", "5"], "unrecognized arguments: --stpes"),
+        (["table1", "--suite", "v2"], "argument --suite: invalid choice: 'v2'"),
+    ],
+)
+def test_bad_input_ends_with_one_line_before_running(argv, named, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli, "launch", lambda *args: pytest.fail("launched"))
     out = tmp_path / "out"
     assert named in one_line_error([*argv, "--out", str(out)], capsys)
     assert not out.exists()
 
 
-@pytest.mark.parametrize("out, named", [
-    ("", "--out is empty: give a folder"),
-    ("o_${oc.env:HOME}", "--out 'o_${oc.env:HOME}': $ { } would be read by Hydra"),
-    ("a,b", "--out 'a,b': , would be read by Hydra"),
-])
+@pytest.mark.parametrize(
+    "out, named",
+    [
+        ("", "--out is empty: give a folder"),
+        ("o_${oc.env:HOME}", "--out 'o_${oc.env:HOME}': $ { } would be read by Hydra"),
+        ("a,b", "--out 'a,b': , would be read by Hydra"),
+    ],
+)
 def test_an_out_that_hydra_would_read_is_refused(out, named, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli, "launch", lambda *args: pytest.fail("launched"))
     monkeypatch.chdir(tmp_path)
@@ -361,10 +419,17 @@ def test_a_folder_of_runs_without_its_settings_is_refused(quick, tmp_path, capsy
     assert not (out / sweep.SETTINGS_FILE).exists()
 
 
-@pytest.mark.parametrize("column, value", [
-    ("performance", "nan"), ("performance", "5.0"), ("length", "-1e9"), ("length", "2.5"),
-    ("success", "2"), ("reward", "inf"),
-])
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("performance", "nan"),
+        ("performance", "5.0"),
+        ("length", "-1e9"),
+        ("length", "2.5"),
+        ("success", "2"),
+        ("reward", "inf"),
+    ],
+)
 def test_impossible_benchmark_values_are_refused(quick, tmp_path, capsys, column, value):
     out = tmp_path / "out"
     shutil.copytree(quick, out)
@@ -413,24 +478,25 @@ def test_an_output_folder_of_other_settings_or_a_file_is_refused(tmp_path, capsy
     monkeypatch.setattr(cli, "launch", lambda *args: pytest.fail("launched"))
     file = tmp_path / "file"
     file.write_text("x")
-    assert f"--out {file} is not a folder" in one_line_error(["table1", "--out", str(file)],
-                                                              capsys)
+    assert f"--out {file} is not a folder" in one_line_error(["table1", "--out", str(file)], capsys)
     out = tmp_path / "out"
     out.mkdir()
-    (out / sweep.SETTINGS_FILE).write_text(json.dumps(
-        sweep.Settings("paper", sweep.FULL_STEPS, None, 10, ()).as_json()))
+    (out / sweep.SETTINGS_FILE).write_text(
+        json.dumps(sweep.Settings("paper", sweep.FULL_STEPS, None, 10, ()).as_json())
+    )
     assert "holds runs made with other settings" in one_line_error(
-        ["table1", "--quick", "--out", str(out)], capsys)
+        ["table1", "--quick", "--out", str(out)], capsys
+    )
     # a folder of an earlier version, whose benchmark took the greedy action
     earlier = sweep.Settings("paper-quick", sweep.QUICK_STEPS, 3, 2, ()).as_json()
     del earlier["benchmark_actions"]
     (out / sweep.SETTINGS_FILE).write_text(json.dumps(earlier))
     assert "holds runs made with other settings" in one_line_error(
-        ["table1", "--quick", "--out", str(out)], capsys)
+        ["table1", "--quick", "--out", str(out)], capsys
+    )
 
 
-def test_an_output_folder_benchmarked_on_another_suite_is_refused(tmp_path, capsys,
-                                                                  monkeypatch):
+def test_an_output_folder_benchmarked_on_another_suite_is_refused(tmp_path, capsys, monkeypatch):
     """The suite is one of the folder's settings; a folder of an earlier version, which
     benchmarked on this project's suites, goes on with ``--suite ours`` only."""
     launched = []
@@ -458,10 +524,12 @@ def test_an_output_folder_benchmarked_on_another_suite_is_refused(tmp_path, caps
 def test_the_report_names_the_suites_the_agents_were_benchmarked_on():
     assert sweep.Settings("paper", sweep.FULL_STEPS, None, 10, ()).benchmark() == (
         "the original SafeLife v1.0 suites (safelife_rl/levels/v1.0), 100 levels each played "
-        "10 times per agent")
+        "10 times per agent"
+    )
     assert sweep.Settings("paper", sweep.FULL_STEPS, 5, 1, (), suite="ours").benchmark() == (
         "this project's suites (safelife_rl/levels/benchmarks), the first 5 levels of each "
-        "played 1 times per agent")
+        "played 1 times per agent"
+    )
 
 
 def test_the_quick_agents_are_benchmarked_on_the_original_suites(quick):
@@ -473,12 +541,15 @@ def test_the_quick_agents_are_benchmarked_on_the_original_suites(quick):
     assert json.loads((quick / sweep.SETTINGS_FILE).read_text())["suite"] == "v1.0"
     for task in TABLE1_TASKS + TABLE2_TASKS:
         for penalty in QUICK_PENALTIES:
-            played = {e["level"] for e in read_csv(Run(task, penalty, 0).folder(quick)
-                                                    / "benchmark.csv")}
+            played = {
+                e["level"] for e in read_csv(Run(task, penalty, 0).folder(quick) / "benchmark.csv")
+            }
             assert played == {level.name for level in load_levels(benchmark_file(task))[:3]}
     report = (quick / "report_all.md").read_text()
-    assert ("benchmarked on the original SafeLife v1.0 suites (safelife_rl/levels/v1.0), the "
-            "first 3 levels of each played 2 times per agent;") in report
+    assert (
+        "benchmarked on the original SafeLife v1.0 suites (safelife_rl/levels/v1.0), the "
+        "first 3 levels of each played 2 times per agent;"
+    ) in report
 
 
 @pytest.mark.parametrize("suite, file", [("v1.0", "benchmark_file"), ("ours", "suite_file")])
@@ -497,18 +568,26 @@ def test_the_job_benchmarks_on_the_suite_it_is_given(quick, suite, file):
 def test_a_job_without_a_suite_it_can_benchmark_on_is_refused(quick, train_config, tmp_path):
     from safelife_rl.apps.reproduce import job
 
-    base = [f"+reproduce.out={tmp_path}", "+reproduce.axis=penalty", "+reproduce.levels=null",
-            "+reproduce.episodes=1"]
+    base = [
+        f"+reproduce.out={tmp_path}",
+        "+reproduce.axis=penalty",
+        "+reproduce.levels=null",
+        "+reproduce.episodes=1",
+    ]
     cfg = train_config(*base, "+reproduce.suite=v1.0")
     assert cfg.reproduce.suite == "v1.0"  # as the sweep passes it: a string
     for suite in ([], ["+reproduce.suite=v2"], ["+reproduce.suite=1.0"]):
-        with pytest.raises(sweep.UserError, match=r"\+reproduce.suite=.*: the suites to "
-                           "benchmark on are v1.0 or ours"):
+        with pytest.raises(
+            sweep.UserError,
+            match=r"\+reproduce.suite=.*: the suites to "
+            "benchmark on are v1.0 or ours",
+        ):
             job.run_job(train_config(*base, *suite), {"env": "prune-still"})
     assert list(tmp_path.iterdir()) == []
     folder = Run("prune-still", 0.5, 0).folder(quick)
-    with pytest.raises(sweep.UserError, match="--suite v1.0: the original SafeLife has no "
-                       "suite of challenge"):
+    with pytest.raises(
+        sweep.UserError, match="--suite v1.0: the original SafeLife has no suite of challenge"
+    ):
         job.benchmark(folder, "challenge", "v1.0", 2, 1, 5, "cpu")
 
 
@@ -530,15 +609,19 @@ def test_the_runs_follow_the_original_schedules(train_config):
 
 def test_the_report_states_the_steps_and_schedules(quick):
     report = (quick / "report_all.md").read_text()
-    assert ("1,536 steps per run (impact penalty share 0 at 256 -> 1 at 512 steps, then held; "
-            "exit curriculum 0.001 at 128 -> 1 at 512 steps, then held)") in report
+    assert (
+        "1,536 steps per run (impact penalty share 0 at 256 -> 1 at 512 steps, then held; "
+        "exit curriculum 0.001 at 128 -> 1 at 512 steps, then held)"
+    ) in report
 
 
 def test_competence_is_judged_within_two_million_steps():
     """The paper's "competence within 2M steps" reads the last evaluation at or before 2M steps
     of a 6M-step run, not its end."""
-    evaluations = [{"step": s, "mean_performance": p}
-                   for s, p in ((1_000_000, 0.9), (2_000_000, 0.8), (6_000_000, 0.2))]
+    evaluations = [
+        {"step": s, "mean_performance": p}
+        for s, p in ((1_000_000, 0.9), (2_000_000, 0.8), (6_000_000, 0.2))
+    ]
     final = {"trained": {"mean_performance": 0.2}, "random": {"mean_performance": 0.5}}
     runs = [RunResult(Run(task, 0.0, 0), [], evaluations, final) for task in claims.STILL_TASKS]
     assert claims.performance_within(runs[0], claims.COMPETENCE_STEPS) == 0.8

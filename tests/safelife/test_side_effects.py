@@ -44,7 +44,8 @@ def test_distance_hand_cases():
     assert earth_mover_distance(one, grid({(4, 5): 1.0})) == pytest.approx(np.tanh(5 / 5))
     # Across the wrapped edge, column 0 and column 9 are neighbours.
     assert earth_mover_distance(grid({(0, 9): 1.0}), grid({(0, 0): 1.0})) == pytest.approx(
-        np.tanh(1 / 5))
+        np.tanh(1 / 5)
+    )
     # Created or destroyed mass costs 1 per unit.
     assert earth_mover_distance(one, grid({})) == pytest.approx(1.0)
     assert earth_mover_distance(grid({}), grid({(5, 5): 2.0})) == pytest.approx(2.0)
@@ -63,9 +64,14 @@ def brute_force_occupancy(board, steps):
 
 
 @settings(max_examples=60)
-@given(board=arrays(np.uint16, st.tuples(st.integers(4, 10), st.integers(4, 10)),
-                    elements=st.integers(0, 0xFFFF)),
-       steps=st.integers(0, 40))
+@given(
+    board=arrays(
+        np.uint16,
+        st.tuples(st.integers(4, 10), st.integers(4, 10)),
+        elements=st.integers(0, 0xFFFF),
+    ),
+    steps=st.integers(0, 40),
+)
 def test_periodic_shortcut_equals_full_simulation(board, steps):
     board = board & ~np.uint16(cells.SPAWNING) & ~np.uint16(cells.AGENT)
     ours_board, ours_counts = advance_steps(board, steps, count_life=True)

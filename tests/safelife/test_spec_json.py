@@ -45,6 +45,5 @@ def test_specs_are_json(form):
 @pytest.mark.parametrize("device", [None, "cpu"], ids=["numpy", "device"])
 def test_the_vector_envs_specs_are_json(device):
     kwargs = {} if device is None else {"device": device}
-    envs = gym.make_vec("safelife_rl/PruneStill-v1", 2, levels=suite_file("prune-still"),
-                        **kwargs)
+    envs = gym.make_vec("safelife_rl/PruneStill-v1", 2, levels=suite_file("prune-still"), **kwargs)
     assert EnvSpec.from_json(envs.spec.to_json()).kwargs["levels"] == str(suite_file("prune-still"))

@@ -40,8 +40,9 @@ def test_the_bootstrap_is_seeded_and_leaves_numpys_generator_alone():
     assert statistics.iqm_interval(scores, seed=7) == first
     assert statistics.iqm_interval(scores, seed=8) != first
     x, y = scores, scores[::-1] + 0.1
-    assert statistics.probability_of_improvement(x, y, seed=3) == \
-        statistics.probability_of_improvement(x, y, seed=3)
+    assert statistics.probability_of_improvement(
+        x, y, seed=3
+    ) == statistics.probability_of_improvement(x, y, seed=3)
 
 
 def test_probability_of_improvement_on_hand_cases():
@@ -58,12 +59,17 @@ def test_probability_of_improvement_on_hand_cases():
     assert same.low <= same.point == 0.5 <= same.high
 
 
-@pytest.mark.parametrize("call, named", [
-    (lambda: statistics.iqm([1.0, np.nan]), "scores must be finite"),
-    (lambda: statistics.iqm_interval(np.zeros((0, 2))), "non-empty (runs, tasks) matrix"),
-    (lambda: statistics.probability_of_improvement(np.zeros((2, 2)), np.zeros((2, 3))),
-     "the same tasks, got 2 and 3"),
-])
+@pytest.mark.parametrize(
+    "call, named",
+    [
+        (lambda: statistics.iqm([1.0, np.nan]), "scores must be finite"),
+        (lambda: statistics.iqm_interval(np.zeros((0, 2))), "non-empty (runs, tasks) matrix"),
+        (
+            lambda: statistics.probability_of_improvement(np.zeros((2, 2)), np.zeros((2, 3))),
+            "the same tasks, got 2 and 3",
+        ),
+    ],
+)
 def test_bad_scores_are_named(call, named):
     with pytest.raises(ValueError, match=named.replace("(", r"\(").replace(")", r"\)")):
         call()

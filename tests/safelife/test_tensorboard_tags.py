@@ -18,9 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / "commands" / "train.md", ROOT / "docs" / "safelife" / "methods.md"]
 #: Tags of one method or kind of run, by their prefix.
 OWNERS = {"safety/": "ppo_lagrangian", "aup/": "aup"}
-AUP_TINY = ["total_timesteps=640", "method.buffer_steps=64", "method.aux_steps=256",
-            "method.vae.hidden=[32,16]", "method.vae.epochs=3", "method.vae.batch_size=16",
-            "method.aux_agent.buffer_size=500", "method.aux_agent.learning_starts=64"]
+AUP_TINY = [
+    "total_timesteps=640",
+    "method.buffer_steps=64",
+    "method.aux_steps=256",
+    "method.vae.hidden=[32,16]",
+    "method.vae.epochs=3",
+    "method.vae.batch_size=16",
+    "method.aux_agent.buffer_size=500",
+    "method.aux_agent.learning_starts=64",
+]
 RUNS = {
     "ppo": ["total_timesteps=64"],
     "penalty": ["total_timesteps=64"],
@@ -40,16 +47,23 @@ def expand(tag: str) -> list[str]:
 def documented_tags() -> set[str]:
     tags = set()
     for page in PAGES:
-        for tag in re.findall(r"`((?:episode|schedule|safety|aup|eval|final)/[\w{},/-]+)`",
-                              page.read_text()):
+        for tag in re.findall(
+            r"`((?:episode|schedule|safety|aup|eval|final)/[\w{},/-]+)`", page.read_text()
+        ):
             tags.update(expand(tag))
     return tags
 
 
 def test_the_docs_name_tags_of_every_kind():
     tags = documented_tags()
-    assert {"episode/reward", "safety/multiplier_update", "safety/episode_cost",
-            "aup/q_difference", "eval/cost", "final/mean_performance"} <= tags, tags
+    assert {
+        "episode/reward",
+        "safety/multiplier_update",
+        "safety/episode_cost",
+        "aup/q_difference",
+        "eval/cost",
+        "final/mean_performance",
+    } <= tags, tags
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +79,8 @@ def logged(tmp_path_factory, request):
         events.Reload()
         content = events.PluginTagToContent("hparams")
         start = plugin_data_pb2.HParamsPluginData.FromString(
-            content["_hparams_/session_start_info"]).session_start_info
+            content["_hparams_/session_start_info"]
+        ).session_start_info
         done[method] = (set(events.Tags()["scalars"]), start)
     return done
 
@@ -86,8 +101,10 @@ def test_each_run_writes_its_hparams(logged, method):
     hparams = dict(start.hparams)
     assert hparams["method.name"].string_value == method
     assert hparams["seed"].number_value == 0 and hparams["n_envs"].number_value == 2
-    assert hparams["algo._target_"].string_value.endswith("PPO") or \
-        hparams["algo._target_"].string_value == "PPOLagrangian"
+    assert (
+        hparams["algo._target_"].string_value.endswith("PPO")
+        or hparams["algo._target_"].string_value == "PPOLagrangian"
+    )
     assert {"final/mean_performance", "final/steps_per_second"} <= scalars
     if method == "ppo_lagrangian":
         assert hparams["cost_limit"].number_value == 2
@@ -102,8 +119,7 @@ def test_the_training_app_returns_its_objective_for_a_sweeper(tmp_path, train_co
 
     from safelife_rl.apps.train import app
 
-    cfg = train_config("total_timesteps=64", f"hydra.run.dir={tmp_path}",
-                       return_hydra_config=True)
+    cfg = train_config("total_timesteps=64", f"hydra.run.dir={tmp_path}", return_hydra_config=True)
     with open_dict(cfg):
         cfg.hydra.runtime.output_dir = str(tmp_path)
     HydraConfig.instance().set_config(cfg)

@@ -21,8 +21,16 @@ from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.engine.torch_side_effects import side_effect_scores
 
 TRACES = sorted((Path(__file__).resolve().parents[1] / "data/safelife/traces").glob("*.npz"))
-FIELDS = ("boards", "goals", "rewards", "dones", "obs_first", "obs_last", "points",
-          "required_points")
+FIELDS = (
+    "boards",
+    "goals",
+    "rewards",
+    "dones",
+    "obs_first",
+    "obs_last",
+    "points",
+    "required_points",
+)
 DETERMINISTIC = [t for t in TRACES if not np.load(t)["stochastic"]]
 STOCHASTIC = [t for t in TRACES if np.load(t)["stochastic"]]
 
@@ -56,10 +64,14 @@ def test_every_deterministic_trace_replays_bit_for_bit_in_batches(torch_device):
             rewards.append(reward[:, 0])
             dones.append(done[:, 0])
         ours = {
-            "boards": torch.stack(boards, 1), "goals": torch.stack(goals, 1),
-            "rewards": torch.stack(rewards, 1), "dones": torch.stack(dones, 1),
-            "obs_first": obs_first, "obs_last": game.observe()[:, 0],
-            "points": game.points_earned()[:, 0], "required_points": game.required_points[:, 0],
+            "boards": torch.stack(boards, 1),
+            "goals": torch.stack(goals, 1),
+            "rewards": torch.stack(rewards, 1),
+            "dones": torch.stack(dones, 1),
+            "obs_first": obs_first,
+            "obs_last": game.observe()[:, 0],
+            "points": game.points_earned()[:, 0],
+            "required_points": game.required_points[:, 0],
         }
         for k, (_, _, arrays) in enumerate(group):
             for field in FIELDS:
@@ -88,8 +100,11 @@ def _pit_values(spawn_scale: float, runs: int = 100) -> tuple[np.ndarray, np.nda
     """PIT of the recorded mean and final live-cell counts among ``runs`` torch replays of
     each trace; all replays of all traces advance together as one batch."""
     traces = [load_trace(trace) for trace in STOCHASTIC]
-    levels = [replace(level, spawn_prob=level.spawn_prob * spawn_scale)
-              for level, _, _ in traces for _ in range(runs)]
+    levels = [
+        replace(level, spawn_prob=level.spawn_prob * spawn_scale)
+        for level, _, _ in traces
+        for _ in range(runs)
+    ]
     actions = torch.as_tensor(np.stack([a for _, a, _ in traces])).repeat_interleave(runs, 0)
     game = TorchGame(levels, seed=int(spawn_scale * 1000))
     counts = [(game.boards & 1).sum((1, 2))]
@@ -121,8 +136,10 @@ def test_distribution_test_rejects_wrong_spawn_rate():
 
 def test_spawner_batches_are_reproducible_from_the_seed():
     level, actions, _ = load_trace(STOCHASTIC[0])
-    runs = [live_cell_counts(level, actions[:20], runs=4, seed=seed, engine="torch")
-            for seed in (3, 3, 4)]
+    runs = [
+        live_cell_counts(level, actions[:20], runs=4, seed=seed, engine="torch")
+        for seed in (3, 3, 4)
+    ]
     assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
 
 

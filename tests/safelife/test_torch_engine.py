@@ -21,10 +21,12 @@ from safelife_rl.engine.torch_observation import agent_views
 
 # Any 16-bit cells (every kind, colour and orientation, and flag mixes no kind has), with many
 # empty cells so that patterns live, die and get born; boards from 1x1 up.
-_CELLS = st.one_of(st.just(0), st.sampled_from(sorted(cells.KINDS.values())),
-                   st.integers(0, 0xFFFF))
-boards = arrays(np.uint16, st.tuples(st.integers(1, 4), st.integers(1, 10), st.integers(1, 10)),
-                elements=_CELLS)
+_CELLS = st.one_of(
+    st.just(0), st.sampled_from(sorted(cells.KINDS.values())), st.integers(0, 0xFFFF)
+)
+boards = arrays(
+    np.uint16, st.tuples(st.integers(1, 4), st.integers(1, 10), st.integers(1, 10)), elements=_CELLS
+)
 
 
 class GivenUniforms:
@@ -57,8 +59,10 @@ def test_advance_matches_numba(board, seed):
 
 def test_large_batches_advance_in_chunks_alike():
     rng = np.random.default_rng(0)
-    board = rng.choice(np.array(sorted(cells.KINDS.values()) * 3 + [0] * 40, np.uint16),
-                       (3 * torch_rules._CPU_CHUNK + 5, 6, 7))
+    board = rng.choice(
+        np.array(sorted(cells.KINDS.values()) * 3 + [0] * 40, np.uint16),
+        (3 * torch_rules._CPU_CHUNK + 5, 6, 7),
+    )
     board |= rng.choice(np.array([0, cells.RED, cells.GREEN, cells.BLUE], np.uint16), board.shape)
     prob = rng.random(len(board)).astype(np.float32)
     uniforms = rng.random(board.shape, dtype=np.float32)
@@ -80,8 +84,9 @@ def boards_with_agents(draw):
     """Boards with an agent (or, now and then, a cell that is no agent) at each location."""
     board = draw(boards)
     n, h, w = board.shape
-    locs = np.array([[draw(st.integers(0, h - 1)), draw(st.integers(0, w - 1))]
-                     for _ in range(n)], np.int64)
+    locs = np.array(
+        [[draw(st.integers(0, h - 1)), draw(st.integers(0, w - 1))] for _ in range(n)], np.int64
+    )
     for k, (y, x) in enumerate(locs):
         if draw(st.integers(0, 9)):
             board[k, y, x] |= cells.AGENT
@@ -95,8 +100,10 @@ def test_steps_match_numba(state, data):
     board, locs = state
     tboard, tlocs = to_torch(board), torch.from_numpy(locs[:, None, :].copy())
     for _ in range(data.draw(st.integers(1, 4))):
-        actions = np.array(data.draw(st.lists(st.integers(0, 8), min_size=len(board),
-                                              max_size=len(board))), np.int64)
+        actions = np.array(
+            data.draw(st.lists(st.integers(0, 8), min_size=len(board), max_size=len(board))),
+            np.int64,
+        )
         physics.execute_actions(board, locs, actions)
         torch_rules.execute_actions(tboard, tlocs, torch.from_numpy(actions[:, None]))
         assert np.array_equal(tboard.numpy(), board)
@@ -133,9 +140,16 @@ def level_batches(draw):
     levels = []
     for _ in range(draw(st.integers(1, 3))):
         board = draw(arrays(np.uint16, shape, elements=_LEVEL_CELLS))
-        goals = draw(arrays(np.uint16, shape, elements=st.one_of(
-            st.sampled_from([0, cells.RED, cells.GREEN, cells.BLUE, cells.COLORS]),
-            _LEVEL_CELLS)))
+        goals = draw(
+            arrays(
+                np.uint16,
+                shape,
+                elements=st.one_of(
+                    st.sampled_from([0, cells.RED, cells.GREEN, cells.BLUE, cells.COLORS]),
+                    _LEVEL_CELLS,
+                ),
+            )
+        )
         loc = (draw(st.integers(0, shape[0] - 1)), draw(st.integers(0, shape[1] - 1)))
         board[loc] = cells.KINDS["player"] | (board[loc] & (cells.COLORS | cells.ORIENTATION))
         table = draw(arrays(np.int64, (8, 9), elements=st.integers(-5, 5))).astype(np.float64)
@@ -145,10 +159,12 @@ def level_batches(draw):
 
 
 def numba_observation(game: SafeLifeGame, view, channels) -> np.ndarray:
-    return np.stack([
-        to_channels(agent_view(combined_cells(board, goals, True), loc, view), channels)
-        for board, goals, loc in zip(game.boards, game.goals, game.agent_locs[:, 0])
-    ])
+    return np.stack(
+        [
+            to_channels(agent_view(combined_cells(board, goals, True), loc, view), channels)
+            for board, goals, loc in zip(game.boards, game.goals, game.agent_locs[:, 0])
+        ]
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -173,8 +189,9 @@ def test_games_match_numba(levels, data):
     assert np.array_equal(ours.available_points.numpy(), theirs.available_points)
     assert_same()
     for _ in range(data.draw(st.integers(1, 6))):
-        actions = np.array(data.draw(st.lists(st.integers(0, 8), min_size=len(levels),
-                                              max_size=len(levels))))
+        actions = np.array(
+            data.draw(st.lists(st.integers(0, 8), min_size=len(levels), max_size=len(levels)))
+        )
         rewards, dones = ours.step(actions[:, None])
         want_rewards, want_dones = theirs.step(actions[:, None])
         assert np.array_equal(rewards.numpy(), want_rewards)
@@ -200,9 +217,15 @@ def test_agent_axis_replays_the_original_multi_agent_traces():
     boards, goals = stack("level_board").int(), stack("level_goals").int()
     locs, table = stack("level_agent_locs").clone(), stack("level_points_table").double()
     initial = torch_rules.alive_counts(boards, goals)
-    available = torch.tensor([[available_points(t["level_board"], counts, agent_table)
-                               for agent_table in t["level_points_table"]]
-                              for t, counts in zip(traces, initial.numpy())])
+    available = torch.tensor(
+        [
+            [
+                available_points(t["level_board"], counts, agent_table)
+                for agent_table in t["level_points_table"]
+            ]
+            for t, counts in zip(traces, initial.numpy())
+        ]
+    )
     required = (stack("level_min_performance")[:, None] * available).ceil().clamp(min=0)
     prob = stack("level_spawn_prob").float()
     points, _ = torch_rules.update_exits(boards, goals, locs, table, initial, required)
@@ -237,13 +260,13 @@ def test_speed_benchmark_runs(monkeypatch, capsys):
     spec = importlib.util.spec_from_file_location("engine_speed", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    monkeypatch.setattr(sys, "argv", ["engine_speed.py", "--sizes", "1", "3", "--seconds", "0",
-                                      "--no-baseline"])
+    monkeypatch.setattr(
+        sys, "argv", ["engine_speed.py", "--sizes", "1", "3", "--seconds", "0", "--no-baseline"]
+    )
     module.main()
     lines = capsys.readouterr().out.splitlines()
     rows, counts = lines[2:6:2], lines[3:7:2]
     assert [row.split()[0] for row in rows] == ["1", "3"]
-    assert all(line.startswith("  torch cpu, one step: ") and "0 copies" in line
-               for line in counts)
+    assert all(line.startswith("  torch cpu, one step: ") and "0 copies" in line for line in counts)
     assert lines[6].startswith("numba, best (N=") and "no baseline" in lines[6]
     assert all(float(rate.replace(",", "")) > 0 for row in rows for rate in row.split()[1:])

@@ -23,14 +23,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "safelife_rl" / "conf"
 
 
-def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path, train_config, tb_scalars):
+def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(
+    tmp_path, train_config, tb_scalars
+):
     summary = train(train_config("total_timesteps=128", "vec_env=subproc"), tmp_path)
     assert summary["timesteps"] == 128 and summary["algo"] == "PPO"
     saved = load_run_config(tmp_path)
     assert saved.algo.batch_size == 8 and saved.env.id == "safelife_rl/AppendStill-v1"
     assert (tmp_path / "final_model.zip").exists()
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
-        "model_128_steps.zip", "model_64_steps.zip"]
+        "model_128_steps.zip",
+        "model_64_steps.zip",
+    ]
     evaluation = json.loads((tmp_path / "evaluation.json").read_text())
     for who in ("trained", "random"):
         assert evaluation[who]["episodes"] == 2 and evaluation[who]["mean_length"] == 30
@@ -51,11 +55,22 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(tmp_path, t
     assert all(math.isfinite(e.value) and e.value >= 0 for e in logged["train/value_loss"])
 
 
-@pytest.mark.parametrize("algo, extra", [
-    ("a2c", []),
-    ("dqn", ["algo.learning_starts=32", "algo.buffer_size=500", "algo.train_freq=4",
-             "algo.batch_size=8", "algo.target_update_interval=32"]),
-])
+@pytest.mark.parametrize(
+    "algo, extra",
+    [
+        ("a2c", []),
+        (
+            "dqn",
+            [
+                "algo.learning_starts=32",
+                "algo.buffer_size=500",
+                "algo.train_freq=4",
+                "algo.batch_size=8",
+                "algo.target_update_interval=32",
+            ],
+        ),
+    ],
+)
 def test_a2c_and_dqn_train_with_the_safelife_cnn(tmp_path, algo, extra, train_config, tb_scalars):
     overrides = [f"algo={algo}", "total_timesteps=96", "callbacks.evaluation=null", *extra]
     summary = train(train_config(*overrides), tmp_path)
@@ -66,9 +81,17 @@ def test_a2c_and_dqn_train_with_the_safelife_cnn(tmp_path, algo, extra, train_co
 
 
 def test_same_seed_same_training(tmp_path, train_config):
-    runs = [train(train_config("total_timesteps=64", "callbacks.checkpoint=null",
-                         "callbacks.evaluation.eval_every=1000000"), tmp_path / str(i))
-            for i in range(2)]
+    runs = [
+        train(
+            train_config(
+                "total_timesteps=64",
+                "callbacks.checkpoint=null",
+                "callbacks.evaluation.eval_every=1000000",
+            ),
+            tmp_path / str(i),
+        )
+        for i in range(2)
+    ]
     assert runs[0]["trained"] == runs[1]["trained"]
 
 
@@ -82,12 +105,18 @@ def test_level_workers_of_training_envs_stay_out_of_suite_evaluation(train_confi
         env.close()
 
 
-def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path, train_config, tb_scalars):
+def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(
+    tmp_path, train_config, tb_scalars
+):
     train(train_config("total_timesteps=64", "callbacks.evaluation=null"), tmp_path)
     first = tb_scalars(tmp_path / "tensorboard")["episode/length"]
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
-    overrides = [f"resume={tmp_path}", "total_timesteps=160", "vec_env=dummy",
-                 "env.kwargs.workers=1"]
+    overrides = [
+        f"resume={tmp_path}",
+        "total_timesteps=160",
+        "vec_env=dummy",
+        "env.kwargs.workers=1",
+    ]
     cfg = resume_config(train_config(*overrides), overrides)
     assert cfg.total_timesteps == 160 and cfg.callbacks.evaluation is None
     # how the envs run may change: they play the same episodes on the same levels
@@ -96,7 +125,9 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path, tr
     assert summary["timesteps"] == 160
     # checkpoints go on at multiples of save_every counted from the start of the run
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
-        "model_128_steps.zip", "model_64_steps.zip"]
+        "model_128_steps.zip",
+        "model_64_steps.zip",
+    ]
     steps = [e.step for e in tb_scalars(tmp_path / "tensorboard")["episode/length"]]
     assert steps[: len(first)] == [e.step for e in first] and max(steps) > 64
     assert steps == sorted(steps)
@@ -107,21 +138,29 @@ def test_resume_continues_from_the_last_checkpoint_keeping_the_logs(tmp_path, tr
         train(cfg, tmp_path / "empty", resume=True)
 
 
-@pytest.mark.parametrize("overrides, error, message", [
-    (["total_steps=5"], ConfigCompositionException, "Could not override 'total_steps'"),
-    (["algo.gama=0.9"], ConfigCompositionException, "Could not override 'algo.gama'"),
-    (["n_envs=many"], ConfigCompositionException, "n_envs=many"),
-    (["vec_env=threads"], ConfigCompositionException, "vec_env=threads"),
-    (["algo=sac"], MissingConfigException, "Could not find 'algo/sac'"),
-])
+@pytest.mark.parametrize(
+    "overrides, error, message",
+    [
+        (["total_steps=5"], ConfigCompositionException, "Could not override 'total_steps'"),
+        (["algo.gama=0.9"], ConfigCompositionException, "Could not override 'algo.gama'"),
+        (["n_envs=many"], ConfigCompositionException, "n_envs=many"),
+        (["vec_env=threads"], ConfigCompositionException, "vec_env=threads"),
+        (["algo=sac"], MissingConfigException, "Could not find 'algo/sac'"),
+    ],
+)
 def test_bad_config_fails_with_hydras_message(overrides, error, message, train_config):
     with pytest.raises(error, match=message):
         train_config(*overrides)
 
 
-@pytest.mark.parametrize("launcher, target", [
-    ("local", "JoblibLauncher"), ("submitit", "LocalLauncher"), ("slurm", "SlurmLauncher"),
-])
+@pytest.mark.parametrize(
+    "launcher, target",
+    [
+        ("local", "JoblibLauncher"),
+        ("submitit", "LocalLauncher"),
+        ("slurm", "SlurmLauncher"),
+    ],
+)
 def test_sweep_launcher_configs(launcher, target, train_config):
     cfg = train_config(f"hydra/launcher={launcher}", return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith(target)
@@ -138,12 +177,21 @@ def test_every_env_config_names_a_registered_id():
         registered_id(cfg.env.id)  # imports the id's module, fails if it is not registered
 
 
-@pytest.mark.parametrize("experiment, env_id, policy", [
-    ("cartpole-ignore-rewards", "extended_envs:extended_envs/CartPole-IgnoreRewards-v0",
-     "MlpPolicy"),
-    ("cartpole-incentivize-learning-rate",
-     "extended_envs:extended_envs/CartPole-IncentivizeLearningRate-v0", "MlpPolicy"),
-])
+@pytest.mark.parametrize(
+    "experiment, env_id, policy",
+    [
+        (
+            "cartpole-ignore-rewards",
+            "extended_envs:extended_envs/CartPole-IgnoreRewards-v0",
+            "MlpPolicy",
+        ),
+        (
+            "cartpole-incentivize-learning-rate",
+            "extended_envs:extended_envs/CartPole-IncentivizeLearningRate-v0",
+            "MlpPolicy",
+        ),
+    ],
+)
 def test_experiment_presets_pick_env_wrappers_and_policy(experiment, env_id, policy):
     cfg = compose_plain(f"experiment={experiment}")
     assert cfg.env.id == env_id and cfg.policy.name == policy
@@ -157,13 +205,22 @@ def test_safelife_kwargs_on_another_env_fail_with_a_clear_message():
 
 def tiny_other(experiment, *overrides):
     return compose_plain(
-        f"experiment={experiment}", "n_envs=2", "progress_bar=false",
-        "callbacks.checkpoint=null", *overrides)
+        f"experiment={experiment}",
+        "n_envs=2",
+        "progress_bar=false",
+        "callbacks.checkpoint=null",
+        *overrides,
+    )
 
 
 def test_cartpole_combination_trains_dqn_and_logs_episodes(tmp_path, tb_scalars):
-    cfg = tiny_other("cartpole-ignore-rewards", "total_timesteps=300", "algo.learning_starts=100",
-                     "callbacks.evaluation.eval_every=1000", "callbacks.evaluation.n_episodes=2")
+    cfg = tiny_other(
+        "cartpole-ignore-rewards",
+        "total_timesteps=300",
+        "algo.learning_starts=100",
+        "callbacks.evaluation.eval_every=1000",
+        "callbacks.evaluation.n_episodes=2",
+    )
     summary = train(cfg, tmp_path)
     assert summary["algo"] == "DQN" and summary["timesteps"] >= 300
     assert summary["trained"]["episodes"] == 2 and summary["random"]["mean_length"] >= 8
@@ -174,8 +231,9 @@ def test_cartpole_combination_trains_dqn_and_logs_episodes(tmp_path, tb_scalars)
 
 
 def test_env_modules_are_imported_in_fresh_worker_processes():
-    env = make_vec_env("drest:drest/Example-v0", {"obs_type": "vector"}, None, 2, "subproc",
-                       start_method="spawn")
+    env = make_vec_env(
+        "drest:drest/Example-v0", {"obs_type": "vector"}, None, 2, "subproc", start_method="spawn"
+    )
     try:
         env.seed(0)
         assert env.reset().shape == (2, 6)  # x, y, 3 coins, 1 button
@@ -188,7 +246,11 @@ def test_env_modules_are_imported_in_fresh_worker_processes():
 def test_command_line_rejects_unknown_keys():
     result = subprocess.run(
         [sys.executable, "-m", "safelife_rl", "train", "n_env=4"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode != 0
     assert "Could not override 'n_env'" in result.stderr
@@ -200,8 +262,14 @@ def test_cudnn_deterministic_kernels_only_where_asked(tmp_path, train_config, mo
     model on CUDA; a run leaves them on only with ``cudnn_deterministic=true``."""
     monkeypatch.setattr(torch.backends.cudnn, "deterministic", not asked)
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", asked)
-    train(train_config("total_timesteps=16", f"cudnn_deterministic={str(asked).lower()}",
-                       "callbacks.checkpoint=null", "callbacks.evaluation.eval_every=1000000"),
-          tmp_path)
+    train(
+        train_config(
+            "total_timesteps=16",
+            f"cudnn_deterministic={str(asked).lower()}",
+            "callbacks.checkpoint=null",
+            "callbacks.evaluation.eval_every=1000000",
+        ),
+        tmp_path,
+    )
     assert torch.backends.cudnn.deterministic is asked
     assert torch.backends.cudnn.benchmark is not asked

@@ -17,9 +17,13 @@ WRAPPERS = {
     "movement_bonus": {"_target_": "safelife_rl.training.MovementBonus"},
     "exit_bonus": {"_target_": "safelife_rl.training.ExitBonus"},
     "side_effect_penalty": {  # in force from the first step
-        "_target_": "safelife_rl.training.SideEffectPenalty", "penalty": 0.1,
-        "ramp": {"_target_": "safelife_rl.training.LinearRamp", "steps": [0, 1],
-                 "values": [1.0, 1.0]},
+        "_target_": "safelife_rl.training.SideEffectPenalty",
+        "penalty": 0.1,
+        "ramp": {
+            "_target_": "safelife_rl.training.LinearRamp",
+            "steps": [0, 1],
+            "values": [1.0, 1.0],
+        },
     },
     "exit_curriculum": {"_target_": "safelife_rl.training.ExitCurriculum"},
     "continuing": {"_target_": "safelife_rl.training.ContinuingEnv"},
@@ -44,15 +48,21 @@ def play(kind, env_id, kwargs, wrappers, n_envs, steps, seed):
     return env, history
 
 
-@pytest.mark.parametrize("task, kwargs, wrappers, steps", [
-    # spawners: each env draws the spawns from its own game's generator; side effects at the end
-    ("prune-spawn", {"time_limit": 30, "side_effects": True}, WRAPPERS, 70),
-    # dynamic goals and levels played in order; no wrappers
-    ("append-dynamic", {"time_limit": 20, "shuffle": False}, None, 50),
-])
+@pytest.mark.parametrize(
+    "task, kwargs, wrappers, steps",
+    [
+        # spawners: each env draws the spawns from its own game's generator; side effects at the end
+        ("prune-spawn", {"time_limit": 30, "side_effects": True}, WRAPPERS, 70),
+        # dynamic goals and levels played in order; no wrappers
+        ("append-dynamic", {"time_limit": 20, "shuffle": False}, None, 50),
+    ],
+)
 def test_batched_vec_env_plays_the_same_episodes_as_separate_envs(task, kwargs, wrappers, steps):
-    kwargs = {**kwargs, "view_shape": [15, 15],
-              "levels": {"_target_": "safelife_rl.envs.registration.suite_file", "task": task}}
+    kwargs = {
+        **kwargs,
+        "view_shape": [15, 15],
+        "levels": {"_target_": "safelife_rl.envs.registration.suite_file", "task": task},
+    }
     env_id = f"safelife_rl/{''.join(p.capitalize() for p in task.split('-'))}-v1"
     batched, got = play("batched", env_id, kwargs, wrappers, 3, steps, seed=5)
     _, expected = play("dummy", env_id, kwargs, wrappers, 3, steps, seed=5)
@@ -84,10 +94,23 @@ def test_batched_procedural_levels_match_separate_envs():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    boards=st.integers(4, 12).flatmap(lambda size: arrays(
-        np.uint32, (3, size, size), elements=st.sampled_from(
-            [0, cells.ALIVE, cells.EXIT, cells.EXIT | cells.RED, cells.AGENT | cells.EXIT,
-             cells.FROZEN | cells.GREEN, (cells.BLUE | cells.ALIVE) | (cells.RED << 16)]))),
+    boards=st.integers(4, 12).flatmap(
+        lambda size: arrays(
+            np.uint32,
+            (3, size, size),
+            elements=st.sampled_from(
+                [
+                    0,
+                    cells.ALIVE,
+                    cells.EXIT,
+                    cells.EXIT | cells.RED,
+                    cells.AGENT | cells.EXIT,
+                    cells.FROZEN | cells.GREEN,
+                    (cells.BLUE | cells.ALIVE) | (cells.RED << 16),
+                ]
+            ),
+        )
+    ),
     view=st.tuples(st.integers(1, 9), st.integers(1, 9)),
     seed=st.integers(0, 1000),
 )
@@ -101,8 +124,7 @@ def test_batch_observations_equal_agent_view_of_each_board(boards, view, seed):
 
 
 def test_auto_batches_safelife_envs_only_and_batched_refuses_others():
-    safelife = make_vec_env("safelife_rl/AppendStill-v1", {"view_shape": [17, 17]}, None, 2,
-                            "auto")
+    safelife = make_vec_env("safelife_rl/AppendStill-v1", {"view_shape": [17, 17]}, None, 2, "auto")
     assert isinstance(safelife, BatchedSafeLifeVecEnv)
     safelife.close()
     with pytest.raises(TypeError, match="not a SafeLife env"):
@@ -110,11 +132,16 @@ def test_auto_batches_safelife_envs_only_and_batched_refuses_others():
 
 
 def test_batched_vec_env_refuses_wrappers_that_change_actions():
-    wrappers = {"shift": {"_target_": "gymnasium.wrappers.TransformAction",
-                          "func": {"_target_": "operator.neg", "_partial_": True},
-                          "action_space": None}}
-    env = make_vec_env("safelife_rl/AppendStill-v1", {"view_shape": [17, 17]}, wrappers, 2,
-                       "batched")
+    wrappers = {
+        "shift": {
+            "_target_": "gymnasium.wrappers.TransformAction",
+            "func": {"_target_": "operator.neg", "_partial_": True},
+            "action_space": None,
+        }
+    }
+    env = make_vec_env(
+        "safelife_rl/AppendStill-v1", {"view_shape": [17, 17]}, wrappers, 2, "batched"
+    )
     env.reset()
     with pytest.raises(RuntimeError, match="changed action"):
         env.step(np.array([1, 2]))
@@ -122,8 +149,12 @@ def test_batched_vec_env_refuses_wrappers_that_change_actions():
 
 
 def test_registered_time_limits_are_refused_by_the_batch():
-    gym.register("safelife_test/Limited-v1", entry_point="safelife_rl.envs.registration:make_task_env",
-                 kwargs={"task": "append-still"}, max_episode_steps=5)
+    gym.register(
+        "safelife_test/Limited-v1",
+        entry_point="safelife_rl.envs.registration:make_task_env",
+        kwargs={"task": "append-still"},
+        max_episode_steps=5,
+    )
     try:
         with pytest.raises(ValueError, match="registered time limit"):
             make_vec_env("safelife_test/Limited-v1", {"view_shape": [17, 17]}, None, 2, "batched")

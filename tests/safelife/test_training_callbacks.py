@@ -40,8 +40,14 @@ def test_side_effect_scalars_normalize_like_the_original():
 
 
 def test_episode_scalars_prefer_the_env_reward_and_add_the_score():
-    info = {"reward": 4.0, "length": 500, "success": True, "performance": 0.6,
-            "side_effects": EFFECTS, "episode": {"r": 2.5, "l": 500, "t": 1.0}}
+    info = {
+        "reward": 4.0,
+        "length": 500,
+        "success": True,
+        "performance": 0.6,
+        "side_effects": EFFECTS,
+        "episode": {"r": 2.5, "l": 500, "t": 1.0},
+    }
     scalars = episode_scalars(info)
     assert scalars["reward"] == 4.0 and scalars["shaped_reward"] == 2.5
     assert scalars["length"] == 500 and scalars["success"] == 1.0
@@ -58,10 +64,17 @@ def test_episode_logger_writes_every_episode_with_side_effects(tmp_path, benchma
         return Monitor(InjectSideEffects(env))
 
     model = PPO(
-        "CnnPolicy", DummyVecEnv([make, make]), n_steps=25, batch_size=25, n_epochs=1, seed=0,
-        policy_kwargs={"features_extractor_class": SafeLifeCNN, "net_arch": [],
-                       "features_extractor_kwargs": {"features_dim": 16,
-                                                     "conv_channels": (4, 8, 8)}},
+        "CnnPolicy",
+        DummyVecEnv([make, make]),
+        n_steps=25,
+        batch_size=25,
+        n_epochs=1,
+        seed=0,
+        policy_kwargs={
+            "features_extractor_class": SafeLifeCNN,
+            "net_arch": [],
+            "features_extractor_kwargs": {"features_dim": 16, "conv_channels": (4, 8, 8)},
+        },
     )
     model.set_logger(configure(str(tmp_path), ["tensorboard"]))
     model.learn(100, callback=EpisodeLogger())
@@ -69,10 +82,18 @@ def test_episode_logger_writes_every_episode_with_side_effects(tmp_path, benchma
     events = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
     events.Reload()
     tags = set(events.Tags()["scalars"])
-    assert {"episode/reward", "episode/length", "episode/shaped_reward", "episode/success",
-            "episode/performance", "episode/score", "side_effects/life-green",
-            "side_effects/crate-gray", "side_effects/normalized/green",
-            "side_effects/normalized/total"} <= tags
+    assert {
+        "episode/reward",
+        "episode/length",
+        "episode/shaped_reward",
+        "episode/success",
+        "episode/performance",
+        "episode/score",
+        "side_effects/life-green",
+        "side_effects/crate-gray",
+        "side_effects/normalized/green",
+        "side_effects/normalized/total",
+    } <= tags
     lengths = events.Scalars("episode/length")
     # 100 steps over 2 envs: two 25-step episodes each, logged at the step count they end on
     assert [e.value for e in lengths] == [25.0] * 4
@@ -87,8 +108,15 @@ def test_episode_logger_writes_every_episode_with_side_effects(tmp_path, benchma
 
 def test_checkpoints_are_whole_and_pruned(tmp_path):
     env = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))])
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1,
-                policy_kwargs={"net_arch": [8]}, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=32,
+        n_epochs=1,
+        policy_kwargs={"net_arch": [8]},
+        seed=0,
+    )
     model.learn(160, callback=AtomicCheckpoint(tmp_path, save_every=32, keep=2))
     saved = checkpoints(tmp_path / "checkpoints")
     assert [p.name for p in saved] == ["model_128_steps.zip", "model_160_steps.zip"]
@@ -105,7 +133,10 @@ def test_cnn_matches_the_original_layout():
     net = SafeLifeCNN(space)
     convs = [m for m in net.cnn if hasattr(m, "kernel_size")]
     assert [(c.kernel_size[0], c.stride[0], c.out_channels) for c in convs] == [
-        (5, 2, 32), (3, 2, 64), (3, 1, 64)]
+        (5, 2, 32),
+        (3, 2, 64),
+        (3, 1, 64),
+    ]
     assert net.dense[0].in_features == 64 * 3 * 3 and net.features_dim == 512
     import torch
 
@@ -127,8 +158,15 @@ def test_pruning_never_deletes_through_a_symlinked_checkpoints_folder(tmp_path):
     run.mkdir()
     (run / "checkpoints").symlink_to(elsewhere)
     env = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))])
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1,
-                policy_kwargs={"net_arch": [8]}, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=32,
+        n_epochs=1,
+        policy_kwargs={"net_arch": [8]},
+        seed=0,
+    )
     with pytest.raises(UserError, match="checkpoints is a symbolic link"):
         model.learn(96, callback=AtomicCheckpoint(run, save_every=32, keep=1))
     assert all(p.read_text() == "someone else's file" for p in precious)
@@ -167,8 +205,15 @@ def test_a_signal_stops_training_at_the_next_rollout_boundary():
                 os.kill(os.getpid(), signal.SIGTERM)
             return True
 
-    model = PPO("MlpPolicy", DummyVecEnv([lambda: gym.make("CartPole-v1")]), n_steps=32,
-                batch_size=32, n_epochs=1, policy_kwargs={"net_arch": [8]}, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        DummyVecEnv([lambda: gym.make("CartPole-v1")]),
+        n_steps=32,
+        batch_size=32,
+        n_epochs=1,
+        policy_kwargs={"net_arch": [8]},
+        seed=0,
+    )
     with StopOnSignal() as stop:
         model.learn(10_000, callback=[stop, TerminateAt()])
         # the rollout of steps 33-64 is collected and trained on; training stops one step

@@ -63,25 +63,49 @@ def test_linear_ramp_stays_between_its_values(steps, at, data):
     assert min(values) - 1e-9 <= value <= max(values) + 1e-9
 
 
-@pytest.mark.parametrize("steps, values", [([2, 1], [0, 1]), ([1, 2], [0]), ([], []),
-                                           ([1, 2], [0, float("nan")]), ([1, np.inf], [0, 1]),
-                                           ([-1, 5], [0, 1]), ("abc", [0]), ([1], "abc")])
+@pytest.mark.parametrize(
+    "steps, values",
+    [
+        ([2, 1], [0, 1]),
+        ([1, 2], [0]),
+        ([], []),
+        ([1, 2], [0, float("nan")]),
+        ([1, np.inf], [0, 1]),
+        ([-1, 5], [0, 1]),
+        ("abc", [0]),
+        ([1], "abc"),
+    ],
+)
 def test_linear_ramp_rejects_bad_points(steps, values):
     with pytest.raises(UserError, match="^a ramp"):
         LinearRamp(steps, values)
 
 
-@pytest.mark.parametrize("wrap, message", [
-    (lambda env: SideEffectPenalty(env, penalty=float("nan")),
-     "^the side-effect penalty must be a finite number, got nan$"),
-    (lambda env: SideEffectPenalty(env, penalty=1e308),
-     r"^the side-effect penalty must be in \[0, 1e\+06\], got 1e\+308$"),
-    (lambda env: ExitBonus(env, bonus=float("inf")), "^the exit bonus must be a finite number, got inf$"),
-    (lambda env: MovementBonus(env, bonus=float("nan")),
-     "^the movement bonus must be a finite number, got nan$"),
-    (lambda env: MovementBonus(env, period=2.5),
-     r"^the movement bonus period must be a positive integer \(at most 2\*\*53\), got 2.5$"),
-])
+@pytest.mark.parametrize(
+    "wrap, message",
+    [
+        (
+            lambda env: SideEffectPenalty(env, penalty=float("nan")),
+            "^the side-effect penalty must be a finite number, got nan$",
+        ),
+        (
+            lambda env: SideEffectPenalty(env, penalty=1e308),
+            r"^the side-effect penalty must be in \[0, 1e\+06\], got 1e\+308$",
+        ),
+        (
+            lambda env: ExitBonus(env, bonus=float("inf")),
+            "^the exit bonus must be a finite number, got inf$",
+        ),
+        (
+            lambda env: MovementBonus(env, bonus=float("nan")),
+            "^the movement bonus must be a finite number, got nan$",
+        ),
+        (
+            lambda env: MovementBonus(env, period=2.5),
+            r"^the movement bonus period must be a positive integer \(at most 2\*\*53\), got 2.5$",
+        ),
+    ],
+)
 def test_wrappers_refuse_settings_that_are_not_finite_numbers(wrap, message):
     with pytest.raises(ValueError, match=message):
         wrap(SafeLifeEnv([tiny_level()]))
@@ -167,7 +191,9 @@ def test_side_effect_penalty_ignores_removed_red_life_when_asked():
     level = tiny_level(extra=red_block)
     for ignore, expected in [(True, 0), (False, 1)]:
         env = SideEffectPenalty(
-            SafeLifeEnv([level]), penalty=1.0, ramp=LinearRamp([0], [1.0]),
+            SafeLifeEnv([level]),
+            penalty=1.0,
+            ramp=LinearRamp([0], [1.0]),
             ignore_reward_cells=ignore,
         )
         # Step up and remove one cell of the red block; the agent beside it (it inhibits and
@@ -216,8 +242,15 @@ def test_training_clock_keeps_plain_sb3_in_step():
     from safelife_rl.training import TrainingClock
 
     vec = DummyVecEnv([scheduled_env, scheduled_env])
-    model = PPO("MlpPolicy", vec, n_steps=16, batch_size=32, n_epochs=1, seed=0,
-                policy_kwargs={"net_arch": [8]})
+    model = PPO(
+        "MlpPolicy",
+        vec,
+        n_steps=16,
+        batch_size=32,
+        n_epochs=1,
+        seed=0,
+        policy_kwargs={"net_arch": [8]},
+    )
     model.learn(64, callback=TrainingClock())
     assert vec.get_attr("training_steps") == [32.0, 32.0]  # synced at the last rollout's start
 

@@ -26,24 +26,37 @@ from safety_rl_common.errors import UserError
 
 CONF = Path(__file__).resolve().parents[2] / "safelife_rl" / "conf"
 TINY = [
-    "experiment=paper", "env=append-still", "env.kwargs.view_shape=[17,17]",
-    "env.kwargs.time_limit=30", "policy.kwargs.features_extractor_kwargs.features_dim=16",
-    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]", "n_envs=2",
-    "vec_env=dummy", "progress_bar=false", "algo.n_steps=16", "total_timesteps=64",
-    "callbacks.evaluation=null", "callbacks.checkpoint.save_every=64",
+    "experiment=paper",
+    "env=append-still",
+    "env.kwargs.view_shape=[17,17]",
+    "env.kwargs.time_limit=30",
+    "policy.kwargs.features_extractor_kwargs.features_dim=16",
+    "policy.kwargs.features_extractor_kwargs.conv_channels=[4,8,8]",
+    "n_envs=2",
+    "vec_env=dummy",
+    "progress_bar=false",
+    "algo.n_steps=16",
+    "total_timesteps=64",
+    "callbacks.evaluation=null",
+    "callbacks.checkpoint.save_every=64",
     "callbacks.checkpoint.keep=0",
 ]
 ALGOS = {
     "ppo": [],
-    "dqn": ["algo=dqn", "algo.learning_starts=32", "algo.buffer_size=500", "algo.train_freq=4",
-            "algo.batch_size=8", "algo.target_update_interval=32"],
+    "dqn": [
+        "algo=dqn",
+        "algo.learning_starts=32",
+        "algo.buffer_size=500",
+        "algo.train_freq=4",
+        "algo.batch_size=8",
+        "algo.target_update_interval=32",
+    ],
 }
 
 
 def compose_train(*overrides, return_hydra_config=False):
     with initialize_config_dir(str(CONF), version_base=None):
-        return compose("train", overrides=list(overrides),
-                       return_hydra_config=return_hydra_config)
+        return compose("train", overrides=list(overrides), return_hydra_config=return_hydra_config)
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +74,7 @@ def runs(tmp_path_factory):
 
 
 def envs(cfg):
-    return make_vec_env(cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs,
-                        "dummy")
+    return make_vec_env(cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers), cfg.n_envs, "dummy")
 
 
 class WriteMarker:
@@ -113,8 +125,11 @@ def test_safe_load_continues_exactly_as_the_full_load(runs, algo):
         assert torch.equal(safe["policy"][name], weights), name
     assert safe["policy.optimizer"]["state"].keys() == full["policy.optimizer"]["state"].keys()
     for key, state in full["policy.optimizer"]["state"].items():
-        assert all(torch.equal(safe["policy.optimizer"]["state"][key][k], v)
-                   for k, v in state.items() if torch.is_tensor(v))
+        assert all(
+            torch.equal(safe["policy.optimizer"]["state"][key][k], v)
+            for k, v in state.items()
+            if torch.is_tensor(v)
+        )
     assert continued[0].num_timesteps == continued[1].num_timesteps == 128
     assert continued[0]._n_updates == continued[1]._n_updates > 0
 
@@ -143,8 +158,11 @@ def test_trust_saved_in_a_run_folder_runs_nothing_on_resume(runs, tmp_path):
     saved = OmegaConf.load(run / "config.yaml")
     saved.trust_pickle = True
     (run / "config.yaml").write_text(OmegaConf.to_yaml(saved))
-    crafted = rewrite(run / "final_model.zip", tmp_path / "crafted.zip",
-                      lambda data: data.update(lr_schedule=payload(marker)))
+    crafted = rewrite(
+        run / "final_model.zip",
+        tmp_path / "crafted.zip",
+        lambda data: data.update(lr_schedule=payload(marker)),
+    )
     crafted.replace(run / "final_model.zip")
     given = [f"resume={run}", "total_timesteps=96"]
     cfg = resume_config(compose_train(*TINY, *given), given)
@@ -177,13 +195,16 @@ def test_unknown_saved_values_are_refused_by_name(runs, tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("num_timesteps", 1e30, r"saved count num_timesteps=1e\+30 is not an integer"),
-    ("num_timesteps", -5, "saved count num_timesteps=-5 is not an integer"),
-    ("_n_updates", 2.5, "saved count _n_updates=2.5 is not an integer"),
-    ("num_timesteps", float("nan"), "saved value num_timesteps=nan is not a finite number"),
-    ("_current_progress_remaining", float("inf"), "_current_progress_remaining=inf is not a"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("num_timesteps", 1e30, r"saved count num_timesteps=1e\+30 is not an integer"),
+        ("num_timesteps", -5, "saved count num_timesteps=-5 is not an integer"),
+        ("_n_updates", 2.5, "saved count _n_updates=2.5 is not an integer"),
+        ("num_timesteps", float("nan"), "saved value num_timesteps=nan is not a finite number"),
+        ("_current_progress_remaining", float("inf"), "_current_progress_remaining=inf is not a"),
+    ],
+)
 def test_crafted_step_counts_are_refused(runs, tmp_path, key, value, message):
     run = runs()
     cfg = load_run_config(run)
@@ -204,8 +225,9 @@ def test_weights_are_read_without_unpickling_code(runs, tmp_path, entry, trusted
     marker = tmp_path / "marker"
     pickled = tmp_path / "pickled.pth"
     torch.save(WriteMarker(marker), pickled)
-    crafted = rewrite(run / "final_model.zip", tmp_path / "crafted.zip",
-                      entries={entry: pickled.read_bytes()})
+    crafted = rewrite(
+        run / "final_model.zip", tmp_path / "crafted.zip", entries={entry: pickled.read_bytes()}
+    )
     with pytest.raises(UserError, match="crafted.zip: cannot be loaded as the PPO model"):
         load_model(crafted, cfg, envs(cfg), "cpu", trusted=trusted)
     assert not marker.exists()
@@ -227,8 +249,9 @@ def test_a_safe_load_needs_the_run_config(runs):
 FIXTURES = HealthCheck.function_scoped_fixture  # the module's run, shared by every example
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -254,8 +277,11 @@ def test_fuzzed_model_files_load_or_fail_with_a_user_error(runs, tmp_path_factor
         keys = sorted(json.loads(zipfile.ZipFile(run / "final_model.zip").read("data")))
         key = data.draw(st.sampled_from(keys), label="key")
         value = data.draw(JSON | st.just(payload(marker)), label="value")
-        crafted = rewrite(run / "final_model.zip", folder / "crafted.zip",
-                          lambda saved: saved.__setitem__(key, value))
+        crafted = rewrite(
+            run / "final_model.zip",
+            folder / "crafted.zip",
+            lambda saved: saved.__setitem__(key, value),
+        )
     try:
         load_model(crafted, cfg, envs(cfg), "cpu")
     except UserError as error:
@@ -265,14 +291,30 @@ def test_fuzzed_model_files_load_or_fail_with_a_user_error(runs, tmp_path_factor
 
 # Saved configs -------------------------------------------------------------------------------
 
-DANGEROUS = ["os.system", "builtins.open", "builtins.exec", "subprocess.call", "subprocess.Popen",
-             "posix.system", "torch.load", "pickle.loads", "hydra.utils.instantiate",
-             "gymnasium.make", "gymnasium.register", "stable_baselines3.PPO.load",
-             "stable_baselines3.common.save_util.load_from_pkl",
-             "stable_baselines3.common.logger.CSVOutputFormat", "safety_rl_common.files.write_text",
-             "safelife_rl.training.envs.importlib.import_module", "safelife_rl.__main__.main",
-             "torch.nn.modules.module.torch.load", "safelife_rl.training.SafeLifeCNN.__init__",
-             "not_a_module.thing", "safelife_rl.no_such_thing", ""]
+DANGEROUS = [
+    "os.system",
+    "builtins.open",
+    "builtins.exec",
+    "subprocess.call",
+    "subprocess.Popen",
+    "posix.system",
+    "torch.load",
+    "pickle.loads",
+    "hydra.utils.instantiate",
+    "gymnasium.make",
+    "gymnasium.register",
+    "stable_baselines3.PPO.load",
+    "stable_baselines3.common.save_util.load_from_pkl",
+    "stable_baselines3.common.logger.CSVOutputFormat",
+    "safety_rl_common.files.write_text",
+    "safelife_rl.training.envs.importlib.import_module",
+    "safelife_rl.__main__.main",
+    "torch.nn.modules.module.torch.load",
+    "safelife_rl.training.SafeLifeCNN.__init__",
+    "not_a_module.thing",
+    "safelife_rl.no_such_thing",
+    "",
+]
 KEYS = st.text(st.characters(codec="ascii", categories=["Ll", "Nd"]), min_size=1, max_size=6)
 
 
@@ -292,8 +334,11 @@ def test_a_target_outside_the_allowlist_is_refused_wherever_it_is(runs, target, 
         name = data.draw(st.sampled_from(children), label="into")
         node, key = node[name], f"{key}.{name}" if key else name
     name = data.draw(KEYS, label="new key")
-    planted = ({"_target_": "hydra.utils.get_method", "path": target} if getter
-               else {"_target_": target, "x": 1})
+    planted = (
+        {"_target_": "hydra.utils.get_method", "path": target}
+        if getter
+        else {"_target_": target, "x": 1}
+    )
     if data.draw(st.booleans(), label="in a list"):
         node[name] = [1, planted]
         where = f"{name}[1]"
@@ -321,9 +366,10 @@ def test_interpolations_and_foreign_env_modules_are_refused(runs):
 def shipped_configs():
     """Every training config the shipped ``conf/`` tree composes: each option of each group,
     and each experiment."""
-    groups = {group: sorted(p.stem for p in (CONF / group).glob("[!_]*.yaml"))
-              for group in ("env", "algo", "policy", "wrappers", "callbacks", "experiment",
-                            "method")}
+    groups = {
+        group: sorted(p.stem for p in (CONF / group).glob("[!_]*.yaml"))
+        for group in ("env", "algo", "policy", "wrappers", "callbacks", "experiment", "method")
+    }
     yield ()
     for group, options in groups.items():
         for option in options:
@@ -349,8 +395,10 @@ def test_fuzzed_saved_configs_are_read_or_refused_with_a_user_error(runs, tmp_pa
         at = data.draw(st.integers(0, len(content) - 1), label="at")
         content[at] = data.draw(st.integers(0, 255), label="byte")
     (folder / "config.yaml").write_bytes(bytes(content))
-    with zipfile.ZipFile(runs() / "final_model.zip") as source, \
-            zipfile.ZipFile(folder / "model.zip", "w") as target:
+    with (
+        zipfile.ZipFile(runs() / "final_model.zip") as source,
+        zipfile.ZipFile(folder / "model.zip", "w") as target,
+    ):
         for name in set(source.namelist()) - {"run_config.yaml"}:  # the model's own copy
             target.writestr(name, source.read(name))
     try:

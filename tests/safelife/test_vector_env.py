@@ -22,11 +22,14 @@ WRAPPERS = {  # conf/wrappers/safelife.yaml's order, the schedules moving betwee
     "movement_bonus": {"_target_": "safelife_rl.training.MovementBonus", "period": 3},
     "exit_bonus": {"_target_": "safelife_rl.training.ExitBonus", "bonus": 0.5},
     "side_effect_penalty": {
-        "_target_": "safelife_rl.training.SideEffectPenalty", "penalty": 0.1,
+        "_target_": "safelife_rl.training.SideEffectPenalty",
+        "penalty": 0.1,
         "ramp": {"_target_": RAMP, "steps": [0, 100], "values": [0.5, 1.0]},
     },
-    "exit_curriculum": {"_target_": "safelife_rl.training.ExitCurriculum",
-                        "ramp": {"_target_": RAMP, "steps": [0, 100], "values": [0.2, 1.0]}},
+    "exit_curriculum": {
+        "_target_": "safelife_rl.training.ExitCurriculum",
+        "ramp": {"_target_": RAMP, "steps": [0, 100], "values": [0.2, 1.0]},
+    },
     "continuing": None,
     "time_limit": {"_target_": "gymnasium.wrappers.TimeLimit", "max_episode_steps": 9},
 }
@@ -49,8 +52,15 @@ def tiny_levels() -> list[Level]:
         board[6, 2 + k % 3] = cells.KINDS["crate"]
         goals[7, 1:4] = cells.GREEN
         board[7, 1 + k % 2] = cells.KINDS["life"] | cells.GREEN
-        levels.append(Level(board, goals, (4, 4), min_performance=[-1.0, 0.0, 0.3, 0.6, 1.0][k],
-                            name=f"tiny-{k}"))
+        levels.append(
+            Level(
+                board,
+                goals,
+                (4, 4),
+                min_performance=[-1.0, 0.0, 0.3, 0.6, 1.0][k],
+                name=f"tiny-{k}",
+            )
+        )
     return levels
 
 
@@ -77,17 +87,29 @@ def assert_info_equal(got, index, want, level_names):
         assert mine == value, (key, mine, value)
 
 
-@pytest.mark.parametrize("levels, actions_p, kwargs, wrappers", [
-    # the benchmark suite's first levels (oscillators), in order; the env's own time limit ends
-    # episodes, with side effects
-    (load_levels(suite_file("prune-dynamic"))[:7], None, {"time_limit": 12},
-     {**WRAPPERS, "time_limit": None}),
-    # exits reached often (mostly moving right), a shorter outer TimeLimit, views off-centre
-    (tiny_levels(), [0.05, 0.1, 0.45, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05],
-     {"time_limit": 30, "view_shape": (5, 7)}, WRAPPERS),
-])
-def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kwargs, wrappers,
-                                                          torch_device):
+@pytest.mark.parametrize(
+    "levels, actions_p, kwargs, wrappers",
+    [
+        # the benchmark suite's first levels (oscillators), in order; the env's own time limit ends
+        # episodes, with side effects
+        (
+            load_levels(suite_file("prune-dynamic"))[:7],
+            None,
+            {"time_limit": 12},
+            {**WRAPPERS, "time_limit": None},
+        ),
+        # exits reached often (mostly moving right), a shorter outer TimeLimit, views off-centre
+        (
+            tiny_levels(),
+            [0.05, 0.1, 0.45, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05],
+            {"time_limit": 30, "view_shape": (5, 7)},
+            WRAPPERS,
+        ),
+    ],
+)
+def test_vector_env_plays_the_single_wrapped_envs_episodes(
+    levels, actions_p, kwargs, wrappers, torch_device
+):
     n, steps = 3, 40
     kwargs = {**kwargs, "side_effects": True}
     vec = SafeLifeVectorEnv(SafeLifeEnv(levels, **kwargs), n, torch_device, wrappers)
@@ -101,13 +123,16 @@ def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kw
     ended_count = terminated_count = measured = costs = 0
     for t in range(steps):
         if t == 20:  # the schedules move: penalty 0.075, exit fraction 0.6 from now on
-            assert vec.set_training_steps(50) == {"side_effect_penalty": pytest.approx(0.075),
-                                                  "exit_fraction": pytest.approx(0.6)}
+            assert vec.set_training_steps(50) == {
+                "side_effect_penalty": pytest.approx(0.075),
+                "exit_fraction": pytest.approx(0.6),
+            }
             for env in singles:
                 set_steps(env, 50)
         actions = rng.choice(9, size=n, p=actions_p)
         obs, rewards, terminated, truncated, infos = vec.step(
-            torch.from_numpy(actions).to(torch_device))
+            torch.from_numpy(actions).to(torch_device)
+        )
         assert obs.dtype == torch.uint8 and rewards.dtype == torch.float32
         reports = infos["final_info"]["side_effects"].read()  # scored when read
         for i, env in enumerate(singles):
@@ -145,15 +170,19 @@ def test_vector_env_plays_the_single_wrapped_envs_episodes(levels, actions_p, kw
 def test_gymnasium_make_vec_on_cpu_follows_the_vector_api():
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
-        envs = gym.make_vec("safelife_rl/PruneStill-v1", num_envs=4,
-                            vectorization_mode="vector_entry_point", device="cpu",
-                            levels=suite_file("prune-still"), time_limit=5)
+        envs = gym.make_vec(
+            "safelife_rl/PruneStill-v1",
+            num_envs=4,
+            vectorization_mode="vector_entry_point",
+            device="cpu",
+            levels=suite_file("prune-still"),
+            time_limit=5,
+        )
     assert not [w for w in warned if "VectorEnv" in str(w.message)]  # autoreset mode metadata
     assert isinstance(envs.unwrapped, SafeLifeVectorEnv)
     assert envs.spec.id == "safelife_rl/PruneStill-v1" and envs.num_envs == 4
     assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
-    assert envs.observation_space == gym.vector.utils.batch_space(
-        envs.single_observation_space, 4)
+    assert envs.observation_space == gym.vector.utils.batch_space(envs.single_observation_space, 4)
     assert envs.action_space == gym.vector.utils.batch_space(envs.single_action_space, 4)
     envs.action_space.seed(0)
     obs, info = envs.reset(seed=0)
@@ -171,9 +200,15 @@ def test_same_seed_same_stream_on_procedural_levels(tmp_path):
     bank = {"size": 3, "cache_dir": str(tmp_path), "progress": False}
 
     def rollout(seed):
-        envs = gym.make_vec("safelife_rl/AppendSpawn-v1", num_envs=2,
-                            vectorization_mode="vector_entry_point", time_limit=4,
-                            view_shape=(9, 9), bank=bank, device="cpu")
+        envs = gym.make_vec(
+            "safelife_rl/AppendSpawn-v1",
+            num_envs=2,
+            vectorization_mode="vector_entry_point",
+            time_limit=4,
+            view_shape=(9, 9),
+            bank=bank,
+            device="cpu",
+        )
         obs, _ = envs.reset(seed=seed)
         stream = [obs]
         for action in np.random.default_rng(0).integers(9, size=(7, 2)):
@@ -235,10 +270,14 @@ def test_shuffled_levels_and_level_banks_draw_on_the_device(tmp_path):
             vec.step([0] * 16)
             vec.step([4] * 16)  # every env ends and restarts
             state = vec.state
-            played = [transform_level(levels[v // len(vec.levels.symmetries)],
-                                      vec.levels.symmetries[v % len(vec.levels.symmetries)],
-                                      tuple(shift))
-                      for v, shift in zip(state["variant"].tolist(), state["shift"].tolist())]
+            played = [
+                transform_level(
+                    levels[v // len(vec.levels.symmetries)],
+                    vec.levels.symmetries[v % len(vec.levels.symmetries)],
+                    tuple(shift),
+                )
+                for v, shift in zip(state["variant"].tolist(), state["shift"].tolist())
+            ]
             turns = len(vec.levels.symmetries)
             assert turns == (1 if source is suite else 8)
             assert torch.equal(state["level"], state["variant"] // turns)

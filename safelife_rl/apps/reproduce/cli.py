@@ -71,8 +71,17 @@ from safety_rl_common.limits import EPISODE_LIMIT
 COMMANDS = {"table1": TABLE1_TASKS, "table2": TABLE2_TASKS, "all": TABLE1_TASKS + TABLE2_TASKS}
 #: Settings the sweep itself sets for every job, which an OVERRIDE may not change (nor any
 #: setting under them).
-SWEPT = ("seed", "experiment", "wrappers.side_effect_penalty.penalty", "hydra/launcher",
-         "reproduce", "hydra.sweep", "resume", "total_timesteps", "method")
+SWEPT = (
+    "seed",
+    "experiment",
+    "wrappers.side_effect_penalty.penalty",
+    "hydra/launcher",
+    "reproduce",
+    "hydra.sweep",
+    "resume",
+    "total_timesteps",
+    "method",
+)
 #: Config groups the sweep chooses, whose settings an OVERRIDE may change
 #: (``env.kwargs.workers=1``, ``'env.kwargs.bank={size:1000}'``).
 SWEPT_GROUPS = ("env",)
@@ -83,12 +92,21 @@ SEEDS = (3, 1)
 
 def positive(name: str, value: int | None, maximum: int | None = None) -> None:
     if value is not None:
-        check.value(name, value, lambda v: 1 <= v and (maximum is None or v <= maximum),
-                    f"from 1 to {maximum}" if maximum else "at least 1")
+        check.value(
+            name,
+            value,
+            lambda v: 1 <= v and (maximum is None or v <= maximum),
+            f"from 1 to {maximum}" if maximum else "at least 1",
+        )
 
 
-def choose(name: str, text: str | None, default: tuple, parse: Callable[[str], Any],
-           allowed: Sequence | None = None) -> tuple:
+def choose(
+    name: str,
+    text: str | None,
+    default: tuple,
+    parse: Callable[[str], Any],
+    allowed: Sequence | None = None,
+) -> tuple:
     """The values of a comma-separated option (``default`` when not given), each parsed and,
     with ``allowed``, one of those."""
     if text is None:
@@ -100,8 +118,11 @@ def choose(name: str, text: str | None, default: tuple, parse: Callable[[str], A
         except ValueError:
             value = None
         if value is None or (allowed is not None and value not in allowed):
-            expected = (f"one of {', '.join(map(str, allowed))}" if allowed
-                        else f"a number from 0 to {MAX_PENALTY:g}")
+            expected = (
+                f"one of {', '.join(map(str, allowed))}"
+                if allowed
+                else f"a number from 0 to {MAX_PENALTY:g}"
+            )
             raise UserError(f"{name}: {part.strip()!r} is not {expected}")
         values.append(value)
     return tuple(dict.fromkeys(values))
@@ -125,8 +146,10 @@ def out_folder(text: str | None, default: str) -> Path:
         raise UserError("--out is empty: give a folder (default " + default + ")")
     special = sorted(set(text) & HYDRA_SPECIAL)
     if special:
-        raise UserError(f"--out {text!r}: {' '.join(special)} would be read by Hydra (e.g. "
-                        "${...} interpolated); choose a folder name without them")
+        raise UserError(
+            f"--out {text!r}: {' '.join(special)} would be read by Hydra (e.g. "
+            "${...} interpolated); choose a folder name without them"
+        )
     return Path(text)
 
 
@@ -137,8 +160,9 @@ def check_overrides(overrides: Sequence[str]) -> None:
         if "=" not in override and not override.startswith("~"):
             raise UserError(f"{override!r} is not a Hydra override (key=value)")
         if key in SWEPT_GROUPS or any(key == s or key.startswith(s + ".") for s in SWEPT):
-            raise UserError(f"{override!r}: {key} is set by the sweep (the command and its "
-                            "options choose it)")
+            raise UserError(
+                f"{override!r}: {key} is set by the sweep (the command and its options choose it)"
+            )
 
 
 def check_composes(experiment: str, overrides: Sequence[str]) -> None:
@@ -157,34 +181,57 @@ def check_composes(experiment: str, overrides: Sequence[str]) -> None:
         raise UserError(f"the overrides do not compose: {' '.join(str(error).split())}") from None
 
 
-def add_sweep_options(parser: argparse.ArgumentParser, name: str, variants: str,
-                      seeds: tuple[int, int], suite: str) -> None:
+def add_sweep_options(
+    parser: argparse.ArgumentParser, name: str, variants: str, seeds: tuple[int, int], suite: str
+) -> None:
     """The options of a sweep that ``reproduce`` and ``compare`` share; ``name``: the default
     output folder's (``outputs/<name>``), ``variants``: what the runs of a task differ by,
     ``seeds``: the default seeds, full and quick; ``suite``: the default ``--suite``."""
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run of a few minutes: tiny runs and networks, few levels")
-    parser.add_argument("--steps", type=int, help=f"training steps per run (default "
-                        f"{FULL_STEPS:,} as the original code, quick {QUICK_STEPS:,})")
-    parser.add_argument("--seeds", type=int, help=f"seeds per task and {variants} (default "
-                        f"{seeds[0]}, quick {seeds[1]})")
-    parser.add_argument("--out", help=f"output folder (default outputs/{name}, "
-                        f"quick outputs/{name}_quick)")
-    parser.add_argument("--launcher", choices=LAUNCHERS, default="local",
-                        help="Hydra launcher of the jobs (safelife_rl/conf/hydra/launcher/)")
-    parser.add_argument("--suite", choices=tuple(SUITES), default=suite,
-                        help="the suites the agents are benchmarked on: v1.0, the original "
-                             "SafeLife v1.0 suites (safelife_rl/levels/v1.0), or ours, this "
-                             f"project's (safelife_rl/levels/benchmarks); default {suite}")
-    parser.add_argument("--levels", type=int, help="benchmark the suites' first N levels "
-                        "(default all 100, quick 3)")
-    parser.add_argument("--episodes", type=int, help="benchmark plays per level (default 10, "
-                        "quick 2)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run of a few minutes: tiny runs and networks, few levels",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help=f"training steps per run (default "
+        f"{FULL_STEPS:,} as the original code, quick {QUICK_STEPS:,})",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help=f"seeds per task and {variants} (default {seeds[0]}, quick {seeds[1]})",
+    )
+    parser.add_argument(
+        "--out", help=f"output folder (default outputs/{name}, quick outputs/{name}_quick)"
+    )
+    parser.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="local",
+        help="Hydra launcher of the jobs (safelife_rl/conf/hydra/launcher/)",
+    )
+    parser.add_argument(
+        "--suite",
+        choices=tuple(SUITES),
+        default=suite,
+        help="the suites the agents are benchmarked on: v1.0, the original "
+        "SafeLife v1.0 suites (safelife_rl/levels/v1.0), or ours, this "
+        f"project's (safelife_rl/levels/benchmarks); default {suite}",
+    )
+    parser.add_argument(
+        "--levels", type=int, help="benchmark the suites' first N levels (default all 100, quick 3)"
+    )
+    parser.add_argument(
+        "--episodes", type=int, help="benchmark plays per level (default 10, quick 2)"
+    )
     add_traceback_flag(parser)
 
 
-def parse_with_overrides(parser: argparse.ArgumentParser,
-                         argv: Sequence[str]) -> argparse.Namespace:
+def parse_with_overrides(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> argparse.Namespace:
     """The options, and the rest as ``args.overrides`` (Hydra overrides; a flag among them is
     an error)."""
     args, overrides = parser.parse_known_args(argv)
@@ -195,8 +242,9 @@ def parse_with_overrides(parser: argparse.ArgumentParser,
     return args
 
 
-def sweep_settings(args: argparse.Namespace, axis: str, default_seeds: tuple[int, int],
-                   tasks: Sequence[str]) -> tuple[Settings, int]:
+def sweep_settings(
+    args: argparse.Namespace, axis: str, default_seeds: tuple[int, int], tasks: Sequence[str]
+) -> tuple[Settings, int]:
     """The checked settings and seeds of the options :func:`add_sweep_options` added, for runs
     of ``tasks`` (each must have the ``--suite`` chosen)."""
     check_suite(args.suite, tasks)
@@ -211,9 +259,13 @@ def sweep_settings(args: argparse.Namespace, axis: str, default_seeds: tuple[int
         steps=args.steps or (QUICK_STEPS if args.quick else FULL_STEPS),
         levels=args.levels if args.levels is not None else 3 if args.quick else None,
         episodes=args.episodes or (2 if args.quick else 10),
-        overrides=tuple(args.overrides), axis=axis, suite=args.suite)
-    EPISODE_LIMIT.check(settings.episodes * (settings.levels or 100),
-                        "--episodes x --levels (per agent)")
+        overrides=tuple(args.overrides),
+        axis=axis,
+        suite=args.suite,
+    )
+    EPISODE_LIMIT.check(
+        settings.episodes * (settings.levels or 100), "--episodes x --levels (per agent)"
+    )
     check_composes(settings.experiment, settings.overrides)
     return settings, seeds
 
@@ -231,15 +283,21 @@ def output_folder(args: argparse.Namespace, name: str, settings: Settings) -> Pa
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser = ArgumentParser(
-        prog=PROG, description=__doc__.split("\n\n")[0],
+        prog=PROG,
+        description=__doc__.split("\n\n")[0],
         usage=f"{PROG} {{{','.join(COMMANDS)}}} [options] [OVERRIDE ...]",
         epilog="OVERRIDE: Hydra overrides for every job, e.g. device=cuda "
-               "hydra.launcher.n_jobs=8 (docs/paper_results.md)")
+        "hydra.launcher.n_jobs=8 (docs/paper_results.md)",
+    )
     parser.add_argument("command", choices=list(COMMANDS))
-    parser.add_argument("--tasks", metavar="T,...", help="only these of the command's tasks "
-                        "(default all)")
-    parser.add_argument("--penalties", metavar="P,...", help="impact penalties (default 0,0.1,"
-                        "0.2,0.3,0.4,0.5; quick 0,0.5)")
+    parser.add_argument(
+        "--tasks", metavar="T,...", help="only these of the command's tasks (default all)"
+    )
+    parser.add_argument(
+        "--penalties",
+        metavar="P,...",
+        help="impact penalties (default 0,0.1,0.2,0.3,0.4,0.5; quick 0,0.5)",
+    )
     add_sweep_options(parser, "safelife_reproduce", "penalty", SEEDS, "v1.0")
     return parse_with_overrides(parser, argv)
 
@@ -260,8 +318,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, float]:
 
 def reproduce(args: argparse.Namespace) -> dict[str, float]:
     tasks = choose("--tasks", args.tasks, COMMANDS[args.command], str, COMMANDS[args.command])
-    penalties = choose("--penalties", args.penalties,
-                       QUICK_PENALTIES if args.quick else PENALTIES, penalty)
+    penalties = choose(
+        "--penalties", args.penalties, QUICK_PENALTIES if args.quick else PENALTIES, penalty
+    )
     settings, seeds = sweep_settings(args, "penalty", SEEDS, tasks)
     runs = grid(tasks, tuple(sorted(penalties)), seeds)
     check_jobs(runs, settings)
@@ -273,17 +332,24 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     try:
         report = write_outputs(args.command, results, settings, seeds, out, wall)
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted while writing the tables and figures; every run is "
-              "finished, so the same command writes them again at once", file=sys.stderr)
+        print(
+            f"{PROG}: interrupted while writing the tables and figures; every run is "
+            "finished, so the same command writes them again at once",
+            file=sys.stderr,
+        )
         raise SystemExit(130) from None
     print(report)
     print(f"written to {out}/")
     return {"wall_seconds": wall, "runs": len(runs)}
 
 
-
-def _write_table(results: Sequence[RunResult], columns: Sequence[tuple[str, str, int]],
-                 out: Path, name: str, title: str) -> str:
+def _write_table(
+    results: Sequence[RunResult],
+    columns: Sequence[tuple[str, str, int]],
+    out: Path,
+    name: str,
+    title: str,
+) -> str:
     """Write a table as ``name``.md, .csv and .png; returns its markdown."""
     rows = tables.table_rows(results, columns)
     table = tables.markdown(rows, columns)
@@ -292,36 +358,52 @@ def _write_table(results: Sequence[RunResult], columns: Sequence[tuple[str, str,
     figures.table_plot(rows, columns, out / f"{name}.png", title)
     return table
 
-def write_outputs(command: str, results: Sequence[RunResult], settings: Settings, seeds: int,
-                  out: Path, wall: float) -> str:
+
+def write_outputs(
+    command: str,
+    results: Sequence[RunResult],
+    settings: Settings,
+    seeds: int,
+    out: Path,
+    wall: float,
+) -> str:
     """Tables (markdown, CSV, PNG), figures and the claims; returns the report's markdown."""
     quick = settings.experiment == "paper-quick"
-    lines = [f"# SafeLife paper reproduction: {command}" + (" (quick smoke run)" if quick else ""),
-             "",
-             f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "
-             f"({schedules(results[0], out)}), "
-             f"{seeds} seed(s), tasks {', '.join(dict.fromkeys(r.run.task for r in results))}, "
-             f"penalties {', '.join(f'{p:g}' for p in sorted({r.run.penalty for r in results}))}, "
-             f"benchmarked on {settings.benchmark()}; "
-             f"overrides: {' '.join(settings.overrides) or 'none'}. "
-             f"Wall time {wall:.0f} s ({len(results)} runs, those finished before included "
-             "as saved).", ""]
+    lines = [
+        f"# SafeLife paper reproduction: {command}" + (" (quick smoke run)" if quick else ""),
+        "",
+        f"`experiment={settings.experiment}`, {settings.steps:,} steps per run "
+        f"({schedules(results[0], out)}), "
+        f"{seeds} seed(s), tasks {', '.join(dict.fromkeys(r.run.task for r in results))}, "
+        f"penalties {', '.join(f'{p:g}' for p in sorted({r.run.penalty for r in results}))}, "
+        f"benchmarked on {settings.benchmark()}; "
+        f"overrides: {' '.join(settings.overrides) or 'none'}. "
+        f"Wall time {wall:.0f} s ({len(results)} runs, those finished before included "
+        "as saved).",
+        "",
+    ]
     if quick:
-        lines += ["**A smoke run of a few thousand steps: these are not the paper's results.**",
-                  ""]
+        lines += ["**A smoke run of a few thousand steps: these are not the paper's results.**", ""]
     elif settings.steps < FULL_STEPS:
         lines += [f"**Shorter than the original protocol's {FULL_STEPS:,} steps.**", ""]
     claims = []
     table1 = [r for r in results if r.run.task in TABLE1_TASKS]
     table2 = [r for r in results if r.run.task in TABLE2_TASKS]
-    cell_note = ("Cells: mean ± std over levels x episodes (seeds pooled), as the paper "
-                 "reports them, and beside it the interquartile mean of the seeds' scores (a "
-                 "seed's mean over its benchmark episodes) with its 95% stratified-bootstrap "
-                 "interval (rliable; no width with one seed); green and yellow: side effects "
-                 "over their inaction totals.")
+    cell_note = (
+        "Cells: mean ± std over levels x episodes (seeds pooled), as the paper "
+        "reports them, and beside it the interquartile mean of the seeds' scores (a "
+        "seed's mean over its benchmark episodes) with its 95% stratified-bootstrap "
+        "interval (rliable; no width with one seed); green and yellow: side effects "
+        "over their inaction totals."
+    )
     if table1:
-        table = _write_table(table1, tables.TABLE1_COLUMNS, out, "table1",
-                             "Table 1: benchmark against the impact penalty")
+        table = _write_table(
+            table1,
+            tables.TABLE1_COLUMNS,
+            out,
+            "table1",
+            "Table 1: benchmark against the impact penalty",
+        )
         claims += paper_claims.table1_claims(table1)
         lines += ["## Table 1", "", cell_note, "", table, "![Table 1](table1.png)", ""]
         run_tasks = {r.run.task for r in table1}
@@ -334,11 +416,23 @@ def write_outputs(command: str, results: Sequence[RunResult], settings: Settings
                 figures.histograms(table1, task, out / name, f"Figure {number}: {task}")
                 lines += [f"## Figure {number}", "", f"![Figure {number}]({name})", ""]
     if table2:
-        table = _write_table(table2, tables.TABLE2_COLUMNS, out, "table2",
-                             "Table 2: navigation against the impact penalty")
+        table = _write_table(
+            table2,
+            tables.TABLE2_COLUMNS,
+            out,
+            "table2",
+            "Table 2: navigation against the impact penalty",
+        )
         claims += paper_claims.table2_claims(table2)
-        lines += ["## Table 2", "", cell_note.replace("green and yellow", "green"), "", table,
-                  "![Table 2](table2.png)", ""]
+        lines += [
+            "## Table 2",
+            "",
+            cell_note.replace("green and yellow", "green"),
+            "",
+            table,
+            "![Table 2](table2.png)",
+            "",
+        ]
     lines += ["## The paper's statements and ours", "", paper_claims.markdown(claims)]
     report = "\n".join(lines)
     write_text(out / f"report_{command}.md", report)

@@ -20,8 +20,10 @@ from safety_rl_common.figures import save_figure
 
 CURVE_TASKS = ("append-still", "prune-still")
 #: (label, key of a periodic evaluation)
-CURVES = (("performance", "mean_performance"),
-          ("green side effect", "mean_side_effects/normalized/green"))
+CURVES = (
+    ("performance", "mean_performance"),
+    ("green side effect", "mean_side_effects/normalized/green"),
+)
 HISTOGRAM_FIGURES = {"append-still": "figure5.png", "prune-still": "figure6.png"}
 
 
@@ -33,8 +35,10 @@ def curve_steps(results: Sequence[RunResult], key: str) -> tuple[np.ndarray, np.
     """The steps all runs evaluated at, and evaluation ``key`` there: ``(runs, steps)``, NaN
     where an evaluation lacks it."""
     steps = sorted(set.intersection(*({e["step"] for e in r.evaluations} for r in results)))
-    values = [[next(e.get(key, np.nan) for e in r.evaluations if e["step"] == s)
-               for s in steps] for r in results]
+    values = [
+        [next(e.get(key, np.nan) for e in r.evaluations if e["step"] == s) for s in steps]
+        for r in results
+    ]
     return np.asarray(steps, float), np.asarray(values, float).reshape(len(results), len(steps))
 
 
@@ -73,17 +77,27 @@ def histograms(results: Sequence[RunResult], task: str, path: Path, title: str) 
     """Benchmark episodes of ``task``: performance and green side effects, one row per
     penalty (all seeds' episodes)."""
     penalties = _penalties(results, task)
-    fig, axes = plt.subplots(max(len(penalties), 1), 2, figsize=(8, 1.8 * max(len(penalties), 1)),
-                             squeeze=False, sharex="col")
+    fig, axes = plt.subplots(
+        max(len(penalties), 1),
+        2,
+        figsize=(8, 1.8 * max(len(penalties), 1)),
+        squeeze=False,
+        sharex="col",
+    )
     for row, penalty in enumerate(penalties):
-        episodes = [e for r in results if r.run.task == task and r.run.penalty == penalty
-                    for e in r.episodes]
+        episodes = [
+            e
+            for r in results
+            if r.run.task == task and r.run.penalty == penalty
+            for e in r.episodes
+        ]
         for col, (key, color) in enumerate((("performance", "tab:blue"), ("green", "tab:green"))):
             values = np.array([e[key] for e in episodes], float)
             values = values[~np.isnan(values)]
             ax = axes[row][col]
-            ax.hist(values, bins=20, range=(0.0, max(1.0, float(values.max(initial=0.0)))),
-                    color=color)
+            ax.hist(
+                values, bins=20, range=(0.0, max(1.0, float(values.max(initial=0.0)))), color=color
+            )
             ax.set_ylabel(f"penalty {penalty:g}\nepisodes")
     axes[-1][0].set_xlabel("performance (share of the level's points)")
     axes[-1][1].set_xlabel("green side effect (normalised)")
@@ -92,17 +106,23 @@ def histograms(results: Sequence[RunResult], task: str, path: Path, title: str) 
     save_figure(fig, path, dpi=100, bbox_inches="tight")
 
 
-def table_plot(rows: Sequence[Row], columns: Sequence[tuple[str, str, int]], path: Path,
-               title: str) -> None:
+def table_plot(
+    rows: Sequence[Row], columns: Sequence[tuple[str, str, int]], path: Path, title: str
+) -> None:
     """Each column of a table against the penalty, one line per task; bars: the standard
     deviation over levels x episodes."""
     fig, axes = plt.subplots(1, len(columns), figsize=(4 * len(columns), 3.2), squeeze=False)
     for ax, (name, _, _) in zip(axes[0], columns):
         for task in dict.fromkeys(r.task for r in rows):
             task_rows = [r for r in rows if r.task == task]
-            ax.errorbar([r.variant for r in task_rows], [r.stats[name].mean for r in task_rows],
-                        yerr=[r.stats[name].std for r in task_rows], marker="o", capsize=3,
-                        label=task)
+            ax.errorbar(
+                [r.variant for r in task_rows],
+                [r.stats[name].mean for r in task_rows],
+                yerr=[r.stats[name].std for r in task_rows],
+                marker="o",
+                capsize=3,
+                label=task,
+            )
         ax.set_xlabel("impact penalty")
         ax.set_ylabel(name)
     axes[0][0].legend(fontsize=7)

@@ -67,8 +67,15 @@ def training_config(cfg: DictConfig) -> DictConfig:
     return config
 
 
-def benchmark(folder: Path, task: str, suite: str, levels: int | None, episodes: int,
-              time_limit: int, device: str) -> list[dict]:
+def benchmark(
+    folder: Path,
+    task: str,
+    suite: str,
+    levels: int | None,
+    episodes: int,
+    time_limit: int,
+    device: str,
+) -> list[dict]:
     """The run's final model on the first ``levels`` levels of ``task``'s ``suite`` (``v1.0``:
     the original SafeLife suite, ``ours``: this project's), its actions drawn from its policy as
     the original benchmark plays its PPO agents."""
@@ -83,9 +90,11 @@ def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
     settings = cfg.reproduce
     suite = OmegaConf.select(cfg, "reproduce.suite")
     if suite not in SUITES:
-        raise UserError(f"+reproduce.suite={suite}: the suites to benchmark on are "
-                        f"{' or '.join(SUITES)} (run the job through python -m safelife_rl "
-                        "reproduce)")
+        raise UserError(
+            f"+reproduce.suite={suite}: the suites to benchmark on are "
+            f"{' or '.join(SUITES)} (run the job through python -m safelife_rl "
+            "reproduce)"
+        )
     out = Path(settings.out)
     run = run_of(cfg, choices)
     task = run.task
@@ -99,8 +108,15 @@ def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
     print(f"{MARK} {run}: {where}", flush=True)
     train(training_config(cfg), folder, resume=resume)
     print(f"{MARK} {run}: benchmarking", flush=True)
-    rows = benchmark(folder, task, suite, settings.levels, settings.episodes,
-                     cfg.env.kwargs.time_limit, cfg.device)
+    rows = benchmark(
+        folder,
+        task,
+        suite,
+        settings.levels,
+        settings.episodes,
+        cfg.env.kwargs.time_limit,
+        cfg.device,
+    )
     write_episodes(folder / BENCHMARK_FILE, rows)
     print(f"{MARK} {run}: finished", flush=True)
     return run
@@ -111,14 +127,15 @@ def app(cfg: DictConfig) -> None:
     exit_with_parent()  # a job in a launcher's worker process ends with the sweep
     with hydra_app_errors(PROG, HydraConfig.get().runtime.output_dir, REPORTED):
         if OmegaConf.select(cfg, "reproduce.out") is None:
-            raise UserError("a reproduction job needs +reproduce.out=FOLDER (run it through "
-                            "python -m safelife_rl reproduce)")
+            raise UserError(
+                "a reproduction job needs +reproduce.out=FOLDER (run it through "
+                "python -m safelife_rl reproduce)"
+            )
         try:
             run_job(cfg, HydraConfig.get().runtime.choices)
         except RunStopped as stopped:
             print(f"{PROG}: {stopped}; run the reproduction again to resume", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -45,8 +45,12 @@ OPTIONAL_COLUMNS = ("cost",)
 #: the cost, NaN in benchmarks written before it was recorded.
 MAY_BE_NAN = ("green", "yellow", "cost")
 #: The values an episode can give (a performance is a share of the level's points, at most 1).
-RANGES = {"performance": (-math.inf, 1.0), "length": (1, 1e9), "success": (0, 1),
-          "cost": (0, math.inf)}
+RANGES = {
+    "performance": (-math.inf, 1.0),
+    "length": (1, 1e9),
+    "success": (0, 1),
+    "cost": (0, math.inf),
+}
 WHOLE = ("length", "success")
 
 
@@ -90,8 +94,9 @@ class RunResult:
     final: dict[str, dict[str, float]]
 
 
-def grid(tasks: tuple[str, ...], variants: tuple[float, ...] | tuple[str, ...],
-         seeds: int) -> list[Run]:
+def grid(
+    tasks: tuple[str, ...], variants: tuple[float, ...] | tuple[str, ...], seeds: int
+) -> list[Run]:
     """Every run of the sweep, seed by seed (an interrupted local sweep has whole seeds done)."""
     return [Run(t, v, s) for s in range(seeds) for t in tasks for v in variants]
 
@@ -119,17 +124,20 @@ def _number(value: str, path: Path, key: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise UserError(f"{path}: {key} {value!r} is not a number; delete the run's folder to "
-                        "rerun it") from None
+        raise UserError(
+            f"{path}: {key} {value!r} is not a number; delete the run's folder to rerun it"
+        ) from None
     if math.isnan(number) and key in MAY_BE_NAN:
         return number
     if not math.isfinite(number):
         raise UserError(f"{path}: {key} is {number}; delete the run's folder to rerun it")
     low, high = RANGES.get(key, (-math.inf, math.inf))
     if not low <= number <= high or (key in WHOLE and not number.is_integer()):
-        raise UserError(f"{path}: {key} {number} is not a possible value (a "
-                        f"{'whole number' if key in WHOLE else 'number'} in [{low}, {high}]); "
-                        "delete the run's folder to rerun it")
+        raise UserError(
+            f"{path}: {key} {number} is not a possible value (a "
+            f"{'whole number' if key in WHOLE else 'number'} in [{low}, {high}]); "
+            "delete the run's folder to rerun it"
+        )
     return number
 
 
@@ -139,18 +147,24 @@ def load_episodes(path: Path) -> list[dict[str, float]]:
     with path.open(newline="", encoding="utf-8") as handle:
         try:
             reader = csv.DictReader(handle)
-            missing = [c for c in ("level", *NUMBER_COLUMNS)
-                       if c not in (reader.fieldnames or [])]
+            missing = [c for c in ("level", *NUMBER_COLUMNS) if c not in (reader.fieldnames or [])]
             if missing:
-                raise UserError(f"{path}: not a benchmark of episodes (no {', '.join(missing)} "
-                                "column); delete the run's folder to rerun it")
-            rows = [{"level": row["level"],
-                     **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS},
-                     **{c: _number(row.get(c) or "nan", path, c) for c in OPTIONAL_COLUMNS}}
-                    for row in reader]
+                raise UserError(
+                    f"{path}: not a benchmark of episodes (no {', '.join(missing)} "
+                    "column); delete the run's folder to rerun it"
+                )
+            rows = [
+                {
+                    "level": row["level"],
+                    **{c: _number(row[c], path, c) for c in NUMBER_COLUMNS},
+                    **{c: _number(row.get(c) or "nan", path, c) for c in OPTIONAL_COLUMNS},
+                }
+                for row in reader
+            ]
         except UnicodeDecodeError as error:
-            raise UserError(f"{path}: not text ({error}); delete the run's folder to rerun "
-                            "it") from None
+            raise UserError(
+                f"{path}: not text ({error}); delete the run's folder to rerun it"
+            ) from None
     if not rows:
         raise UserError(f"{path}: no episodes; delete the run's folder to rerun it")
     return rows
@@ -160,8 +174,9 @@ def _load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
-        raise UserError(f"{path}: not readable JSON ({error}); delete the run's folder to rerun "
-                        "it") from None
+        raise UserError(
+            f"{path}: not readable JSON ({error}); delete the run's folder to rerun it"
+        ) from None
 
 
 def load_result(run: Run, out: Path) -> RunResult:
@@ -169,11 +184,15 @@ def load_result(run: Run, out: Path) -> RunResult:
     folder = run.folder(out)
     evaluations = _load_json(folder / "evaluations.json")
     final = _load_json(folder / "evaluation.json")
-    if not (isinstance(evaluations, list) and all(isinstance(e, dict) and "step" in e
-                                                  for e in evaluations)):
+    if not (
+        isinstance(evaluations, list)
+        and all(isinstance(e, dict) and "step" in e for e in evaluations)
+    ):
         raise UserError(f"{folder / 'evaluations.json'}: not a list of evaluations")
-    if not (isinstance(final, dict) and all(isinstance(final.get(k), dict)
-                                            for k in ("trained", "random"))):
+    if not (
+        isinstance(final, dict)
+        and all(isinstance(final.get(k), dict) for k in ("trained", "random"))
+    ):
         raise UserError(f"{folder / 'evaluation.json'}: no trained and random evaluation")
     episodes = load_episodes(folder / BENCHMARK_FILE)
     return RunResult(run, episodes, evaluations, {k: final[k] for k in ("trained", "random")})
@@ -194,7 +213,11 @@ def schedules(result: RunResult, out: Path) -> str:
     try:
         wrappers = yaml.safe_load(path.read_text(encoding="utf-8")).get("wrappers") or {}
     except (OSError, ValueError, AttributeError, yaml.YAMLError):
-        raise UserError(f"{path}: not a run's config; delete the run's folder to rerun it") \
-            from None
-    return (_ramp("impact penalty share", wrappers.get("side_effect_penalty")) + "; "
-            + _ramp("exit curriculum", wrappers.get("exit_curriculum")))
+        raise UserError(
+            f"{path}: not a run's config; delete the run's folder to rerun it"
+        ) from None
+    return (
+        _ramp("impact penalty share", wrappers.get("side_effect_penalty"))
+        + "; "
+        + _ramp("exit curriculum", wrappers.get("exit_curriculum"))
+    )

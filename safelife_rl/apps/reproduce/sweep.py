@@ -3,9 +3,10 @@ progress: the runner of ``safelife_rl reproduce`` and ``safelife_rl compare``.
 
 The sweep is one Hydra multirun of :mod:`safelife_rl.apps.reproduce.job` over the tasks,
 penalties (or methods) and seeds that still have unfinished runs (``hydra/launcher=local``:
-joblib on this machine; ``submitit`` or ``slurm``: the same jobs as submitit jobs). Each job trains its run in the run's
-own folder, so a job whose run is finished returns at once and an unfinished one resumes from
-its newest checkpoint: an interrupted sweep continues when the command is run again.
+joblib on this machine; ``submitit`` or ``slurm``: the same jobs as submitit jobs). Each job trains
+its run in the run's own folder, so a job whose run is finished returns at once and an unfinished
+one resumes from its newest checkpoint: an interrupted sweep continues when the command is run
+again.
 """
 
 from __future__ import annotations
@@ -63,22 +64,34 @@ class Settings:
     def training_overrides(self) -> list[str]:
         """The overrides that change what a run learns or how it is benchmarked (launcher
         settings and those a resume may change are left out)."""
-        return [o for o in self.overrides if not o.startswith(("hydra.", "hydra/"))
-                and o.lstrip("+~").split("=", 1)[0] not in RESUME_OVERRIDES]
+        return [
+            o
+            for o in self.overrides
+            if not o.startswith(("hydra.", "hydra/"))
+            and o.lstrip("+~").split("=", 1)[0] not in RESUME_OVERRIDES
+        ]
 
     def benchmark(self) -> str:
         """What the agents are benchmarked on, for a report: ``the original SafeLife v1.0 suites
         (safelife_rl/levels/v1.0), 100 levels each played 10 times per agent``."""
-        levels = ("100 levels each" if self.levels is None
-                  else f"the first {self.levels} levels of each")
+        levels = (
+            "100 levels each" if self.levels is None else f"the first {self.levels} levels of each"
+        )
         return f"{SUITES[self.suite]}, {levels} played {self.episodes} times per agent"
 
     def as_json(self) -> dict:
         budget = {} if self.cost_limit is None else {"cost_limit": self.cost_limit}
-        return {"experiment": self.experiment, "steps": self.steps, "axis": self.axis,
-                "suite": self.suite, "levels": self.levels, "episodes": self.episodes,
-                "benchmark_actions": BENCHMARK_ACTIONS, "overrides": self.training_overrides(),
-                **budget}
+        return {
+            "experiment": self.experiment,
+            "steps": self.steps,
+            "axis": self.axis,
+            "suite": self.suite,
+            "levels": self.levels,
+            "episodes": self.episodes,
+            "benchmark_actions": BENCHMARK_ACTIONS,
+            "overrides": self.training_overrides(),
+            **budget,
+        }
 
 
 def check_settings(out: Path, settings: Settings) -> None:
@@ -95,12 +108,15 @@ def check_settings(out: Path, settings: Settings) -> None:
         if saved != settings.as_json():
             raise UserError(
                 f"{out} holds runs made with other settings ({path}: {saved}, now "
-                f"{settings.as_json()}); use another --out, or delete {out} to start over")
+                f"{settings.as_json()}); use another --out, or delete {out} to start over"
+            )
     else:
         if any(p.name not in ("logs", "hydra") for p in out.iterdir()):
-            raise UserError(f"{out} holds files but no {SETTINGS_FILE}, so how its runs were "
-                            "trained and benchmarked is unknown; use another --out, or delete "
-                            f"{out} to start over")
+            raise UserError(
+                f"{out} holds files but no {SETTINGS_FILE}, so how its runs were "
+                "trained and benchmarked is unknown; use another --out, or delete "
+                f"{out} to start over"
+            )
         write_json(path, settings.as_json())
 
 
@@ -122,18 +138,24 @@ def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
     from safelife_rl.training.config import check_settings
     from safelife_rl.training.methods import method_of
 
-    user = [o for o in settings.overrides
-            if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
-    budget = ([] if settings.cost_limit is None else
-              [f"+reproduce.cost_limit={settings.cost_limit!r}"])
+    user = [o for o in settings.overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    budget = (
+        [] if settings.cost_limit is None else [f"+reproduce.cost_limit={settings.cost_limit!r}"]
+    )
     built: set[str] = set()
     with initialize_config_module("safelife_rl.conf", version_base=None):
         for task, variant in dict.fromkeys((r.task, r.variant) for r in runs):
             job = f"the job of {task}, {settings.axis} {variant}"
-            overrides = [f"experiment={settings.experiment}", f"env={task}",
-                         _variant_override(settings, variant),
-                         f"total_timesteps={settings.steps}", "progress_bar=false",
-                         f"+reproduce.axis={settings.axis}", *budget, *user]
+            overrides = [
+                f"experiment={settings.experiment}",
+                f"env={task}",
+                _variant_override(settings, variant),
+                f"total_timesteps={settings.steps}",
+                "progress_bar=false",
+                f"+reproduce.axis={settings.axis}",
+                *budget,
+                *user,
+            ]
             try:
                 cfg = training_config(compose("train", overrides))
                 check_settings(cfg)
@@ -168,8 +190,9 @@ def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Pat
     """The Hydra multirun that trains ``runs``: every combination of their tasks, variants
     (penalties or methods) and seeds (a combination finished before is skipped by its job)."""
     tasks = ",".join(dict.fromkeys(r.task for r in runs))
-    variants = ",".join(f"{v!r}" if isinstance(v, float) else v
-                        for v in sorted({r.variant for r in runs}))
+    variants = ",".join(
+        f"{v!r}" if isinstance(v, float) else v for v in sorted({r.variant for r in runs})
+    )
     seeds = ",".join(str(s) for s in sorted({r.seed for r in runs}))
     out = out.resolve()
     return [
@@ -196,8 +219,9 @@ def _echo_marked_lines(stream: IO[str], log: IO[str]) -> None:
             tqdm.write(line.rstrip("\n"))
 
 
-def launch(runs: Sequence[Run], settings: Settings, launcher: str, out: Path,
-           prog: str = PROG) -> None:
+def launch(
+    runs: Sequence[Run], settings: Settings, launcher: str, out: Path, prog: str = PROG
+) -> None:
     """Train and benchmark the unfinished ``runs`` through Hydra's launcher, with a progress bar
     of training steps saved (checkpoints) over all runs; the sweep's output goes to
     ``out/logs/``; ``prog``: the command, named when it stops."""
@@ -213,12 +237,16 @@ def launch(runs: Sequence[Run], settings: Settings, launcher: str, out: Path,
         return sum(steps if is_finished(r, out) else min(saved_steps(r, out), steps) for r in runs)
 
     env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"}
-    print(f"{len(todo)} of {len(runs)} runs to train and benchmark ({launcher} launcher); "
-          f"log: {log_path}", flush=True)
+    print(
+        f"{len(todo)} of {len(runs)} runs to train and benchmark ({launcher} launcher); "
+        f"log: {log_path}",
+        flush=True,
+    )
     with log_path.open("w", encoding="utf-8") as log:
         log.write(" ".join(command) + "\n")
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, env=env)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
         assert process.stdout is not None
         reader = threading.Thread(target=_echo_marked_lines, args=(process.stdout, log))
         reader.start()
@@ -235,11 +263,15 @@ def launch(runs: Sequence[Run], settings: Settings, launcher: str, out: Path,
         bar.close()
     unfinished = [run for run in runs if not is_finished(run, out)]
     if process.returncode in INTERRUPTED:
-        print(f"{prog}: interrupted with {len(unfinished)} runs unfinished; run the same "
-              f"command again to resume them (log: {log_path})", file=sys.stderr)
+        print(
+            f"{prog}: interrupted with {len(unfinished)} runs unfinished; run the same "
+            f"command again to resume them (log: {log_path})",
+            file=sys.stderr,
+        )
         raise SystemExit(130)
     if process.returncode != 0 or unfinished:
         last = [line for line in log_path.read_text(encoding="utf-8").splitlines() if line]
         raise UserError(
             f"the sweep stopped (exit status {process.returncode}) with {len(unfinished)} "
-            f"runs unfinished, last line of its log {log_path}: {last[-1] if last else ''}")
+            f"runs unfinished, last line of its log {log_path}: {last[-1] if last else ''}"
+        )

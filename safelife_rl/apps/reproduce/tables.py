@@ -24,8 +24,12 @@ from safelife_rl.apps.reproduce.runs import RunResult
 from safety_rl_common.statistics import Estimate, iqm_interval
 
 #: (column in the table, episode key, digits)
-TABLE1_COLUMNS = (("performance", "performance", 3), ("length", "length", 1),
-                  ("green", "green", 3), ("yellow", "yellow", 3))
+TABLE1_COLUMNS = (
+    ("performance", "performance", 3),
+    ("length", "length", 1),
+    ("green", "green", 3),
+    ("yellow", "yellow", 3),
+)
 TABLE2_COLUMNS = (("completed", "success", 3), ("length", "length", 1), ("green", "green", 3))
 
 
@@ -83,8 +87,9 @@ def table_rows(results: Sequence[RunResult], columns: Sequence[tuple[str, str, i
         groups.setdefault((result.run.task, result.run.variant), []).append(result)
     rows = []
     for (task, variant), group in groups.items():
-        stats = {name: stat([[e[key] for e in r.episodes] for r in group])
-                 for name, key, _ in columns}
+        stats = {
+            name: stat([[e[key] for e in r.episodes] for r in group]) for name, key, _ in columns
+        }
         rows.append(Row(task, variant, len(group), sum(len(r.episodes) for r in group), stats))
     return rows
 
@@ -93,18 +98,26 @@ def _variant(value: float | str) -> str:
     return f"{value:g}" if isinstance(value, float) else value
 
 
-def markdown(rows: Sequence[Row], columns: Sequence[tuple[str, str, int]],
-             variant: str = "penalty") -> str:
+def markdown(
+    rows: Sequence[Row], columns: Sequence[tuple[str, str, int]], variant: str = "penalty"
+) -> str:
     """Per column two cells: mean ± std over levels x episodes, and the seeds' IQM [95% CI]."""
     names = [name for name, _, _ in columns]
     header = [f"{n} | {n} IQM [95% CI]" for n in names]
-    lines = [f"| task | {variant} | " + " | ".join(header) + " | seeds | episodes |",
-             "|---|---|" + "---|---|" * len(names) + "---|---|"]
+    lines = [
+        f"| task | {variant} | " + " | ".join(header) + " | seeds | episodes |",
+        "|---|---|" + "---|---|" * len(names) + "---|---|",
+    ]
     for row in rows:
-        cells = [f"{row.stats[name].cell(digits)} | {row.stats[name].iqm_cell(digits)}"
-                 for name, _, digits in columns]
-        lines.append(f"| {row.task} | {_variant(row.variant)} | " + " | ".join(cells)
-                     + f" | {row.seeds} | {row.episodes} |")
+        cells = [
+            f"{row.stats[name].cell(digits)} | {row.stats[name].iqm_cell(digits)}"
+            for name, _, digits in columns
+        ]
+        lines.append(
+            f"| {row.task} | {_variant(row.variant)} | "
+            + " | ".join(cells)
+            + f" | {row.seeds} | {row.episodes} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -116,18 +129,27 @@ def _fields(found: Stat) -> list[float]:
     return [found.mean, found.std, interval.point, interval.low, interval.high]
 
 
-def csv_text(rows: Sequence[Row], columns: Sequence[tuple[str, str, int]],
-             variant: str = "penalty") -> str:
+def csv_text(
+    rows: Sequence[Row], columns: Sequence[tuple[str, str, int]], variant: str = "penalty"
+) -> str:
     """``task, <variant>, seeds, episodes`` and per column ``<name>_mean``, ``<name>_std``
     (over levels x episodes), ``<name>_iqm``, ``<name>_iqm_low``, ``<name>_iqm_high`` (the
     seeds' IQM and its 95% interval)."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     names = [name for name, _, _ in columns]
-    writer.writerow(["task", variant, "seeds", "episodes",
-                     *(f"{n}_{s}" for n in names for s in STAT_FIELDS)])
+    writer.writerow(
+        ["task", variant, "seeds", "episodes", *(f"{n}_{s}" for n in names for s in STAT_FIELDS)]
+    )
     for row in rows:
         values = [v for n in names for v in _fields(row.stats[n])]
-        writer.writerow([row.task, _variant(row.variant), row.seeds, row.episodes,
-                         *(f"{v:.6g}" for v in values)])
+        writer.writerow(
+            [
+                row.task,
+                _variant(row.variant),
+                row.seeds,
+                row.episodes,
+                *(f"{v:.6g}" for v in values),
+            ]
+        )
     return text.getvalue()

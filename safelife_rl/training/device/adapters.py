@@ -75,8 +75,13 @@ class Forwarding:
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         self.venv.set_attr(attr_name, value, indices)
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
         return self.venv.env_method(method_name, *method_args, indices=indices, **method_kwargs)
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
@@ -92,8 +97,9 @@ class TensorVecEnv(VecEnv):
     ``step_async``/``step_wait`` are not used: the device algorithms call :meth:`step`.
     """
 
-    def __init__(self, num_envs: int, observation_space: Any, action_space: Any,
-                 device: torch.device | str):
+    def __init__(
+        self, num_envs: int, observation_space: Any, action_space: Any, device: torch.device | str
+    ):
         self.device = torch.device(device)
         super().__init__(num_envs, observation_space, action_space)
 
@@ -134,8 +140,9 @@ class TensorVecEnvWrapper(Forwarding, TensorVecEnv):
 
     def __init__(self, venv: TensorVecEnv):
         self.venv = venv  # before TensorVecEnv's constructor asks it for attributes
-        TensorVecEnv.__init__(self, venv.num_envs, venv.observation_space, venv.action_space,
-                              venv.device)
+        TensorVecEnv.__init__(
+            self, venv.num_envs, venv.observation_space, venv.action_space, venv.device
+        )
 
     def reset(self) -> torch.Tensor:  # type: ignore[override]
         return self.venv.reset()
@@ -170,8 +177,12 @@ class NumpyVecEnvAdapter(Forwarding, TensorVecEnv):
 
     def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
         observations, rewards, dones, infos = self.venv.step(actions.cpu().numpy())
-        truncated = np.array([bool(done and info.get("TimeLimit.truncated", False))
-                              for done, info in zip(dones, infos)])
+        truncated = np.array(
+            [
+                bool(done and info.get("TimeLimit.truncated", False))
+                for done, info in zip(dones, infos)
+            ]
+        )
         ended = {int(k): infos[k] for k in np.flatnonzero(dones)}
         final = None
         if ended:
@@ -182,8 +193,9 @@ class NumpyVecEnvAdapter(Forwarding, TensorVecEnv):
             final = torch.as_tensor(final, device=self.device)
         costs = None
         if all("cost" in info for info in infos):
-            costs = torch.tensor([info["cost"] for info in infos], dtype=torch.float64,
-                                 device=self.device)
+            costs = torch.tensor(
+                [info["cost"] for info in infos], dtype=torch.float64, device=self.device
+            )
         return TensorStep(
             torch.as_tensor(observations, device=self.device),
             torch.as_tensor(rewards, device=self.device),
@@ -212,13 +224,15 @@ def ended_infos(final_info: dict[str, Any], ended: torch.Tensor) -> dict[int, di
     collect(final_info, ())
     index = ended.nonzero()[:, 0]
     tensors = {path: v for path, v in leaves.items() if isinstance(v, torch.Tensor)}
-    columns = torch.stack([index.to(torch.float64),
-                           *(v[index].to(torch.float64) for v in tensors.values())]).cpu()
+    columns = torch.stack(
+        [index.to(torch.float64), *(v[index].to(torch.float64) for v in tensors.values())]
+    ).cpu()
     rows = columns[0].long().tolist()
     values: dict[tuple[str, ...], list[Any]] = {}
     for column, (path, tensor) in zip(columns[1:].tolist(), tensors.items()):
-        convert = (bool if tensor.dtype == torch.bool
-                   else float if tensor.is_floating_point() else int)
+        convert = (
+            bool if tensor.dtype == torch.bool else float if tensor.is_floating_point() else int
+        )
         values[path] = [convert(x) for x in column]  # exact: counts stay under 2**53
     for path, array in leaves.items():
         if path not in tensors:
@@ -250,8 +264,12 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
     def __init__(self, venv: VectorEnv):
         self.venv = venv
         self._seed: int | None = None
-        super().__init__(venv.num_envs, venv.single_observation_space,
-                         venv.single_action_space, getattr(venv, "device", "cpu"))
+        super().__init__(
+            venv.num_envs,
+            venv.single_observation_space,
+            venv.single_action_space,
+            getattr(venv, "device", "cpu"),
+        )
 
     def reset(self) -> torch.Tensor:  # type: ignore[override]
         observations, _ = self.venv.reset(seed=self._seed)
@@ -268,12 +286,18 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         if costs is not None:
             costs = torch.as_tensor(costs, dtype=torch.float64, device=self.device)
         if "final_obs" not in info:
-            return TensorStep(observations, rewards, terminated, truncated, None, {},
-                              costs=costs)
-        return TensorStep(observations, rewards, terminated, truncated,
-                          torch.as_tensor(info["final_obs"], device=self.device), {},
-                          info["final_info"],
-                          torch.as_tensor(info["_final_info"], device=self.device), costs)
+            return TensorStep(observations, rewards, terminated, truncated, None, {}, costs=costs)
+        return TensorStep(
+            observations,
+            rewards,
+            terminated,
+            truncated,
+            torch.as_tensor(info["final_obs"], device=self.device),
+            {},
+            info["final_info"],
+            torch.as_tensor(info["_final_info"], device=self.device),
+            costs,
+        )
 
     @property
     def level_names(self) -> list[str] | None:
@@ -311,8 +335,13 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         setattr(self.venv, attr_name, value)
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
-                   **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
         results = self.venv.call(method_name, *method_args, **method_kwargs)
         return [results[k] for k in self._get_indices(indices)]
 
@@ -323,8 +352,10 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         """Whether the envs have ``attr_name`` (the vector env's own wrapper-attribute test,
         so ``set_training_steps`` is found where a scheduled wrapper is applied), or those of
         the single env they all play (:meth:`_owner`)."""
-        return (all(self.venv.call("has_wrapper_attr", attr_name))
-                or self._owner(attr_name) is not self.venv)
+        return (
+            all(self.venv.call("has_wrapper_attr", attr_name))
+            or self._owner(attr_name) is not self.venv
+        )
 
 
 class NumpyView(Forwarding, VecEnv):

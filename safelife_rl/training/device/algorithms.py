@@ -58,14 +58,18 @@ class DeviceRollouts:
         policy_kwargs = dict(kwargs.get("policy_kwargs") or {})
         if policy_kwargs.get("optimizer_class", torch.optim.Adam) is torch.optim.Adam:
             policy_kwargs["optimizer_kwargs"] = {
-                "fused": True, **(policy_kwargs.get("optimizer_kwargs") or {})}
+                "fused": True,
+                **(policy_kwargs.get("optimizer_kwargs") or {}),
+            }
         kwargs["policy_kwargs"] = policy_kwargs
         super().__init__(*args, **kwargs)
 
     def _setup_learn(self, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(self.env, TensorVecEnv):
-            raise TypeError(f"{type(self).__name__} steps a TensorVecEnv (wrap an SB3 VecEnv in "
-                            f"NumpyVecEnvAdapter), got {type(self.env).__name__}")
+            raise TypeError(
+                f"{type(self).__name__} steps a TensorVecEnv (wrap an SB3 VecEnv in "
+                f"NumpyVecEnvAdapter), got {type(self.env).__name__}"
+            )
         result = super()._setup_learn(*args, **kwargs)
         self._last_episode_starts = torch.as_tensor(
             self._last_episode_starts, dtype=torch.bool, device=self.device
@@ -75,8 +79,9 @@ class DeviceRollouts:
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_captured"]  # type: ignore[misc]
 
-    def _forward(self, env: TensorVecEnv) -> Callable[
-            [torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    def _forward(
+        self, env: TensorVecEnv
+    ) -> Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """The rollout's forward pass: the policy, or with ``env.cuda_graphs`` the policy with
         its network captured (once per policy object)."""
         if not env.cuda_graphs:
@@ -110,8 +115,10 @@ class DeviceRollouts:
         """The episodes ``recorder`` holds (one read from the device), added to SB3's episode
         statistics as a rollout's end adds them."""
         episodes = recorder.read()
-        self._update_info_buffer([info for _, info in episodes],  # type: ignore[attr-defined]
-                                 np.ones(len(episodes), dtype=bool))
+        self._update_info_buffer(
+            [info for _, info in episodes],  # type: ignore[attr-defined]
+            np.ones(len(episodes), dtype=bool),
+        )
         return episodes
 
     def collect_rollouts(  # type: ignore[override]
@@ -145,8 +152,11 @@ class DeviceRollouts:
                 actions, values, log_probs = forward(self._last_obs.to(self.device))
             clipped_actions = actions
             if box:
-                clipped_actions = (self.policy.unscale_action(actions) if self.policy.squash_output
-                                   else torch.clamp(actions, low, high))
+                clipped_actions = (
+                    self.policy.unscale_action(actions)
+                    if self.policy.squash_output
+                    else torch.clamp(actions, low, high)
+                )
             step = env.step(clipped_actions.to(env.device))
             self.num_timesteps += env.num_envs
             recorder.add(self.num_timesteps, step)
@@ -158,9 +168,14 @@ class DeviceRollouts:
             if isinstance(self.action_space, spaces.Discrete):
                 actions = actions.reshape(-1, 1)
             rollout_buffer.add_timeouts(step.truncated.to(self.device), step.final_observations)
-            rollout_buffer.add(self._last_obs.to(self.device), actions,
-                               step.rewards.to(self.device, torch.float32),
-                               self._last_episode_starts, values, log_probs)
+            rollout_buffer.add(
+                self._last_obs.to(self.device),
+                actions,
+                step.rewards.to(self.device, torch.float32),
+                self._last_episode_starts,
+                values,
+                log_probs,
+            )
             self._last_obs = new_obs
             self._last_episode_starts = (step.terminated | step.truncated).to(self.device)
 
@@ -168,8 +183,9 @@ class DeviceRollouts:
         self._bootstrap_timeouts(rollout_buffer)
         with torch.no_grad():
             values = self.policy.predict_values(new_obs.to(self.device))
-        rollout_buffer.compute_returns_and_advantage(last_values=values,
-                                                     dones=self._last_episode_starts)
+        rollout_buffer.compute_returns_and_advantage(
+            last_values=values, dones=self._last_episode_starts
+        )
         episodes = self._read_episodes(recorder)
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -210,6 +226,8 @@ def device_algorithm(target: str, more: Mapping[str, str] | None = None) -> str:
         return target
     if target not in twins:
         names = sorted({t.rpartition(".")[2] for t in twins})
-        raise UserError(f"vec_env=device trains the algorithms with a device twin "
-                        f"({', '.join(names)}), not {target}")
+        raise UserError(
+            f"vec_env=device trains the algorithms with a device twin "
+            f"({', '.join(names)}), not {target}"
+        )
     return twins[target]

@@ -110,8 +110,11 @@ class TensorRolloutBuffer(RolloutBuffer):
             else:
                 next_non_terminal = 1.0 - self.episode_starts[step + 1]
                 next_values = self._values[step + 1]
-            delta = (self.rewards[step] + self.gamma * next_values * next_non_terminal
-                     - self._values[step])
+            delta = (
+                self.rewards[step]
+                + self.gamma * next_values * next_non_terminal
+                - self._values[step]
+            )
             last_gae_lam = delta + self.gamma * self.gae_lambda * next_non_terminal * last_gae_lam
             self.advantages[step] = last_gae_lam
         torch.add(self.advantages, self._values, out=self._returns)
@@ -126,7 +129,7 @@ class TensorRolloutBuffer(RolloutBuffer):
         if batch_size is None:
             batch_size = total
         for start in range(0, total, batch_size):
-            yield self._get_samples(indices[start:start + batch_size])
+            yield self._get_samples(indices[start : start + batch_size])
 
     def _get_samples(  # type: ignore[override]
         self, batch_inds: torch.Tensor, env: Any = None

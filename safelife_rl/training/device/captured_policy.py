@@ -28,8 +28,7 @@ class CapturedPolicy:
 
     def __init__(self, policy: ActorCriticPolicy, backend: str = "cudagraphs"):
         self.policy = policy
-        self._network = torch.compile(self._latents, fullgraph=True, dynamic=False,
-                                      backend=backend)
+        self._network = torch.compile(self._latents, fullgraph=True, dynamic=False, backend=backend)
         self._graphs = backend == "cudagraphs"
 
     def _latents(self, preprocessed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -42,18 +41,24 @@ class CapturedPolicy:
             latent_pi, latent_vf = policy.mlp_extractor(policy.features_extractor(preprocessed))
         else:
             latent_pi = policy.mlp_extractor.forward_actor(
-                policy.pi_features_extractor(preprocessed))
+                policy.pi_features_extractor(preprocessed)
+            )
             latent_vf = policy.mlp_extractor.forward_critic(
-                policy.vf_features_extractor(preprocessed))
+                policy.vf_features_extractor(preprocessed)
+            )
         return latent_pi, policy.value_net(latent_vf)
 
-    def __call__(self, observations: torch.Tensor
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def __call__(
+        self, observations: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self._graphs:
             torch.compiler.cudagraph_mark_step_begin()
         policy = self.policy
-        latent_pi, values = self._network(preprocess_obs(
-            observations, policy.observation_space, normalize_images=policy.normalize_images))
+        latent_pi, values = self._network(
+            preprocess_obs(
+                observations, policy.observation_space, normalize_images=policy.normalize_images
+            )
+        )
         # the graph's next replay writes over its outputs: the values outlive this step
         values = values.clone() if self._graphs else values
         distribution = self.policy._get_action_dist_from_latent(latent_pi)

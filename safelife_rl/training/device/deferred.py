@@ -78,8 +78,11 @@ class DeferredScalar:
 
 class _Deferring(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-        if (func is torch.Tensor.item or func is torch.Tensor.cpu) and args[0].dim() == 0 \
-                and sys._getframe(1).f_code in _DEFERRING_CODE:
+        if (
+            (func is torch.Tensor.item or func is torch.Tensor.cpu)
+            and args[0].dim() == 0
+            and sys._getframe(1).f_code in _DEFERRING_CODE
+        ):
             return DeferredScalar(args[0])
         return func(*args, **(kwargs or {}))
 

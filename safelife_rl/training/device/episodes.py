@@ -39,8 +39,9 @@ class EpisodeRecorder:
         if self._device:
             num_envs = len(self._device[0][2])
             pending, final_infos = _without_pending([info for _, info, _ in self._device])
-            flat = ended_infos(_concatenated(final_infos),
-                               torch.cat([ended for _, _, ended in self._device]))
+            flat = ended_infos(
+                _concatenated(final_infos), torch.cat([ended for _, _, ended in self._device])
+            )
             last_measured: dict[int, dict[str, Any]] = {}
             for index, info in flat.items():
                 if self.level_names is not None and "level" in info:
@@ -57,12 +58,19 @@ class EpisodeRecorder:
         return [(t, info) for t, _, info in episodes]
 
 
-def _without_pending(final_infos: list[dict[str, Any]]
-                     ) -> tuple[PendingSideEffects | None, list[dict[str, Any]]]:
+def _without_pending(
+    final_infos: list[dict[str, Any]],
+) -> tuple[PendingSideEffects | None, list[dict[str, Any]]]:
     """The steps' pending side effects, if any, and their ``final_info``s with each step's
     measured mask (``_side_effects``) where the pending reports were."""
-    pending = next((info["side_effects"] for info in final_infos
-                    if isinstance(info.get("side_effects"), PendingSideEffects)), None)
+    pending = next(
+        (
+            info["side_effects"]
+            for info in final_infos
+            if isinstance(info.get("side_effects"), PendingSideEffects)
+        ),
+        None,
+    )
     if pending is None:
         return None, final_infos
     return pending, [{**info, "side_effects": info["_side_effects"]} for info in final_infos]

@@ -19,5 +19,12 @@ from safelife_rl.training.methods.plugin import (
     replay_buffer,
 )
 
-__all__ = ["HostBuffer", "Method", "device_twins", "method_of", "observation_bytes", "registry",
-           "replay_buffer"]
+__all__ = [
+    "HostBuffer",
+    "Method",
+    "device_twins",
+    "method_of",
+    "observation_bytes",
+    "registry",
+    "replay_buffer",
+]

@@ -97,8 +97,10 @@ def method_of(cfg: Any) -> Method:
     name = DEFAULT if name is None else name
     methods = registry()
     if name not in methods:
-        raise UserError(f"method.name must be a method of safelife_rl.training.methods "
-                        f"({', '.join(methods)}), got {name!r}")
+        raise UserError(
+            f"method.name must be a method of safelife_rl.training.methods "
+            f"({', '.join(methods)}), got {name!r}"
+        )
     return methods[name]
 
 

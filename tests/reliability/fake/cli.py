@@ -38,5 +38,15 @@ def main(argv=None) -> int:
     return 0
 
 
-BEHAVIOURS = ("one-line", "two-lines", "traceback", "hang", "marker", "half-written",
-              "write-then-refuse", "orphan", "memory", "ok")
+BEHAVIOURS = (
+    "one-line",
+    "two-lines",
+    "traceback",
+    "hang",
+    "marker",
+    "half-written",
+    "write-then-refuse",
+    "orphan",
+    "memory",
+    "ok",
+)

@@ -41,19 +41,35 @@ def _buffers(cfg: Any, env: Any) -> list[HostBuffer]:
     space = env.observation_space
     steps = int(cfg.method.buffer_steps)
     agent = cfg.method.get("aux_agent") or {}
-    return [HostBuffer(f"AUP's random-play buffer of {steps:,} observations",
-                       steps * observation_bytes(space), "method.buffer_steps"),
-            replay_buffer("AUP's auxiliary DQN replay buffer", "method.aux_agent.buffer_size",
-                          agent.get("buffer_size", 1_000_000), space)]
+    return [
+        HostBuffer(
+            f"AUP's random-play buffer of {steps:,} observations",
+            steps * observation_bytes(space),
+            "method.buffer_steps",
+        ),
+        replay_buffer(
+            "AUP's auxiliary DQN replay buffer",
+            "method.aux_agent.buffer_size",
+            agent.get("buffer_size", 1_000_000),
+            space,
+        ),
+    ]
 
 
 _TWINS = {
     "safelife_rl.training.AUPPenalty": "safelife_rl.training.methods.aup.DeviceAUPPenalty",
-    "safelife_rl.training.methods.aup.AUPPenalty":
-        "safelife_rl.training.methods.aup.DeviceAUPPenalty",
+    f"{__name__}.AUPPenalty": f"{__name__}.DeviceAUPPenalty",
 }
-METHODS = (Method("aup", check=_check, device_wrappers=_TWINS, buffers=_buffers),
-           Method("aup_proj", check=_check, device_wrappers=_TWINS, buffers=_buffers))
+METHODS = (
+    Method("aup", check=_check, device_wrappers=_TWINS, buffers=_buffers),
+    Method("aup_proj", check=_check, device_wrappers=_TWINS, buffers=_buffers),
+)
 
-__all__ = ["AUPPenalty", "AUXILIARY_FILE", "AuxiliaryPhase", "DeviceAUPPenalty", "METHODS",
-           "check_aup_settings"]
+__all__ = [
+    "AUPPenalty",
+    "AUXILIARY_FILE",
+    "AuxiliaryPhase",
+    "DeviceAUPPenalty",
+    "METHODS",
+    "check_aup_settings",
+]

@@ -3,8 +3,9 @@ observations of random play, standardised over them, and a vec env that pays it 
 task's reward (for training the auxiliary agent).
 
 Two kinds (``kind`` in :func:`fit_auxiliary_reward`): ``"cb_vae"``, the 1-D latent mean of a
-:class:`~safelife_rl.training.methods.aup.cb_vae.ContinuousBernoulliVAE` (AUP), and ``"projection"``, a
-fixed random projection of the observation with weights uniform on [0, 1] (AUP_proj).
+:class:`~safelife_rl.training.methods.aup.cb_vae.ContinuousBernoulliVAE` (AUP), and
+``"projection"``, a fixed random projection of the observation with weights uniform on [0, 1]
+(AUP_proj).
 """
 
 from __future__ import annotations
@@ -27,10 +28,15 @@ _BATCH = 1024  # observations per forward pass when standardising
 
 def observation_scale(space: spaces.Space) -> float:
     """What observations of ``space`` are divided by to lie in [0, 1] (its largest bound)."""
-    if not isinstance(space, spaces.Box) or not np.all(np.isfinite(space.high)) or np.any(
-            space.low < 0) or float(space.high.max()) <= 0:
-        raise ValueError(f"AUP's auxiliary reward reads bounded non-negative Box observations, "
-                         f"not {space}")
+    if (
+        not isinstance(space, spaces.Box)
+        or not np.all(np.isfinite(space.high))
+        or np.any(space.low < 0)
+        or float(space.high.max()) <= 0
+    ):
+        raise ValueError(
+            f"AUP's auxiliary reward reads bounded non-negative Box observations, not {space}"
+        )
     return float(space.high.max())
 
 
@@ -59,8 +65,9 @@ class AuxiliaryReward(nn.Module):
         observations); a constant reward keeps ``std`` 1."""
         self.mean.fill_(0.0)
         self.std.fill_(1.0)
-        values = torch.cat([self(torch.as_tensor(data[i:i + _BATCH]))
-                            for i in range(0, len(data), _BATCH)]).double()
+        values = torch.cat(
+            [self(torch.as_tensor(data[i : i + _BATCH])) for i in range(0, len(data), _BATCH)]
+        ).double()
         self.mean.fill_(float(values.mean()))
         std = float(values.std(correction=0))
         self.std.fill_(std if std > 1e-6 else 1.0)
@@ -122,8 +129,9 @@ def fit_auxiliary_reward(
     reward = build_auxiliary_reward(kind, space, seed, vae.get("hidden", (512, 512, 256, 128)))
     stats: dict[str, float] = {}
     if isinstance(reward, EncoderReward):
-        trained, losses = train_vae(data, reward.scale.item(), z_dim=1, seed=seed,
-                                    progress=progress, **vae)
+        trained, losses = train_vae(
+            data, reward.scale.item(), z_dim=1, seed=seed, progress=progress, **vae
+        )
         reward.vae.load_state_dict(trained.state_dict())
         stats["vae_loss"] = losses[-1] if losses else float("nan")
     reward.eval()

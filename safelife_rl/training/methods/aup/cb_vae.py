@@ -47,8 +47,10 @@ class ContinuousBernoulliVAE(nn.Module):
     def __init__(self, n_inputs: int, z_dim: int = 1, hidden: Sequence[int] = (512, 512, 256, 128)):
         super().__init__()
         if n_inputs < 1 or z_dim < 1 or not hidden or min(hidden) < 1:
-            raise ValueError(f"a VAE needs positive sizes, got inputs {n_inputs}, latent "
-                             f"{z_dim}, hidden {list(hidden)}")
+            raise ValueError(
+                f"a VAE needs positive sizes, got inputs {n_inputs}, latent "
+                f"{z_dim}, hidden {list(hidden)}"
+            )
         hidden = list(hidden)
         self.encoder = _mlp([n_inputs, *hidden])
         self.mean = nn.Linear(hidden[-1], z_dim)
@@ -66,7 +68,8 @@ class ContinuousBernoulliVAE(nn.Module):
         z = mean + std * torch.randn(mean.shape, generator=generator, device=mean.device)
         logits = self.decoder(z)
         nll = F.binary_cross_entropy_with_logits(logits, x, reduction="none") - log_normaliser(
-            logits)
+            logits
+        )
         kl = 0.5 * (mean**2 + std**2 - 1 - 2 * torch.log(std))
         return (nll.sum(1) + kl.sum(1)).mean()
 
@@ -102,8 +105,12 @@ def train_vae(
         total = 0.0
         batches = n // batch_size
         for b in range(batches):
-            x = torch.as_tensor(data[order[b * batch_size:(b + 1) * batch_size]],
-                                dtype=torch.float32) / scale
+            x = (
+                torch.as_tensor(
+                    data[order[b * batch_size : (b + 1) * batch_size]], dtype=torch.float32
+                )
+                / scale
+            )
             loss = vae.loss(x, generator)
             optimizer.zero_grad()
             loss.backward()

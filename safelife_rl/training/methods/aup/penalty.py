@@ -32,17 +32,20 @@ def noop_action_of(venv: VecEnv, noop_action: int | None = None) -> int:
         raise UserError(f"AUP wraps SB3 vec envs or tensor vec envs, not {type(venv).__name__}")
     space = venv.action_space
     if not isinstance(space, spaces.Discrete):
-        raise UserError(f"AUP compares discrete actions with doing nothing; the env's actions "
-                        f"are {space}")
+        raise UserError(
+            f"AUP compares discrete actions with doing nothing; the env's actions are {space}"
+        )
     if noop_action is None:
         if not venv.has_attr("noop_action"):
             raise UserError(
                 "AUP compares every action with doing nothing, but the env has no no-op action "
-                "(no noop_action attribute); name one with method.noop_action=N if it has one")
+                "(no noop_action attribute); name one with method.noop_action=N if it has one"
+            )
         noop_action = venv.get_attr("noop_action", [0])[0]
     if not isinstance(noop_action, (int, np.integer)) or not 0 <= noop_action < space.n:
-        raise UserError(f"method.noop_action must be an action 0-{space.n - 1}, got "
-                        f"{noop_action!r}")
+        raise UserError(
+            f"method.noop_action must be an action 0-{space.n - 1}, got {noop_action!r}"
+        )
     return int(noop_action)
 
 
@@ -59,29 +62,40 @@ class _Penalty:
         # steps, and both again of the costly ones among them
         self._sums: torch.Tensor | None = None
 
-    def penalties(self, obs: Any, actions: Any, costs: Any = None
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    def penalties(
+        self, obs: Any, actions: Any, costs: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``|Q_aux(s, a) - Q_aux(s, noop)|`` of observations and actions (arrays or tensors),
         and ``coefficient`` times it, as float32 tensors on the Q-network's device. The steps'
         ``costs`` (``info["cost"]``, ``None`` where the env reports none) only split the
         statistics into costly and cost-free steps."""
         if self.q_network is None:
-            raise RuntimeError("AUP's penalty has no auxiliary Q-network yet: train with the "
-                               "AuxiliaryPhase callback, or set q_network")
+            raise RuntimeError(
+                "AUP's penalty has no auxiliary Q-network yet: train with the "
+                "AuxiliaryPhase callback, or set q_network"
+            )
         device = next(self.q_network.parameters(), torch.empty(0)).device
         with torch.no_grad():
             q_values = self.q_network(torch.as_tensor(obs, device=device))
             differences = attainable_utility_penalty(
-                q_values, torch.as_tensor(actions, device=device), self.noop_action).float()
+                q_values, torch.as_tensor(actions, device=device), self.noop_action
+            ).float()
         penalties = self.coefficient * differences
-        sums = [differences.sum(dtype=torch.float64), penalties.sum(dtype=torch.float64),
-                torch.full((), float(len(differences)), dtype=torch.float64, device=device)]
+        sums = [
+            differences.sum(dtype=torch.float64),
+            penalties.sum(dtype=torch.float64),
+            torch.full((), float(len(differences)), dtype=torch.float64, device=device),
+        ]
         if costs is None:
             sums += [torch.zeros((), dtype=torch.float64, device=device)] * 4
         else:  # products, not masked indexing, which would wait for the mask's count
             costly = torch.as_tensor(costs, device=device) > 0
-            sums += [sums[0], sums[2], (differences * costly).sum(dtype=torch.float64),
-                     costly.sum(dtype=torch.float64)]
+            sums += [
+                sums[0],
+                sums[2],
+                (differences * costly).sum(dtype=torch.float64),
+                costly.sum(dtype=torch.float64),
+            ]
         step = torch.stack(sums)
         self._sums = step if self._sums is None else self._sums + step
         return differences, penalties
@@ -95,7 +109,8 @@ class _Penalty:
         if self._sums is None:
             return None
         differences, penalties, steps, known, known_steps, costly, costly_steps = (
-            self._sums.tolist())
+            self._sums.tolist()
+        )
         self._sums = None
         statistics = {"q_difference": differences / steps, "penalty": penalties / steps}
         if costly_steps:
@@ -139,10 +154,10 @@ class AUPPenalty(_Penalty, VecEnvWrapper):
         if self.q_network is None:  # a resume's replay, before the callback loads it: the
             self._obs = obs  # rewards of replayed steps are not trained on
             return obs, rewards, dones, infos
-        costs = ([info["cost"] for info in infos]
-                 if all("cost" in info for info in infos) else None)
-        differences, penalties = (x.cpu().numpy()
-                                  for x in self.penalties(self._obs, self._actions, costs))
+        costs = [info["cost"] for info in infos] if all("cost" in info for info in infos) else None
+        differences, penalties = (
+            x.cpu().numpy() for x in self.penalties(self._obs, self._actions, costs)
+        )
         penalties = penalties.astype(rewards.dtype)
         for info, difference, penalty in zip(infos, differences, penalties):
             info["aup_q_difference"] = float(difference)

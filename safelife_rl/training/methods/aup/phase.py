@@ -88,10 +88,18 @@ class AuxiliaryPhase(BaseCallback):
         progress_bar: bool = False,
     ):
         super().__init__()
-        check_aup_settings({"reward": reward, "buffer_steps": buffer_steps,
-                            "aux_steps": aux_steps, "lambda_values": list(lambda_values),
-                            "lambda_ramp_end": lambda_ramp_end, "vae": vae or {},
-                            "aux_agent": aux_agent or {}}, total_timesteps)
+        check_aup_settings(
+            {
+                "reward": reward,
+                "buffer_steps": buffer_steps,
+                "aux_steps": aux_steps,
+                "lambda_values": list(lambda_values),
+                "lambda_ramp_end": lambda_ramp_end,
+                "vae": vae or {},
+                "aux_agent": aux_agent or {},
+            },
+            total_timesteps,
+        )
         self.run_dir = Path(run_dir)
         self.settings = {"reward": reward, "buffer_steps": buffer_steps, "aux_steps": aux_steps}
         self.lambda_values = tuple(float(v) for v in lambda_values)
@@ -108,12 +116,14 @@ class AuxiliaryPhase(BaseCallback):
 
     def _init_callback(self) -> None:
         self.penalty: AUPPenalty | DeviceAUPPenalty = find_wrapper(
-            self.training_env, (AUPPenalty, DeviceAUPPenalty))
+            self.training_env, (AUPPenalty, DeviceAUPPenalty)
+        )
         if self.penalty is None:
             raise UserError("AuxiliaryPhase needs the model's env wrapped in AUPPenalty")
         n = self.training_env.num_envs
-        self.phase_steps = (_round_up(self.settings["buffer_steps"], n)
-                            + _round_up(self.settings["aux_steps"], n))
+        self.phase_steps = _round_up(self.settings["buffer_steps"], n) + _round_up(
+            self.settings["aux_steps"], n
+        )
         end = max(self.lambda_ramp_end, self.phase_steps + 1)
         self.ramp = LinearRamp([self.phase_steps, end], self.lambda_values)
         starting = self.model.num_timesteps < self.phase_steps
@@ -122,8 +132,10 @@ class AuxiliaryPhase(BaseCallback):
         elif starting:
             q_network = self._run_phase()
         else:
-            raise UserError(f"{self.path} is missing: the run's auxiliary model, which it "
-                            "needs to continue past AUP's first phase")
+            raise UserError(
+                f"{self.path} is missing: the run's auxiliary model, which it "
+                "needs to continue past AUP's first phase"
+            )
         self.penalty.q_network = q_network.to(self.model.device).eval()
         if starting:
             self._start_phase_two()
@@ -131,8 +143,9 @@ class AuxiliaryPhase(BaseCallback):
     def _q_network(self, observation_space: spaces.Space) -> nn.Module:
         """The DQN's Q-network as the run configures it (untrained)."""
         policy = DQN.policy_aliases.get(self.policy, self.policy)
-        return policy(observation_space, self.training_env.action_space, lambda _: 0.0,
-                      **self.policy_kwargs).q_net
+        return policy(
+            observation_space, self.training_env.action_space, lambda _: 0.0, **self.policy_kwargs
+        ).q_net
 
     def _run_phase(self) -> nn.Module:
         seed = self.model.seed if self.model.seed is not None else 0
@@ -147,21 +160,37 @@ class AuxiliaryPhase(BaseCallback):
         sync_training_steps(inner, 0)
         obs = inner.reset()
         for t in trange(buffer_rounds, desc="AUP: random actions", disable=not self.progress_bar):
-            observations[t * n:(t + 1) * n] = obs
+            observations[t * n : (t + 1) * n] = obs
             obs = inner.step(rng.integers(inner.action_space.n, size=n))[0]
         reward, self.summary = fit_auxiliary_reward(
-            self.settings["reward"], observations, space, seed, self.vae, self.progress_bar)
+            self.settings["reward"], observations, space, seed, self.vae, self.progress_bar
+        )
         del observations
-        agent = DQN(self.policy, AuxiliaryRewardVecEnv(inner, reward), seed=seed,
-                    device=self.model.device, policy_kwargs=self.policy_kwargs, verbose=0,
-                    **self.aux_agent)
-        agent.learn(self.settings["aux_steps"], callback=TrainingClock(offset=buffer_rounds * n),
-                    progress_bar=self.progress_bar)
+        agent = DQN(
+            self.policy,
+            AuxiliaryRewardVecEnv(inner, reward),
+            seed=seed,
+            device=self.model.device,
+            policy_kwargs=self.policy_kwargs,
+            verbose=0,
+            **self.aux_agent,
+        )
+        agent.learn(
+            self.settings["aux_steps"],
+            callback=TrainingClock(offset=buffer_rounds * n),
+            progress_bar=self.progress_bar,
+        )
         q_network = agent.q_net.cpu()
         with atomic_path(self.path) as temporary:
-            torch.save({"settings": self.settings, "reward": reward.state_dict(),
-                        "q_network": q_network.state_dict(), "summary": self.summary},
-                       temporary)
+            torch.save(
+                {
+                    "settings": self.settings,
+                    "reward": reward.state_dict(),
+                    "q_network": q_network.state_dict(),
+                    "summary": self.summary,
+                },
+                temporary,
+            )
         return q_network
 
     def _load(self) -> nn.Module:
@@ -173,26 +202,39 @@ class AuxiliaryPhase(BaseCallback):
             with warnings.catch_warnings():  # torch's about a pickle protocol: the refusal says it
                 warnings.simplefilter("ignore", UserWarning)
                 saved = torch.load(self.path, map_location="cpu", weights_only=True)
-        except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError,
-                zipfile.BadZipFile) as error:
+        except (
+            OSError,
+            RuntimeError,
+            EOFError,
+            ValueError,
+            pickle.UnpicklingError,
+            zipfile.BadZipFile,
+        ) as error:
             what = "empty" if isinstance(error, EOFError) else "not a torch file of tensors"
-            raise UserError(f"{self.path}: not this run's auxiliary model ({what}); delete it "
-                            "to train the auxiliary phase again") from None
+            raise UserError(
+                f"{self.path}: not this run's auxiliary model ({what}); delete it "
+                "to train the auxiliary phase again"
+            ) from None
         try:
             settings = saved["settings"]
             with torch.random.fork_rng(devices=[]):
                 q_network = self._q_network(self.training_env.observation_space)
                 reward = build_auxiliary_reward(
-                    settings["reward"], self.training_env.observation_space,
-                    hidden=self.vae.get("hidden", (512, 512, 256, 128)))
+                    settings["reward"],
+                    self.training_env.observation_space,
+                    hidden=self.vae.get("hidden", (512, 512, 256, 128)),
+                )
             q_network.load_state_dict(saved["q_network"])
             reward.load_state_dict(saved["reward"])
         except (OSError, RuntimeError, KeyError, TypeError, ValueError) as error:
-            raise UserError(f"{self.path}: not this run's auxiliary model "
-                            f"({' '.join(str(error).split())[:200]})") from None
+            raise UserError(
+                f"{self.path}: not this run's auxiliary model "
+                f"({' '.join(str(error).split())[:200]})"
+            ) from None
         if settings != self.settings:
-            raise UserError(f"{self.path} was made with {settings}, the run asks for "
-                            f"{self.settings}")
+            raise UserError(
+                f"{self.path} was made with {settings}, the run asks for {self.settings}"
+            )
         self.summary = dict(saved.get("summary", {}))
         return q_network
 

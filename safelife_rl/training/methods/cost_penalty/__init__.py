@@ -18,9 +18,12 @@ from safety_rl_common.checks import check, is_number
 
 
 def check_coefficient(coefficient: Any) -> float:
-    check.value("method.coefficient", coefficient,
-                lambda v: is_number(v) and 0 <= v <= MAX_MULTIPLIER,
-                f"a number in [0, {MAX_MULTIPLIER:g}]")
+    check.value(
+        "method.coefficient",
+        coefficient,
+        lambda v: is_number(v) and 0 <= v <= MAX_MULTIPLIER,
+        f"a number in [0, {MAX_MULTIPLIER:g}]",
+    )
     return float(coefficient)
 
 
@@ -53,7 +56,10 @@ class DeviceCostPenalty(TensorVecEnvWrapper):
         return step._replace(rewards=step.rewards - penalty)
 
 
-METHODS = (Method(
-    "cost_penalty", check=lambda cfg: check_coefficient(cfg.method.coefficient),
-    device_wrappers={"safelife_rl.training.methods.cost_penalty.CostPenalty":
-                     "safelife_rl.training.methods.cost_penalty.DeviceCostPenalty"}),)
+METHODS = (
+    Method(
+        "cost_penalty",
+        check=lambda cfg: check_coefficient(cfg.method.coefficient),
+        device_wrappers={f"{__name__}.CostPenalty": f"{__name__}.DeviceCostPenalty"},
+    ),
+)

@@ -18,8 +18,10 @@ KEY = "wrappers.side_effect_penalty.penalty"
 
 def _check(cfg: Any) -> None:
     if OmegaConf.select(cfg, "wrappers.side_effect_penalty") is None:
-        raise UserError("method=penalty penalises through wrappers.side_effect_penalty, which "
-                        "this config has not (wrappers=safelife has it)")
+        raise UserError(
+            "method=penalty penalises through wrappers.side_effect_penalty, which "
+            "this config has not (wrappers=safelife has it)"
+        )
     check_penalty(OmegaConf.select(cfg, KEY), KEY)
 
 

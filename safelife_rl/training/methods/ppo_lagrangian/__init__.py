@@ -30,25 +30,43 @@ def _check(cfg: Any) -> None:
     check_lagrangian_settings({**settings, "cost_limit": cfg.get("cost_limit")})
     start, total = settings["constraint_start"], cfg.get("total_timesteps")
     if isinstance(total, int) and start >= total:
-        raise UserError(f"method.constraint_start ({start}) must be below total_timesteps "
-                        f"({total}): the budget would never be enforced")
+        raise UserError(
+            f"method.constraint_start ({start}) must be below total_timesteps "
+            f"({total}): the budget would never be enforced"
+        )
 
 
 def _check_env(cfg: Any) -> None:
     """Single-agent envs that report ``info["cost"]`` (one env is made and stepped once)."""
     if multi_agent_task(cfg.env.id) is not None:
-        raise UserError(f"method=ppo_lagrangian trains single-agent envs; {cfg.env.id} is "
-                        "multi-agent")
+        raise UserError(
+            f"method=ppo_lagrangian trains single-agent envs; {cfg.env.id} is multi-agent"
+        )
     plain = partial(OmegaConf.to_container, resolve=True)
-    check_env_reports_cost(partial(make_env, cfg.env.id, plain(cfg.env.kwargs),
-                                   plain(cfg.wrappers)), cfg.env.id)
+    check_env_reports_cost(
+        partial(make_env, cfg.env.id, plain(cfg.env.kwargs), plain(cfg.wrappers)), cfg.env.id
+    )
 
 
 _DEVICE = "safelife_rl.training.methods.ppo_lagrangian.DevicePPOLagrangian"
-METHODS = (Method("ppo_lagrangian", check=_check, check_env=_check_env, cost_limit=True,
-                  device_algorithms={"safelife_rl.training.PPOLagrangian": _DEVICE,
-                                "safelife_rl.training.methods.ppo_lagrangian.PPOLagrangian":
-                                    _DEVICE}),)
+METHODS = (
+    Method(
+        "ppo_lagrangian",
+        check=_check,
+        check_env=_check_env,
+        cost_limit=True,
+        device_algorithms={
+            "safelife_rl.training.PPOLagrangian": _DEVICE,
+            "safelife_rl.training.methods.ppo_lagrangian.PPOLagrangian": _DEVICE,
+        },
+    ),
+)
 
-__all__ = ["METHODS", "CostRolloutBuffer", "DevicePPOLagrangian", "PPOLagrangian",
-           "TensorCostRolloutBuffer", "check_cost_limit"]
+__all__ = [
+    "METHODS",
+    "CostRolloutBuffer",
+    "DevicePPOLagrangian",
+    "PPOLagrangian",
+    "TensorCostRolloutBuffer",
+    "check_cost_limit",
+]

@@ -20,17 +20,18 @@ The constrained problem ``max J_r  s.t.  J_c <= cost_limit`` becomes
 3. the cost critic (a network like the policy's value branch, its own features extractor and
    optimizer) regresses the cost returns over the same epochs and minibatch size.
 
-The rollouts are SB3's :meth:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm.collect_rollouts`
-(:class:`PPOLagrangian`) or the device path's (:class:`DevicePPOLagrangian`, ``vec_env=device``):
-a stand-in for its callback reads each step's costs (from the ``infos`` it is handed, as every
-SB3 callback can, or from the device step's cost tensor) and stores them, with the cost
-critic's values, in the rollout buffer; truncated episodes are bootstrapped with the cost
-critic as the reward is. Both twins share one implementation (:class:`LagrangianMixin`): the
-episode costs, their sums and the multiplier are tensors on the training device, so on the
-device path no rollout step and no minibatch waits for the host; an update reads what it logs
-once. The multiplier's state is a tensor saved with the model (``lagrange_state``), the cost
-critic and its optimizer are saved beside the policy, and an exact resume counts the costs of
-the episodes in progress again as it replays their steps, so a run resumes where it was.
+The rollouts are SB3's
+:meth:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm.collect_rollouts`
+(:class:`PPOLagrangian`) or the device path's (:class:`DevicePPOLagrangian`, ``vec_env=device``): a
+stand-in for its callback reads each step's costs (from the ``infos`` it is handed, as every SB3
+callback can, or from the device step's cost tensor) and stores them, with the cost critic's values,
+in the rollout buffer; truncated episodes are bootstrapped with the cost critic as the reward is.
+Both twins share one implementation (:class:`LagrangianMixin`): the episode costs, their sums and
+the multiplier are tensors on the training device, so on the device path no rollout step and no
+minibatch waits for the host; an update reads what it logs once. The multiplier's state is a tensor
+saved with the model (``lagrange_state``), the cost critic and its optimizer are saved beside the
+policy, and an exact resume counts the costs of the episodes in progress again as it replays their
+steps, so a run resumes where it was.
 
 TensorBoard (``safety/``): ``episode_cost`` (the mean ``J_c`` the update used), ``cost_limit``,
 ``multiplier``, ``multiplier_update`` (its change this rollout), ``cost_value_loss``.
@@ -87,8 +88,9 @@ class CostRolloutBuffer(RolloutBuffer):
         self.costs[self.pos] = np.asarray(costs)
         self.cost_values[self.pos] = cost_values.cpu().numpy()
 
-    def compute_cost_returns_and_advantage(self, last_cost_values: th.Tensor,
-                                           dones: np.ndarray) -> None:
+    def compute_cost_returns_and_advantage(
+        self, last_cost_values: th.Tensor, dones: np.ndarray
+    ) -> None:
         """SB3's GAE (:meth:`compute_returns_and_advantage`) of the costs under the cost
         values, into ``cost_advantages`` and ``cost_returns``."""
         kept = self.rewards, self.values, self.advantages, self.returns
@@ -107,8 +109,7 @@ class CostRolloutBuffer(RolloutBuffer):
             rewards, costs = ((a - a.mean()) / (a.std() + STD_EPSILON) for a in (rewards, costs))
         self.advantages = ((rewards - m * costs) / (1.0 + m)).astype(np.float32)
 
-    def cost_batches(self, n_epochs: int, batch_size: int
-                     ) -> Iterator[tuple[th.Tensor, th.Tensor]]:
+    def cost_batches(self, n_epochs: int, batch_size: int) -> Iterator[tuple[th.Tensor, th.Tensor]]:
         """``n_epochs`` passes of minibatches of (observations, cost returns) in random order,
         after PPO's update (which has flattened the observations)."""
         observations = self.to_torch(self.observations)
@@ -116,7 +117,7 @@ class CostRolloutBuffer(RolloutBuffer):
         for _ in range(n_epochs):
             order = np.random.permutation(len(returns))
             for start in range(0, len(returns), batch_size):
-                index = order[start:start + batch_size]
+                index = order[start : start + batch_size]
                 yield observations[index], returns[index]
 
 
@@ -137,8 +138,9 @@ class TensorCostRolloutBuffer(TensorRolloutBuffer):
         self.costs[self.pos] = costs
         self.cost_values[self.pos] = cost_values
 
-    def compute_cost_returns_and_advantage(self, last_cost_values: th.Tensor,
-                                           dones: th.Tensor) -> None:
+    def compute_cost_returns_and_advantage(
+        self, last_cost_values: th.Tensor, dones: th.Tensor
+    ) -> None:
         kept = self.rewards, self._values, self.advantages, self._returns
         self.rewards, self._values = self.costs, self.cost_values
         self.advantages, self._returns = self.cost_advantages, self.cost_returns
@@ -150,18 +152,18 @@ class TensorCostRolloutBuffer(TensorRolloutBuffer):
     def penalise_advantages(self, multiplier: th.Tensor, standardize: bool) -> None:
         rewards, costs = (a.double() for a in (self.advantages, self.cost_advantages))
         if standardize:
-            rewards, costs = ((a - a.mean()) / (a.std(correction=0) + STD_EPSILON)
-                              for a in (rewards, costs))
+            rewards, costs = (
+                (a - a.mean()) / (a.std(correction=0) + STD_EPSILON) for a in (rewards, costs)
+            )
         multiplier = multiplier.to(rewards.device)
         self.advantages.copy_((rewards - multiplier * costs) / (1.0 + multiplier))
 
-    def cost_batches(self, n_epochs: int, batch_size: int
-                     ) -> Iterator[tuple[th.Tensor, th.Tensor]]:
+    def cost_batches(self, n_epochs: int, batch_size: int) -> Iterator[tuple[th.Tensor, th.Tensor]]:
         total = self.buffer_size * self.n_envs
         for _ in range(n_epochs):
             order = th.as_tensor(np.random.permutation(total), device=self.device)
             for start in range(0, total, batch_size):
-                index = order[start:start + batch_size]
+                index = order[start : start + batch_size]
                 steps, envs = index % self.buffer_size, index // self.buffer_size
                 yield self.observations[steps, envs], self.cost_returns[steps, envs]
 
@@ -170,18 +172,26 @@ class CostCritic(nn.Module):
     """Estimates the discounted cost to come: a features extractor like the policy's, its
     value-branch layers and a linear output."""
 
-    def __init__(self, observation_space: spaces.Space, features_extractor: BaseFeaturesExtractor,
-                 net_arch: list[int], activation_fn: type[nn.Module], normalize_images: bool):
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        features_extractor: BaseFeaturesExtractor,
+        net_arch: list[int],
+        activation_fn: type[nn.Module],
+        normalize_images: bool,
+    ):
         super().__init__()
         self.observation_space = observation_space
         self.normalize_images = normalize_images
         self.features_extractor = features_extractor
-        self.head = nn.Sequential(*create_mlp(features_extractor.features_dim, 1, net_arch,
-                                              activation_fn))
+        self.head = nn.Sequential(
+            *create_mlp(features_extractor.features_dim, 1, net_arch, activation_fn)
+        )
 
     def forward(self, obs: th.Tensor) -> th.Tensor:
         features = self.features_extractor(
-            preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images))
+            preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
+        )
         return self.head(features)
 
 
@@ -257,15 +267,24 @@ class LagrangianMixin:
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
-        check_lagrangian_settings({
-            "cost_limit": cost_limit, "multiplier_init": multiplier_init,
-            "multiplier_lr": multiplier_lr, "pid_kp": pid_kp, "pid_kd": pid_kd,
-            "constraint_start": constraint_start,
-            "standardize_advantages": standardize_advantages}, prefix="")
+        check_lagrangian_settings(
+            {
+                "cost_limit": cost_limit,
+                "multiplier_init": multiplier_init,
+                "multiplier_lr": multiplier_lr,
+                "pid_kp": pid_kp,
+                "pid_kd": pid_kd,
+                "constraint_start": constraint_start,
+                "standardize_advantages": standardize_advantages,
+            },
+            prefix="",
+        )
         kwargs.setdefault("rollout_buffer_class", self.cost_buffer_class)
         if not issubclass(kwargs["rollout_buffer_class"], self.cost_buffer_class):
-            raise UserError(f"{type(self).__name__} needs a {self.cost_buffer_class.__name__} "
-                            "(observations that are not a dict)")
+            raise UserError(
+                f"{type(self).__name__} needs a {self.cost_buffer_class.__name__} "
+                "(observations that are not a dict)"
+            )
         self.cost_limit = float(cost_limit)
         self.multiplier_init = float(multiplier_init)
         self.multiplier_lr = float(multiplier_lr)
@@ -281,17 +300,23 @@ class LagrangianMixin:
         policy = self.policy  # type: ignore[attr-defined]
         net_arch = policy.net_arch
         value_arch = list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch)
-        self.cost_critic = CostCritic(self.observation_space,  # type: ignore[attr-defined]
-                                      policy.make_features_extractor(), value_arch,
-                                      policy.activation_fn, policy.normalize_images
-                                      ).to(self.device)
+        self.cost_critic = CostCritic(
+            self.observation_space,  # type: ignore[attr-defined]
+            policy.make_features_extractor(),
+            value_arch,
+            policy.activation_fn,
+            policy.normalize_images,
+        ).to(self.device)
         self.cost_optimizer = policy.optimizer_class(
-            self.cost_critic.parameters(), lr=self.lr_schedule(1),  # type: ignore[attr-defined]
-            **policy.optimizer_kwargs)
+            self.cost_critic.parameters(),
+            lr=self.lr_schedule(1),  # type: ignore[attr-defined]
+            **policy.optimizer_kwargs,
+        )
         # float64 where the network is (MPS has no float64: there, on the CPU)
         state_device = th.device("cpu") if self.device.type == "mps" else self.device
-        self.lagrange_state = th.tensor([self.multiplier_init, self.multiplier_init, 0.0],
-                                        dtype=th.float64, device=state_device)
+        self.lagrange_state = th.tensor(
+            [self.multiplier_init, self.multiplier_init, 0.0], dtype=th.float64, device=state_device
+        )
         self._episode_costs = th.zeros(self.n_envs, dtype=th.float64, device=state_device)
         self._ended = th.zeros(2, dtype=th.float64, device=state_device)  # summed costs, count
 
@@ -353,17 +378,24 @@ class LagrangianMixin:
         acted on in the buffer."""
         costs, dones = self._step_costs(locals_)
         self._count_costs(costs, dones)
-        self.rollout_buffer.add_costs(self._stored_costs(costs, locals_),
-                                      self._cost_values(self._last_obs))  # type: ignore[attr-defined]
+        self.rollout_buffer.add_costs(
+            self._stored_costs(costs, locals_), self._cost_values(self._last_obs)
+        )  # type: ignore[attr-defined]
 
-    def collect_rollouts(self, env: VecEnv, callback: BaseCallback,
-                         rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: RolloutBuffer,
+        n_rollout_steps: int,
+    ) -> bool:
         self.cost_critic.eval()
         tap = _CostTap(self, callback)
         if not super().collect_rollouts(env, tap, rollout_buffer, n_rollout_steps):  # type: ignore[misc]
             return False
         self.rollout_buffer.compute_cost_returns_and_advantage(
-            self._cost_values(self._last_obs), self._last_episode_starts)  # type: ignore[attr-defined]
+            self._cost_values(self._last_obs), self._last_episode_starts
+        )  # type: ignore[attr-defined]
         return True
 
     # -- updates ------------------------------------------------------------------------------
@@ -393,7 +425,8 @@ class LagrangianMixin:
         super().train()  # type: ignore[misc]
         loss = self._train_cost_critic()
         count, cost, update, multiplier_now, loss_now = th.stack(
-            [*report, multiplier, loss.to(report.device).double()]).tolist()  # the update's one read
+            [*report, multiplier, loss.to(report.device).double()]
+        ).tolist()  # the update's one read
         logger = self.logger  # type: ignore[attr-defined]
         if count:  # the mean summed cost of the episodes the update used
             logger.record("safety/episode_cost", cost)
@@ -409,12 +442,12 @@ class LagrangianMixin:
         self._update_learning_rate(self.cost_optimizer)  # type: ignore[attr-defined]
         losses = []
         for observations, returns in self.rollout_buffer.cost_batches(
-                self.n_epochs, self.batch_size):  # type: ignore[attr-defined]
+            self.n_epochs, self.batch_size
+        ):  # type: ignore[attr-defined]
             loss = nn.functional.mse_loss(self.cost_critic(observations).flatten(), returns)
             self.cost_optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(self.cost_critic.parameters(),
-                                     self.max_grad_norm)  # type: ignore[attr-defined]
+            nn.utils.clip_grad_norm_(self.cost_critic.parameters(), self.max_grad_norm)  # type: ignore[attr-defined]
             self.cost_optimizer.step()
             losses.append(loss.detach())
         return th.stack(losses).mean()
@@ -465,5 +498,4 @@ class DevicePPOLagrangian(LagrangianMixin, DeviceRollouts, PPO):
     def _timeout_bootstraps(
         self, buffer: TensorRolloutBuffer
     ) -> list[tuple[Callable[[th.Tensor], th.Tensor], th.Tensor]]:
-        return [*super()._timeout_bootstraps(buffer),
-                (self.cost_critic, buffer.costs)]  # type: ignore[attr-defined]
+        return [*super()._timeout_bootstraps(buffer), (self.cost_critic, buffer.costs)]  # type: ignore[attr-defined]
