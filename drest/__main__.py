@@ -1,5 +1,5 @@
-"""``python -m drest COMMAND ...``: see :mod:`drest.cli`."""
+"""``python -m drest COMMAND ...``: see :mod:`drest.apps.cli`."""
 
-from drest.cli import main
+from drest.apps.cli import main
 
 raise SystemExit(main())

@@ -1,5 +1,5 @@
-"""``python -m extended_envs COMMAND ...``: see :mod:`extended_envs.cli`."""
+"""``python -m extended_envs COMMAND ...``: see :mod:`extended_envs.apps.cli`."""
 
-from extended_envs.cli import main
+from extended_envs.apps.cli import main
 
 raise SystemExit(main())

@@ -22,7 +22,7 @@ from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
 import safelife_rl.training  # noqa: F401  (the train_schema config)
-from drest.train import TrainConfig
+from drest.apps.train import TrainConfig
 from extended_envs.config import BenchmarkConfig, DebateConfig, typed
 from hydra_plugins.safety_rl_toolkit.user_conf import (
     APP_CONFIGS,

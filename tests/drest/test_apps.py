@@ -11,8 +11,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from PIL import Image
 
-from drest import reproduce
-from drest.train import run
+from drest.apps import reproduce
+from drest.apps.train import run
 from safety_rl_common.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]

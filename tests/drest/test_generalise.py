@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from drest import generalise
+from drest.apps import generalise
 from drest.env import ProceduralGridworldEnv
 from drest.generator import GeneratorConfig, check_disjoint, split_worlds
 from safety_rl_common.statistics import iqm as iqm_value

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from extended_envs import reality_check
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
-from extended_envs.benchmark import (
+from extended_envs.apps.benchmark import (
     agent_class,
     environments_for,
     markdown_table,

@@ -85,7 +85,7 @@ def test_non_booleans_are_refused(value):
 
 def run_app(app: str, *overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", f"extended_envs.{app}", "progress=false", *overrides],
+        [sys.executable, "-m", "extended_envs", app, "progress=false", *overrides],
         check=False, cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
@@ -119,7 +119,8 @@ def test_reality_check_no_runs_the_agent_itself(tmp_path):
 def test_bad_settings_end_with_one_line(app, override, named, tmp_path):
     done = run_app(app, override, f"hydra.run.dir={tmp_path}")
     assert done.returncode == 2
-    assert done.stderr == f"extended-envs {app}: error: {done.stderr.split('error: ', 1)[1]}"
+    message = done.stderr.split("error: ", 1)[1]
+    assert done.stderr == f"python -m extended_envs {app}: error: {message}"
     assert named in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 

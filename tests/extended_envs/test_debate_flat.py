@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extended_envs.agents import ConstantAgent, QLearner, RandomAgent
+from extended_envs.apps.debate import SliceSums, flat_debate, train_debate
 from extended_envs.core import Agent
-from extended_envs.debate import SliceSums, flat_debate, train_debate
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = SliceSums()

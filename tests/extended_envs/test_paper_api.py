@@ -12,7 +12,7 @@ import pytest
 
 from extended_envs import ExtendedEnvGym, bind_agent, combine, reality_check, run_environment
 from extended_envs.agents import QLearner
-from extended_envs.benchmark import agent_class, run_battery
+from extended_envs.apps.benchmark import agent_class, run_battery
 from extended_envs.core import env_seed
 from extended_envs.envs import IgnoreRewards, TemptingButton, minus_rewards
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from extended_envs import reproduce
+from extended_envs.apps import reproduce
 from safety_rl_common.errors import UserError
 
 

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from drest import cli as drest_cli
-from drest import train as drest_train
-from extended_envs import cli as extended_envs_cli
+from drest.apps import cli as drest_cli
+from drest.apps import train as drest_train
+from extended_envs.apps import cli as extended_envs_cli
 from safety_rl_common.cli import program_name
 from safety_rl_common.errors import plain_text
 
@@ -79,10 +79,10 @@ def test_the_program_is_named_as_started(package, script, monkeypatch):
 
 def test_plain_text_drops_the_markup_of_docstrings():
     text = (
-        "``drest train`` runs :func:`~drest.train.run` of :mod:`drest.train`, "
+        "``drest train`` runs :func:`~drest.apps.train.run` of :mod:`drest.apps.train`, "
         ":class:`UserError`. Usage::"
     )
-    assert plain_text(text) == "drest train runs run of drest.train, UserError. Usage:"
+    assert plain_text(text) == "drest train runs run of drest.apps.train, UserError. Usage:"
     assert plain_text(None) is None
 
 

@@ -146,6 +146,34 @@ def test_the_counts_find_a_back_arrow_and_a_circle():
     ]
 
 
+def apps_contract_kept(planted: tuple[str, str] | None = None) -> bool:
+    """Whether ``pyproject.toml``'s contract "apps over the core" of drest and extended_envs
+    holds on their real import graph, with ``planted`` (importer, imported) added."""
+    from importlinter import configuration
+    from importlinter.contracts.forbidden import ForbiddenContract
+
+    configuration.configure()  # import-linter's settings (its timer), as lint-imports sets them
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    [contract] = [c for c in config["contracts"] if c["name"].endswith("apps over the core")]
+    packages = ["drest", "extended_envs"]
+    graph = grimp.build_graph(*packages, include_external_packages=True)
+    if planted is not None:
+        graph.add_import(importer=planted[0], imported=planted[1])
+    check = ForbiddenContract(
+        name=contract["name"],
+        session_options={"root_packages": packages, "include_external_packages": True},
+        contract_options={k: v for k, v in contract.items() if k not in ("name", "type")},
+    )
+    return check.check(graph, verbose=False).kept
+
+
+def test_drest_and_extended_envs_keep_their_commands_above_their_core():
+    """The contract holds, and fails on a core module, old or new, that imports a command."""
+    assert apps_contract_kept()
+    assert not apps_contract_kept(("drest.dynamics", "drest.apps.train"))
+    assert not apps_contract_kept(("extended_envs.combination", "extended_envs.apps.benchmark"))
+
+
 if __name__ == "__main__":
     counts = report()
     print(

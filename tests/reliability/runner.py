@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: each package's command line (what ``python -m PACKAGE`` runs)
 COMMAND_LINES = {
     "safelife_rl": "safelife_rl.apps.cli",
-    "drest": "drest.cli",
-    "extended_envs": "extended_envs.cli",
+    "drest": "drest.apps.cli",
+    "extended_envs": "extended_envs.apps.cli",
 }
 ONE_LINE = re.compile(r"^\S.*: error: \S.*$")
 #: a progress bar's line (tqdm): progress, not a message
@@ -103,8 +103,8 @@ def preload() -> None:
     """Import what the commands import, once, before forking cases."""
     for module in (
         "safelife_rl.apps.cli",
-        "drest.cli",
-        "extended_envs.cli",
+        "drest.apps.cli",
+        "extended_envs.apps.cli",
         "safelife_rl.apps.train",
         "safelife_rl.training",
         "safelife_rl.apps.benchmark",

@@ -19,7 +19,7 @@ It writes ``results.csv`` (one row per agent, environment and seed: ``agent,env,
 with the total reward, as in the reference library's result table), ``results.md`` (reward per
 step of each environment and of its negation, and the measure) and ``results.png`` into the run
 directory. Settings are typed (:class:`extended_envs.config.BenchmarkConfig`); a bad setting, agent,
-environment or hyperparameter ends the command with one line ``extended_envs.benchmark: error:
+environment or hyperparameter ends the command with one line ``extended_envs.apps.benchmark: error:
 ...`` (``HYDRA_FULL_ERROR=1`` for the traceback).
 """
 
@@ -42,8 +42,8 @@ from tqdm.auto import tqdm
 
 from extended_envs import reality_check
 from extended_envs.agent_checker import check_agent
+from extended_envs.apps.cli import PROG as CLI
 from extended_envs.checks import check, check_seed
-from extended_envs.cli import PROG as CLI
 from extended_envs.config import BenchmarkConfig, typed
 from extended_envs.core import (
     ExtendedEnvironment,

@@ -4,7 +4,7 @@
     extended-envs reproduce figures [--quick] [--steps N] [--seeds K] [--jobs J]
 
 ``--steps``, ``--seeds`` and ``--jobs`` are ints >= 1. A bad flag or a bad saved run ends the
-command with one line ``extended_envs.reproduce: error: ...`` (``--traceback`` for the whole
+command with one line ``extended_envs.apps.reproduce: error: ...`` (``--traceback`` for the whole
 traceback).
 
 ``table1``: Q, DQN, A2C and PPO on TemptingButton (Example 2), 100k steps, 5 seeds; average
@@ -40,8 +40,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from extended_envs import agents, reality_check, run_environment
+from extended_envs.apps.cli import PROG as CLI
 from extended_envs.checks import check
-from extended_envs.cli import PROG as CLI
 from extended_envs.combination import cartpole_combination
 from safety_rl_common.checks import is_number
 from safety_rl_common.errors import (

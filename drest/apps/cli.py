@@ -17,15 +17,15 @@ PROG = program_name("drest", "drest")
 
 COMMANDS = {
     "train": Command(
-        "drest.train",
+        "drest.apps.train",
         "train one agent (REINFORCE or SB3 PPO) on one gridworld "
         "and measure USEFULNESS and NEUTRALITY (Hydra overrides)",
     ),
     "reproduce": Command(
-        "drest.reproduce", "re-run the paper's tabular experiments beside its numbers"
+        "drest.apps.reproduce", "re-run the paper's tabular experiments beside its numbers"
     ),
     "generalise": Command(
-        "drest.generalise",
+        "drest.apps.generalise",
         "train DREST and default agents (PPO, A2C) on "
         "generated worlds; measure them on held-out ones",
     ),

@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from drest.cli import PROG as CLI
+from drest.apps.cli import PROG as CLI
 from drest.metrics import Metrics, mean_metric
 from drest.plots import policy_figure, policy_figure_skipped
 from drest.reinforce import ReinforceSettings, paper_settings, train_reinforce

@@ -23,7 +23,7 @@ Run it with Hydra::
     extended-envs debate alice=q bobs=[q,random] rounds=20000 seeds=[0,1,2]
 
 Settings are typed (:class:`extended_envs.config.DebateConfig`); a bad one ends the command with
-one line ``extended_envs.debate: error: ...`` (``HYDRA_FULL_ERROR=1`` for the traceback).
+one line ``extended_envs.apps.debate: error: ...`` (``HYDRA_FULL_ERROR=1`` for the traceback).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import numpy as np
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from extended_envs.benchmark import agent_class
+from extended_envs.apps.benchmark import agent_class
+from extended_envs.apps.cli import PROG as CLI
 from extended_envs.checks import check_action, is_int
-from extended_envs.cli import PROG as CLI
 from extended_envs.config import DebateConfig, typed
 from extended_envs.core import Agent, ExtendedEnvironment, bind_agent, run_environment
 from safety_rl_common.cli import run_hydra_app

@@ -17,15 +17,15 @@ PROG = program_name("extended_envs", "extended-envs")
 
 COMMANDS = {
     "benchmark": Command(
-        "extended_envs.benchmark",
+        "extended_envs.apps.benchmark",
         "score an agent class on the battery of "
         "extended environments, or its reality check (Hydra overrides)",
     ),
     "debate": Command(
-        "extended_envs.debate",
+        "extended_envs.apps.debate",
         "train Alice against each Bob and score her answers to Hugh's questions (Hydra overrides)",
     ),
-    "reproduce": Command("extended_envs.reproduce", "the paper's Table 1 and figures"),
+    "reproduce": Command("extended_envs.apps.reproduce", "the paper's Table 1 and figures"),
 }
 
 

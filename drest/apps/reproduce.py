@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from drest.cli import PROG as CLI
+from drest.apps.cli import PROG as CLI
 from drest.plots import curves_figure, lopsided_figure, policy_figure
 from drest.reinforce import paper_settings, train_reinforce
 from drest.tabular import compile_world
