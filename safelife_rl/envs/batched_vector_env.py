@@ -87,14 +87,7 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
                 f"got {actions!r}"
             )
         actions = actions.astype(np.int64)
-        for i, slot in enumerate(self.slots):
-            if slot.needs_adoption:
-                self.batch.adopt(i, slot.env.game)
-                slot.needs_adoption = False
-        # The games of envs that ended last step are stepped too (they are thrown away at
-        # their reset below; each game draws from its own generator, so nothing else changes).
-        rewards, dones = self.batch.step(actions)
-        observations = self.batch.observe(*self._view)
+        steps = self.step_envs(actions, ~self._autoreset)
         obs_out = np.empty(
             (self.num_envs, *self.single_observation_space.shape),
             self.single_observation_space.dtype,
@@ -103,17 +96,39 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
         terminated = np.zeros(self.num_envs, bool)
         truncated = np.zeros(self.num_envs, bool)
         infos: dict[str, Any] = {}
-        for i, env in enumerate(self.envs):
-            if self._autoreset[i]:
+        for i, (env, step) in enumerate(zip(self.envs, steps)):
+            if step is None:
                 obs_out[i], info = env.reset()
             else:
-                self.slots[i].deliver(
-                    int(actions[i]), observations[i], float(rewards[i, 0]), bool(dones[i, 0])
-                )
-                obs_out[i], reward_out[i], terminated[i], truncated[i], info = env.step(actions[i])
+                obs_out[i], reward_out[i], terminated[i], truncated[i], info = step
             infos = self._add_info(infos, info, i)
         self._autoreset = terminated | truncated
         return obs_out, reward_out, terminated, truncated, infos
+
+    def step_envs(self, actions: np.ndarray, stepping: np.ndarray) -> list[tuple | None]:
+        """Step every game of the batch at once, then each env ``i`` where ``stepping[i]``
+        through its wrappers: ``env.step(actions[i])``'s five values, ``None`` for the others.
+        The one batched step of both APIs (this env's and SB3's
+        :class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`).
+
+        The games of envs not stepping are stepped too (their envs reset them next; each game
+        draws from its own generator, so nothing else changes)."""
+        for i, slot in enumerate(self.slots):
+            if slot.needs_adoption:
+                self.batch.adopt(i, slot.env.game)
+                slot.needs_adoption = False
+        rewards, dones = self.batch.step(actions)
+        observations = self.batch.observe(*self._view)
+        steps: list[tuple | None] = []
+        for i, env in enumerate(self.envs):
+            if not stepping[i]:
+                steps.append(None)
+                continue
+            self.slots[i].deliver(
+                int(actions[i]), observations[i], float(rewards[i, 0]), bool(dones[i, 0])
+            )
+            steps.append(env.step(actions[i]))
+        return steps
 
     def render(self) -> tuple[Any, ...] | None:
         return tuple(env.render() for env in self.envs)

@@ -7,6 +7,9 @@ keeps every env's full wrapper chain (movement bonus, exit bonus, impact penalty
 and goal updates, the scoring and the observations each take one call for the whole batch. Each
 env's :class:`~safelife_rl.envs.env.SafeLifeEnv` still resets itself (its own seeded level stream
 and game random generator), so every env plays exactly the episodes it would play on its own.
+It is SB3's face of :class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv` (Gymnasium's):
+both step through its one :meth:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv.step_envs`;
+this one resets an ended env in the same step, as SB3's vector envs do.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from safelife_rl.engine.numba_batch import SlotBatch
-from safelife_rl.envs.batch_slot import BatchSlot, shared_view, slot_of
+from safelife_rl.envs.batch_slot import BatchSlot
+from safelife_rl.envs.batched_vector_env import BatchedVectorEnv
 
 __all__ = ["BatchSlot", "BatchedSafeLifeVecEnv"]
 
@@ -35,31 +38,24 @@ class BatchedSafeLifeVecEnv(DummyVecEnv):
     """
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]]):
-        super().__init__(env_fns)
-        self.slots = [slot_of(env) for env in self.envs]
-        self._view = shared_view(self.slots)
-        self.batch = SlotBatch(self.num_envs)
+        self.vector = BatchedVectorEnv(env_fns)  # builds the envs and their batch, once
+        super().__init__([lambda env=env: env for env in self.vector.envs])
 
     def step_wait(self) -> VecEnvStepReturn:
         actions = np.asarray(self.actions, np.int64).reshape(self.num_envs)
-        for i, slot in enumerate(self.slots):
-            if slot.needs_adoption:
-                self.batch.adopt(i, slot.env.game)
-                slot.needs_adoption = False
+        for slot in self.vector.slots:
             game = slot.env.game
             if not game.active[0, 0] or game.num_steps >= slot.env.time_limit:
                 raise RuntimeError("the episode has ended; call reset()")
-        rewards, dones = self.batch.step(actions)
-        observations = self.batch.observe(*self._view)
-        for i, slot in enumerate(self.slots):
-            slot.deliver(int(actions[i]), observations[i], float(rewards[i, 0]), bool(dones[i, 0]))
-
+        steps = self.vector.step_envs(actions, np.ones(self.num_envs, bool))
         obs_out = np.empty(
             (self.num_envs, *self.observation_space.shape), self.observation_space.dtype
         )
         infos = []
-        for i, env in enumerate(self.envs):
-            obs, self.buf_rews[i], terminated, truncated, info = env.step(actions[i])
+        for i, (env, (obs, reward, terminated, truncated, info)) in enumerate(
+            zip(self.envs, steps)
+        ):
+            self.buf_rews[i] = reward
             self.buf_dones[i] = terminated or truncated
             info["TimeLimit.truncated"] = truncated and not terminated
             if self.buf_dones[i]:
