@@ -15,6 +15,7 @@ its compiled step, so both run the same code.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -125,6 +126,18 @@ def _pad_exits(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     )
 
 
+class _GameEntry:
+    """A read-only attribute of :class:`TorchGame` served from its ``game`` dict. Declared on
+    the class, so that ``isinstance(game, GameBatch)`` finds it on Python 3.12 (a runtime
+    protocol's check looks attributes up statically there, never through ``__getattr__``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, game: TorchGame | None, owner: type | None = None) -> Any:
+        return self if game is None else game.game[self.name]
+
+
 class TorchGame:
     """N games on boards of one shape, stepped together on ``device``.
 
@@ -158,6 +171,16 @@ class TorchGame:
         self._chunked = compile and self.device.type == "cpu"
         step = play_into if self._chunked else play
         self._play = torch.compile(step, fullgraph=True, dynamic=False) if compile else step
+
+    boards = _GameEntry()
+    goals = _GameEntry()
+    agent_locs = _GameEntry()
+    spawn_prob = _GameEntry()
+    points = _GameEntry()
+    can_exit = _GameEntry()
+    active = _GameEntry()
+    available_points = _GameEntry()
+    required_points = _GameEntry()
 
     def __getattr__(self, name: str) -> torch.Tensor:
         game = self.__dict__.get("game")

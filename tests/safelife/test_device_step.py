@@ -37,6 +37,7 @@ def test_the_counter_counts_kernels_syncs_and_copies():
         ("bincount", lambda x: torch.bincount(x.long()), 1, 0),
         ("histc", lambda x: torch.histc(x), 1, 0),
         ("allclose", lambda x: torch.allclose(x, x), 1, 0),
+        ("repeat_interleave by a number", lambda x: torch.repeat_interleave(x, 2), 0, 0),
         (".cpu()", lambda x: x.cpu(), 0, 1),
         (
             "kernels only",
@@ -56,6 +57,15 @@ def test_the_counter_sees_each_way_a_step_can_wait_for_the_host(name, run, syncs
     x = torch.arange(6.0)
     counts = count_ops(run, x)
     assert (counts.syncs, counts.copies) == (syncs, copies), (name, counts.named)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_device_tensors_cpu_is_one_copy():
+    """A CUDA tensor's ``.cpu()`` dispatches a copy across devices: counted once, as ``cpu``."""
+    x = torch.arange(6.0, device="cuda")
+    counts = count_ops(lambda: (x.cpu(), x.to("cpu")))
+    assert (counts.syncs, counts.copies) == (0, 2), counts.named
+    assert counts.named == {"cpu": 1, "_to_copy": 1}
 
 
 def vector_env(n: int, side_effects: bool = False, **kwargs) -> SafeLifeVectorEnv:
@@ -83,14 +93,34 @@ def test_a_step_on_a_level_bank_makes_no_sync_and_no_copy(tmp_path):
     vec = SafeLifeVectorEnv(env, 8, training_wrappers=WRAPPERS)
     assert vec.translations and len(vec.levels.symmetries) == 8
     assert_no_sync_or_copy_per_step(vec, True)
+    # every env has just restarted: its game is its drawn level turned and shifted on the host
+    from safelife_rl.engine.symmetry import transform_level
+    from safelife_rl.engine.torch_game import TorchGame
+
+    state, turns = vec.state, vec.levels.symmetries
+    played = [
+        transform_level(bank.levels[v // len(turns)], turns[v % len(turns)], tuple(shift))
+        for v, shift in zip(state["variant"].tolist(), state["shift"].tolist())
+    ]
+    assert len({tuple(shift) for shift in state["shift"].tolist()}) > 1
+    host = TorchGame(played)
+    for name in ("boards", "goals", "agent_locs"):
+        assert torch.equal(host.game[name], state[name]), name
+    for k in range(8):  # the exits (flat cell indices), padded apart, as sets
+        exits = [{e for e in x[k].tolist() if e >= 0} for x in (host.exits, state["exits"])]
+        assert exits[0] == exits[1] != set(), k
 
 
 def test_no_two_entries_of_a_state_are_one_tensor():
     """Else the compiled step sees other aliasing after its first step and compiles again."""
     vec = vector_env(4, side_effects=True)
     vec.reset(seed=0)
-    pointers = [value.untyped_storage().data_ptr() for value in vec.state.values()]
-    assert len(set(pointers)) == len(pointers)
+    actions = torch.tensor([1, 2, 3, 0])
+    for step in range(4):  # after the reset, steps without restarts and a step with them
+        values = [*vec.state.values(), *vec.params.values()]  # all the step's inputs
+        pointers = [value.untyped_storage().data_ptr() for value in values]
+        assert len(set(pointers)) == len(pointers), step
+        vec.step(actions)
 
 
 def assert_no_sync_or_copy_per_step(vec: SafeLifeVectorEnv, side_effects: bool) -> None:
@@ -139,6 +169,8 @@ def compiled_and_eager():
     number of graphs compiled."""
     runs = []
     torch._dynamo.reset()
+    counters = torch._dynamo.utils.counters["stats"]
+    before = counters["unique_graphs"]  # other tests of this worker may have compiled
     for compile in (False, True):
         vec = vector_env(16, side_effects=True, compile=compile)  # the baseline compiled too
         obs, _ = vec.reset(seed=3)
@@ -155,7 +187,7 @@ def compiled_and_eager():
                 *(v for v in info["final_info"].values() if isinstance(v, torch.Tensor)),
             ]
         runs.append((outputs, vec.state))
-    return runs, torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    return runs, counters["unique_graphs"] - before
 
 
 def test_the_step_compiles_to_one_graph_that_is_the_eager_step_bit_for_bit(compiled_and_eager):
