@@ -59,6 +59,8 @@ def torch_rate(
     levels, n: int, device: torch.device, seconds: float, compile: bool = False
 ) -> tuple[float, OpCounts | None]:
     """Board steps/s of a batch of ``n`` games, and what one eager step asks of the device."""
+    if compile:  # compile once from a fresh Dynamo state: its recompile limit spans the process
+        torch._dynamo.reset()
     game = TorchGame(
         [levels[i % len(levels)] for i in range(n)], seed=0, device=device, compile=compile
     )

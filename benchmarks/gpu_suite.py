@@ -151,8 +151,7 @@ def engine_section(
             continue
         eager = torch_rate(levels, n, device, seconds)[0] if n in sizes else float("nan")
         compiled, equal = float("nan"), "-"
-        if n in compile_sizes:
-            fresh_compiles()
+        if n in compile_sizes:  # torch_rate compiles from a fresh Dynamo state
             compiled = torch_rate(levels, n, device, seconds, True)[0]
             equal = "yes" if engine_same_compiled(levels, n, device) else "**NO**"
         numba = numba_rate(levels, n, seconds) if device.type == "cpu" else float("nan")

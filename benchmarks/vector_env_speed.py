@@ -49,6 +49,8 @@ def device_rate(
 ) -> tuple[float, OpCounts | None]:
     """Env steps/s of the vector env, and what one step asks of the device (counted on the
     eager step: the compiled one is the same code, and dispatch modes do not see into it)."""
+    if compile:  # compile once from a fresh Dynamo state: its recompile limit spans the process
+        torch._dynamo.reset()
     envs = SafeLifeVectorEnv(SafeLifeEnv(levels), n, device, wrappers, compile=compile)
     envs.set_training_steps(10**7)
     envs.reset(seed=0)
