@@ -37,6 +37,13 @@ from safety_rl_common.torch_counts import OpCounts, count_ops
 TORCH_BYTES_PER_BOARD = 26 * 26 * 8 * 16
 
 
+def fresh_compiles() -> None:
+    """Forget every compiled graph, so that the next compile starts from a clean Dynamo state
+    (its recompile limit counts per code object over the whole process: nine sizes compiled in
+    one process would stop there)."""
+    torch._dynamo.reset()
+
+
 def timed(step, sync, seconds: float) -> float:
     """Seconds per call of ``step``, timed over at least ``seconds`` and two calls."""
     step()
@@ -59,8 +66,8 @@ def torch_rate(
     levels, n: int, device: torch.device, seconds: float, compile: bool = False
 ) -> tuple[float, OpCounts | None]:
     """Board steps/s of a batch of ``n`` games, and what one eager step asks of the device."""
-    if compile:  # compile once from a fresh Dynamo state: its recompile limit spans the process
-        torch._dynamo.reset()
+    if compile:
+        fresh_compiles()
     game = TorchGame(
         [levels[i % len(levels)] for i in range(n)], seed=0, device=device, compile=compile
     )

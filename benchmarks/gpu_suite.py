@@ -52,7 +52,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from engine_speed import TORCH_BYTES_PER_BOARD, free_bytes, numba_rate, timed, torch_rate
+from engine_speed import (
+    TORCH_BYTES_PER_BOARD,
+    free_bytes,
+    fresh_compiles,
+    numba_rate,
+    timed,
+    torch_rate,
+)
 from hydra import compose, initialize_config_dir
 from torch.utils._pytree import tree_leaves
 from vector_env_speed import wrapper_config
@@ -92,12 +99,6 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 def rate_text(rate: float) -> str:
     return "-" if rate != rate else f"{rate:,.0f}"
-
-
-def fresh_compiles() -> None:
-    """Forget every compiled graph, so each measurement compiles once from a clean Dynamo state
-    (its recompile limit counts per code object over the whole process)."""
-    torch._dynamo.reset()
 
 
 def same(first: object, second: object) -> bool:
@@ -151,7 +152,7 @@ def engine_section(
             continue
         eager = torch_rate(levels, n, device, seconds)[0] if n in sizes else float("nan")
         compiled, equal = float("nan"), "-"
-        if n in compile_sizes:  # torch_rate compiles from a fresh Dynamo state
+        if n in compile_sizes:
             compiled = torch_rate(levels, n, device, seconds, True)[0]
             equal = "yes" if engine_same_compiled(levels, n, device) else "**NO**"
         numba = numba_rate(levels, n, seconds) if device.type == "cpu" else float("nan")
@@ -223,6 +224,7 @@ def compared(
     """The envs stepped in ``mode``, and what of their first steps differs from eager's
     (observations, rewards, terminations, truncations, state entries) with the largest
     difference: nothing when they are equal bit for bit."""
+    fresh_compiles()
     runs, envs = [], None
     for compile in (False, mode):
         envs = vector_envs(source, n, device, compile, bank_size)
@@ -263,7 +265,6 @@ def vector_section(
                 if n not in compile_sizes:
                     row.append("-")
                     continue
-                fresh_compiles()
                 envs, differ = compared(source, n, device, mode, bank_size)
                 rate = vector_rate(envs, n, seconds)
                 envs.close()
@@ -303,6 +304,8 @@ def ppo_rate(
     """Env steps/s of DevicePPO with the SafeLife CNN on n envs of the prune-still suite (the
     paper's rollouts and update), and the counts of one rollout and one update; ``compile``:
     the env's step mode (``"cudagraphs"`` also captures the policy's network)."""
+    if compile:
+        fresh_compiles()
     cfg = paper_config([f"n_envs={n}", f"device={device}", "vec_env=device"])
     kwargs = {**plain(cfg.env.kwargs), "levels": str(suite_file("prune-still"))}
     env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device), compile)
@@ -335,7 +338,6 @@ def ppo_section(
         rate, (rollout, update) = ppo_rate(n, device, seconds)
         graphed = "-"
         if graphs and n in compile_sizes:
-            fresh_compiles()
             try:
                 graphed = rate_text(ppo_rate(n, device, seconds, "cudagraphs")[0])
             except Exception as error:  # noqa: BLE001 - the eager rates still come back

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from baselines import add_arguments, measure, ratio_line
-from engine_speed import timed
+from engine_speed import fresh_compiles, timed
 from omegaconf import OmegaConf
 
 from safelife_rl import SafeLifeEnv, load_levels
@@ -49,8 +49,8 @@ def device_rate(
 ) -> tuple[float, OpCounts | None]:
     """Env steps/s of the vector env, and what one step asks of the device (counted on the
     eager step: the compiled one is the same code, and dispatch modes do not see into it)."""
-    if compile:  # compile once from a fresh Dynamo state: its recompile limit spans the process
-        torch._dynamo.reset()
+    if compile:
+        fresh_compiles()
     envs = SafeLifeVectorEnv(SafeLifeEnv(levels), n, device, wrappers, compile=compile)
     envs.set_training_steps(10**7)
     envs.reset(seed=0)
