@@ -77,6 +77,7 @@ from safelife_rl.envs.wrappers import (
     ScheduledWrapper,
     SideEffectPenalty,
     build_wrappers,
+    check_penalty,
 )
 from safelife_rl.procgen.bank import LevelBank
 from safety_rl_common.errors import UserError
@@ -213,6 +214,11 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         GPU); else an invalid action is remembered on the device and :meth:`check_actions`
         raises for it (the device algorithms call it once per rollout). Actions given as a list
         or an array are always checked on the host.
+    :param groups: independent blocks of ``num_envs // groups`` consecutive envs, one per member
+        of a population (:mod:`safelife_rl.training.population`): each block plays as a vector
+        env of its size alone would, with its own seed (``reset(seed=[s, ...])``, one per
+        block), level order and impact penalty (:meth:`set_group_penalties`); env ``k`` is
+        env ``k % (num_envs // groups)`` of its block.
 
     **Spaces.** ``single_observation_space`` and ``single_action_space`` are the env's;
     observations come back as uint8 tensors ``(num_envs,) + view + (channels,)`` on ``device``,
@@ -261,6 +267,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         training_wrappers: Mapping[str, Any] | None = None,
         compile: bool | str = False,
         check_actions: bool = False,
+        groups: int = 1,
     ):
         if compile not in COMPILE_MODES:
             raise UserError(f"compile must be one of {COMPILE_MODES}, got {compile!r}")
@@ -272,6 +279,10 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             or num_envs < 1
         ):
             raise UserError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+            raise UserError(f"groups must be a positive integer, got {groups!r}")
+        if num_envs % groups:
+            raise UserError(f"num_envs={num_envs} does not split into {groups} equal groups")
         if env.render_mode is not None:
             raise UserError(
                 "the device vector env does not render; leave render_mode unset "
@@ -279,6 +290,9 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             )
         self.env = env
         self.num_envs = int(num_envs)
+        self.groups = groups
+        self.group_size = self.num_envs // groups
+        self.group_penalties: list[float] | None = None
         self.device = torch_device(device)
         if compile == "cudagraphs" and self.device.type != "cuda":
             raise UserError(
@@ -332,14 +346,29 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                 f"{free / 2**30:.1f} GiB free; use at most about {most} envs"
             )
 
+    def set_group_penalties(self, penalties: Sequence[float]) -> None:
+        """Give each group its own impact penalty (in place of the penalty wrapper's
+        ``penalty``; its ramp still applies)."""
+        if not any(isinstance(w, SideEffectPenalty) for w in self.chain):
+            raise UserError("group penalties need the side_effect_penalty wrapper in the chain")
+        if len(penalties) != self.groups:
+            raise UserError(f"need one penalty per group ({self.groups}), got {len(penalties)}")
+        self.group_penalties = [check_penalty(p) for p in penalties]
+        self._set_params()
+
     def _set_params(self) -> None:
         """The scheduled values as tensors of the step (copied to the device only here)."""
-        penalty = [w.coefficient() for w in self.chain if isinstance(w, SideEffectPenalty)]
+        penalty = [w for w in self.chain if isinstance(w, SideEffectPenalty)]
         fraction = [w.ramp(w.training_steps) for w in self.chain if isinstance(w, ExitCurriculum)]
-        values = {
-            "penalty": penalty[-1] if penalty else 0.0,
+        values: dict[str, float | list[float]] = {
+            "penalty": penalty[-1].coefficient() if penalty else 0.0,
             "fraction": fraction[-1] if fraction else 1.0,
         }
+        if self.group_penalties is not None:
+            ramp = penalty[-1].ramp(penalty[-1].training_steps)
+            values["penalty"] = [
+                p * ramp if p else 0.0 for p in self.group_penalties for _ in range(self.group_size)
+            ]
         self.params = {
             **self.params,
             **{
@@ -359,7 +388,8 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         if self.env.shuffle or self.env.sampler is not None:
             pick = integers(key, 0, len(levels))
         else:
-            pick = (state["next_level"] + ended.cumsum(0) - 1) % len(levels)
+            order = ended.view(self.groups, -1).cumsum(1) - 1
+            pick = (state["next_level"][:, None] + order).flatten() % len(levels)
         turns = len(levels.symmetries)
         variant = pick * turns
         if turns > 1:
@@ -404,13 +434,13 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     def start_state(self, seed: torch.Tensor) -> State:
         """Every env at the start of its first episode (the state :meth:`step_state` steps)."""
         n = self.num_envs
-        envs = torch.arange(n, device=self.device)
+        envs = torch.arange(n, device=self.device) % self.group_size
         zero = torch.zeros_like(envs)
         counters = {
             "envs": envs,
             "episodes": zero,
             "steps": zero,
-            "next_level": torch.zeros((), dtype=torch.int64, device=self.device),
+            "next_level": torch.zeros(self.groups, dtype=torch.int64, device=self.device),
         }
         everyone = torch.ones(n, dtype=torch.bool, device=self.device)
         fresh = self._restarts(counters, everyone, {**self.params, "seed": seed})
@@ -418,7 +448,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             **counters,
             **fresh,
             "episodes": zero + 1,
-            "next_level": counters["next_level"] + n,
+            "next_level": counters["next_level"] + self.group_size,
             "invalid": torch.zeros((), dtype=torch.bool, device=self.device),
         }
         if self.env.side_effects:  # no env has ended yet: nothing to score
@@ -485,7 +515,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             for name, value in stepped.items()
         }
         after["episodes"] = stepped["episodes"] + ended
-        after["next_level"] = stepped["next_level"] + ended.sum()
+        after["next_level"] = stepped["next_level"] + ended.view(self.groups, -1).sum(1)
         observations = _keep(ended, self._observe(after), final_obs)
         return (
             after,
@@ -540,16 +570,34 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     # -- the Gymnasium API --------------------------------------------------------------------
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Restart every env; a seed restarts the level order and seeds all randomness."""
+        """Restart every env; a seed restarts the level order and seeds all randomness (with
+        ``groups``, a list of one seed per group seeds each group as its own vector env's seed
+        would; one seed seeds them all from one stream)."""
         if options:
             raise UserError(f"the device vector env takes no reset options, got {options!r}")
-        if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-                raise UserError(f"seed must be an integer (one for all envs), got {seed!r}")
-            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
-        self.params["seed"] = torch.tensor(int(self.np_random.integers(2**31)), device=self.device)
+        seeds = seed if isinstance(seed, Sequence) else [seed]
+        if isinstance(seed, Sequence) and len(seeds) != self.groups:
+            raise UserError(f"need one seed per group ({self.groups}), got {len(seeds)}")
+        for s in seeds:
+            if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer))):
+                raise UserError(f"seeds must be integers, got {s!r}")
+        if len(seeds) > 1:
+            streams = [seeding.np_random(int(s))[0] for s in seeds]
+            self._np_random, self._np_random_seed = streams[0], int(seeds[0])
+        else:
+            if seed is not None:
+                self._np_random, self._np_random_seed = seeding.np_random(int(seeds[0]))
+            streams = [self.np_random] * self.groups
+        group_seeds = [int(stream.integers(2**31)) for stream in streams]
+        self.params["seed"] = (
+            torch.tensor(group_seeds[0], device=self.device)
+            if self.groups == 1
+            else torch.tensor(
+                [s for s in group_seeds for _ in range(self.group_size)], device=self.device
+            )
+        )
         self.state = self.start_state(self.params["seed"])
         cost = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
         return self._observe(self.state), {"cost": cost}

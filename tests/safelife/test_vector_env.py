@@ -288,3 +288,56 @@ def test_shuffled_levels_and_level_banks_draw_on_the_device(tmp_path):
         assert len(set(draws[0][0])) > 2  # envs draw apart
         if source is bank:
             assert len({v % 8 for v in draws[0][0]}) > 2 and len(set(map(tuple, draws[0][1]))) > 2
+
+
+@pytest.mark.parametrize(
+    "levels, kwargs",
+    [
+        (tiny_levels(), {"time_limit": 7, "view_shape": (5, 7)}),  # in order, exits reached
+        (load_levels(suite_file("append-spawn"))[:4], {"time_limit": 5, "shuffle": True}),
+    ],
+    ids=["ordered", "shuffled-spawners"],
+)
+def test_each_group_plays_as_its_own_vector_env(levels, kwargs, torch_device):
+    """A population's env: group ``g`` of a grouped env, with its own seed and penalty, steps
+    as a vector env of its size alone does, whatever the other groups do."""
+    groups, n, seeds, penalties = 3, 2, [5, 0, 11], [0.0, 0.3, 0.1]
+    grouped = SafeLifeVectorEnv(
+        SafeLifeEnv(levels, **kwargs), groups * n, torch_device, WRAPPERS, groups=groups
+    )
+    grouped.set_group_penalties(penalties)
+    alone = []
+    for penalty in penalties:
+        wrappers = {**WRAPPERS, "side_effect_penalty": {**WRAPPERS["side_effect_penalty"]}}
+        wrappers["side_effect_penalty"]["penalty"] = penalty
+        alone.append(SafeLifeVectorEnv(SafeLifeEnv(levels, **kwargs), n, torch_device, wrappers))
+    obs, _ = grouped.reset(seed=seeds)
+    want = [vec.reset(seed=s)[0] for vec, s in zip(alone, seeds)]
+    assert torch.equal(obs, torch.cat(want))
+    rng = np.random.default_rng(0)
+    ended = 0
+    for t in range(30):
+        if t == 10:
+            for vec in [grouped, *alone]:
+                vec.set_training_steps(50)
+        actions = torch.from_numpy(rng.choice(9, size=groups * n)).to(torch_device)
+        got = grouped.step(actions)
+        for g, vec in enumerate(alone):
+            part = slice(g * n, (g + 1) * n)
+            mine = vec.step(actions[part])
+            for a, b in zip(got[:4], mine[:4]):
+                assert torch.equal(a[part], b), (t, g)
+            assert torch.equal(got[4]["final_info"]["level"][part], mine[4]["final_info"]["level"])
+        ended += int((got[2] | got[3]).sum())
+    assert ended >= 6
+
+
+def test_groups_are_checked():
+    env = SafeLifeEnv(tiny_levels())
+    with pytest.raises(UserError, match="does not split into 4 equal groups"):
+        SafeLifeVectorEnv(env, 6, groups=4)
+    vec = SafeLifeVectorEnv(env, 6, groups=3)
+    with pytest.raises(UserError, match="need the side_effect_penalty wrapper"):
+        vec.set_group_penalties([0.1, 0.2, 0.3])
+    with pytest.raises(UserError, match=r"one seed per group \(3\), got 2"):
+        vec.reset(seed=[1, 2])

@@ -31,8 +31,13 @@ class EpisodeRecorder:
         self._host.extend((timesteps, k, info) for k, info in step.infos.items())
 
     def read(self) -> list[tuple[int, dict[str, Any]]]:
-        """The recorded episodes as ``(timesteps, info)`` in the order they ended (by step, then
-        env index), and forget them. A device env's pending side effects
+        """The recorded episodes as ``(timesteps, info)``: :meth:`read_by_env` without the env
+        indices."""
+        return [(t, info) for t, _, info in self.read_by_env()]
+
+    def read_by_env(self) -> list[tuple[int, int, dict[str, Any]]]:
+        """The recorded episodes as ``(timesteps, env index, info)`` in the order they ended
+        (by step, then env index), and forget them. A device env's pending side effects
         (:class:`~safelife_rl.envs.vector_env.PendingSideEffects`) are scored here, once: each
         env's last measured episode gets its report."""
         episodes = [(t, k, info) for t, k, info in self._host]
@@ -55,7 +60,7 @@ class EpisodeRecorder:
                         last_measured[k]["side_effects"] = report
         self._device, self._host = [], []
         episodes.sort(key=lambda episode: episode[:2])
-        return [(t, info) for t, _, info in episodes]
+        return episodes
 
 
 def _without_pending(

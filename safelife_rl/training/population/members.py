@@ -1,0 +1,101 @@
+"""A population member as its own SB3 model sees the world: its envs (a view of its group of
+the population's vector env), its random streams, and a model whose saved files hold only its
+own weights."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
+from torch.utils._pytree import tree_map
+
+from safelife_rl.training.device.adapters import Forwarding, TensorVecEnv
+from safelife_rl.training.device.algorithms import DevicePPO
+
+
+class MemberEnv(Forwarding, TensorVecEnv):
+    """Member ``index``'s envs: group ``index`` of the population's vector env (a
+    :class:`~safelife_rl.training.device.GymnasiumTensorVecEnv` of a grouped
+    :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`). The population steps them; the
+    member's model reads its spaces and size, its seed (:meth:`seed`) and first observations
+    (:meth:`reset`), and its callbacks the shared schedules."""
+
+    def __init__(self, venv: TensorVecEnv, index: int, size: int):
+        self.venv = venv
+        self.index = index
+        self.given_seed: int | None = None
+        self.first_obs: torch.Tensor | None = None
+        self._steps: float | None = None
+        super().__init__(size, venv.observation_space, venv.action_space, venv.device)
+
+    def reset(self) -> torch.Tensor:  # type: ignore[override]
+        if self.first_obs is None:
+            raise RuntimeError("the population resets its envs before its members start")
+        return self.first_obs
+
+    def step(self, actions: torch.Tensor) -> Any:  # type: ignore[override]
+        raise RuntimeError("a population member's envs step with the whole population's")
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        self.given_seed = seed
+        return [seed] * self.num_envs
+
+    def env_method(
+        self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any
+    ) -> list[Any]:
+        """The schedules are the whole population's: ``set_training_steps`` reaches the vector
+        env once per step count, whichever member's clock calls it first."""
+        if method_name == "set_training_steps" and args:
+            vector = getattr(self.venv, "venv", None)
+            if vector is not None and hasattr(vector, "set_training_steps"):
+                if args[0] != getattr(vector, "_population_steps", None):
+                    vector._population_values = vector.set_training_steps(args[0])
+                    vector._population_steps = args[0]
+                return [vector._population_values] * self.num_envs
+        return self.venv.env_method(method_name, *args, indices=indices, **kwargs)
+
+    @property
+    def level_names(self) -> list[str] | None:
+        return self.venv.level_names
+
+    def close(self) -> None:
+        """The population closes its env."""
+
+
+@dataclass
+class MemberRandom:
+    """A member's random streams where its single run would have them after its model was
+    built: torch's (action sampling) on the training device and NumPy's (minibatch order)."""
+
+    torch: torch.Generator
+    numpy: np.random.RandomState
+
+    @classmethod
+    def capture(cls, device: torch.device) -> MemberRandom:
+        """The global streams now (right after a member's model seeded them and built its
+        network), as the member's own."""
+        generator = torch.Generator(device)
+        if device.type == "cuda":
+            generator.set_state(torch.cuda.get_rng_state(device))
+        else:
+            generator.set_state(torch.get_rng_state())
+        stream = np.random.RandomState()
+        stream.set_state(np.random.get_state())
+        return cls(generator, stream)
+
+
+class PopulationMember(DevicePPO):
+    """A :class:`~safelife_rl.training.device.DevicePPO` whose weights and Adam moments are
+    views of the population's stacked tensors: its saved parameters are copies of its own
+    slices (not the population's storage), so its files are a single run's, loadable by
+    ``PPO.load``."""
+
+    def get_parameters(self) -> dict[str, dict]:
+        return tree_map(
+            lambda value: value.clone() if isinstance(value, torch.Tensor) else value,
+            super().get_parameters(),
+        )

@@ -1,0 +1,370 @@
+"""Population training: P independent PPO runs in one process, their envs stepped as one
+device vector env and their networks run and updated as one batch.
+
+Each member is an ordinary SB3 model (:class:`~.members.PopulationMember`, a ``DevicePPO``)
+with its own seed, impact penalty, callbacks, logger and run folder; :class:`PopulationPPO`
+drives them in lockstep as SB3's ``learn`` drives one: a rollout of every member's envs (one
+vector-env step and one batched forward pass per step), then one PPO update of every member
+(each member's own minibatch order, advantages, losses, gradient clipping and Adam moments,
+computed as stacked tensors; one fused Adam over the stacked parameters is P Adams).
+
+**Exactness.** A population of one makes DevicePPO's updates bit for bit (on the CPU; the tests
+check it). In a larger population each member's numbers are its single run's up to the
+rounding of the batched network (``torch.func.vmap`` computes the convolutions and products of
+all members in other kernels): about 1e-9 relative per forward pass; its actions and envs are
+its own (its own torch and NumPy streams, its group of the vector env).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import explained_variance
+from torch.distributions import Categorical
+from tqdm import tqdm
+
+from safelife_rl.envs.vector_env import SafeLifeVectorEnv
+from safelife_rl.training.device.adapters import GymnasiumTensorVecEnv, TensorVecEnv
+from safelife_rl.training.device.buffer import TensorRolloutBuffer
+from safelife_rl.training.device.deferred import no_argument_checks
+from safelife_rl.training.device.episodes import EpisodeRecorder
+from safelife_rl.training.population.members import MemberEnv, MemberRandom, PopulationMember
+from safelife_rl.training.population.stacked import StackedPolicies
+from safety_rl_common.errors import UserError
+
+#: The PPO settings every member must share (they shape the batched update).
+SHARED = (
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "normalize_advantage",
+    "target_kl",
+    "n_envs",
+    "use_sde",
+)
+
+
+class PopulationPPO:
+    """P PPO members trained together; see the module docstring.
+
+    :param env: a :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` of ``P`` groups
+        (one per member, ``n_envs`` envs each).
+    :param make_member: builds member ``k``'s model on its env view and seed (a
+        :class:`~.members.PopulationMember` as a single run would build its ``DevicePPO``).
+    :param seeds: the members' seeds.
+    :param penalties: the members' impact penalties (``None``: the env's wrapper's, for all).
+    """
+
+    def __init__(
+        self,
+        env: SafeLifeVectorEnv,
+        make_member: Callable[[TensorVecEnv, int], PopulationMember],
+        seeds: Sequence[int],
+        penalties: Sequence[float] | None = None,
+    ):
+        if env.groups != len(seeds):
+            raise UserError(f"{len(seeds)} members need an env of {len(seeds)} groups")
+        self.env = env
+        self.venv = GymnasiumTensorVecEnv(env)
+        self.size, self.n_envs = len(seeds), env.group_size
+        if penalties is not None:
+            env.set_group_penalties(penalties)
+        self.members: list[PopulationMember] = []
+        self.random: list[MemberRandom] = []
+        for k, seed in enumerate(seeds):
+            member = make_member(MemberEnv(self.venv, k, self.n_envs), int(seed))
+            self.random.append(MemberRandom.capture(member.device))
+            self.members.append(member)
+        self._check_members()
+        first = self.members[0]
+        self.device = first.device
+        self.stacked = StackedPolicies([m.policy for m in self.members])
+        optimizer = first.policy.optimizer
+        self.optimizer = type(optimizer)(self.stacked.parameters(), **optimizer.defaults)
+        self.buffer = TensorRolloutBuffer(
+            first.n_steps,
+            first.observation_space,
+            first.action_space,
+            self.device,
+            gae_lambda=first.gae_lambda,
+            gamma=first.gamma,
+            n_envs=self.size * self.n_envs,
+        )
+        self.buffer.reset()
+        self._linked = False
+        self._last_obs: torch.Tensor | None = None
+        self._last_starts: torch.Tensor | None = None
+
+    def _check_members(self) -> None:
+        first = self.members[0]
+        for k, member in enumerate(self.members):
+            if not isinstance(member, PopulationMember):
+                raise UserError(f"member {k} is a {type(member).__name__}, not a PopulationMember")
+            for name in SHARED:
+                if getattr(member, name) != getattr(first, name):
+                    raise UserError(
+                        f"the members differ in {name} ({getattr(first, name)!r} and "
+                        f"{getattr(member, name)!r}): a population batches them as one"
+                    )
+        if first.target_kl is not None:
+            raise UserError("a population trains without target_kl (no member stops early)")
+        if first.n_envs != self.n_envs:
+            raise UserError(f"the members have {first.n_envs} envs, their groups {self.n_envs}")
+
+    # -- learning -----------------------------------------------------------------------------
+
+    def learn(
+        self,
+        total_timesteps: int,
+        callbacks: Sequence[BaseCallback | None] | None = None,
+        log_interval: int = 1,
+        progress_bar: bool = False,
+    ) -> PopulationPPO:
+        """Train every member to ``total_timesteps`` of its own steps, as
+        ``model.learn(total_timesteps, callback)`` trains one (a new run: step counts from 0).
+
+        :param callbacks: one per member (or ``None``), each seeing its member's model, steps,
+            episodes (``locals["episodes"]`` at a rollout's end) and logger.
+        """
+        callbacks = list(callbacks or [None] * self.size)
+        if len(callbacks) != self.size:
+            raise UserError(f"need one callback per member ({self.size}), got {len(callbacks)}")
+        obs, _ = self.env.reset(seed=[m.env.given_seed for m in self.members])
+        obs = torch.as_tensor(obs, device=self.device)
+        started = []
+        for k, (member, callback) in enumerate(zip(self.members, callbacks)):
+            member.env.first_obs = self._part(obs, k)
+            total, started_callback = member._setup_learn(
+                total_timesteps, callback, True, "run", False
+            )
+            started.append(started_callback)
+        self._last_obs = obs
+        self._last_starts = torch.ones(len(obs), dtype=torch.bool, device=self.device)
+        for callback in started:
+            callback.on_training_start(locals(), globals())
+        iteration = 0
+        bar = tqdm(total=total, disable=not progress_bar, unit="steps", desc="population")
+        while self.members[0].num_timesteps < total:
+            if not self._collect_rollouts(started):
+                break
+            iteration += 1
+            bar.update(self.n_envs * self.members[0].n_steps)
+            for member in self.members:
+                member._update_current_progress_remaining(member.num_timesteps, total)
+                if log_interval and iteration % log_interval == 0:
+                    member.dump_logs(iteration)
+            self._train()
+        bar.close()
+        for callback in started:
+            callback.on_training_end()
+        return self
+
+    def _part(self, tensor: torch.Tensor, k: int) -> torch.Tensor:
+        return tensor[k * self.n_envs : (k + 1) * self.n_envs]
+
+    def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each member's actions drawn from its own torch stream, as ``Categorical.sample``
+        draws them, and their log-probabilities: ``(P, n)`` each."""
+        distribution = Categorical(logits=logits)
+        probs = distribution.probs
+        actions = torch.stack(
+            [
+                torch.multinomial(probs[k], 1, True, generator=random.torch).T.reshape(-1)
+                for k, random in enumerate(self.random)
+            ]
+        )
+        return actions, distribution.log_prob(actions)
+
+    def _collect_rollouts(self, callbacks: list[BaseCallback]) -> bool:
+        """One rollout of every member, into the stacked buffer (DevicePPO's
+        ``collect_rollouts`` for P members at once)."""
+        first = self.members[0]
+        buffer, size, n = self.buffer, self.size, self.n_envs
+        for member in self.members:
+            member.policy.set_training_mode(False)
+        buffer.reset()
+        for callback in callbacks:
+            callback.on_rollout_start()
+        recorder = EpisodeRecorder(self.venv.level_names)
+        obs, starts = self._last_obs, self._last_starts
+        assert obs is not None and starts is not None
+        for _ in range(first.n_steps):
+            with torch.no_grad(), no_argument_checks():
+                logits, values = self.stacked(obs.view(size, n, *obs.shape[1:]))
+                actions, log_probs = self._sample(logits)
+            step = self.venv.step(actions.flatten())
+            for member in self.members:
+                member.num_timesteps += n
+            recorder.add(first.num_timesteps, step)
+            for k, callback in enumerate(callbacks):
+                callback.update_locals({"actions": actions[k], "step": step})
+                if not callback.on_step():
+                    return False
+            buffer.add_timeouts(step.truncated, step.final_observations)
+            buffer.add(
+                obs,
+                actions.reshape(-1, 1),
+                step.rewards.to(torch.float32),
+                starts,
+                values.flatten(),
+                log_probs.flatten(),
+            )
+            obs, starts = step.observations, step.terminated | step.truncated
+        self.venv.check_actions()
+        self._bootstrap_timeouts()
+        with torch.no_grad():
+            last_values = self.stacked(obs.view(size, n, *obs.shape[1:]))[1]
+        buffer.compute_returns_and_advantage(last_values.flatten(), starts)
+        self._last_obs, self._last_starts = obs, starts
+        by_member: list[list[tuple[int, dict[str, Any]]]] = [[] for _ in range(size)]
+        for timesteps, index, info in recorder.read_by_env():
+            by_member[index // n].append((timesteps, info))
+        for k, (member, callback) in enumerate(zip(self.members, callbacks)):
+            member._last_obs = self._part(obs, k)
+            member._last_episode_starts = self._part(starts, k)
+            member._update_info_buffer(  # type: ignore[attr-defined]
+                [info for _, info in by_member[k]], np.ones(len(by_member[k]), dtype=bool)
+            )
+            callback.update_locals({"episodes": by_member[k]})
+            callback.on_rollout_end()
+        return True
+
+    def _bootstrap_timeouts(self) -> None:
+        """``gamma * V(final observation)`` added where a time limit cut an episode, each
+        member's values by its own network in batches of its ``n_envs`` (as DevicePPO does)."""
+        buffer = self.buffer
+        if buffer.final_observations is None:
+            return
+        steps, envs = buffer.timeouts.nonzero().unbind(1)
+        gamma = self.members[0].gamma
+        with torch.no_grad():
+            for k in range(self.size):
+                mine = (envs // self.n_envs) == k
+                s, e = steps[mine], envs[mine]
+                for s_part, e_part in zip(s.split(self.n_envs), e.split(self.n_envs)):
+                    values = self.stacked.member(k, buffer.final_observations[s_part, e_part])[1]
+                    buffer.rewards[s_part, e_part] += gamma * values.flatten()
+
+    def _minibatch_indices(self, total: int) -> torch.Tensor:
+        """Each member's permutation of its rollout's flat indices (SB3's env-major order),
+        drawn from the member's NumPy stream as SB3's buffer draws it: ``(P, total)``."""
+        order = np.stack([random.numpy.permutation(total) for random in self.random])
+        return torch.as_tensor(order, device=self.device)
+
+    def _train(self) -> None:
+        """One PPO update of every member (SB3's ``PPO.train``, batched over members)."""
+        first, buffer, size, n = self.members[0], self.buffer, self.size, self.n_envs
+        for member in self.members:
+            member.policy.set_training_mode(True)
+            member._update_learning_rate(member.policy.optimizer)
+        progress = first._current_progress_remaining
+        for group in self.optimizer.param_groups:
+            group["lr"] = first.lr_schedule(progress)
+        clip_range = first.clip_range(progress)
+        clip_range_vf = first.clip_range_vf(progress) if first.clip_range_vf is not None else None
+        steps_per_rollout = buffer.buffer_size
+        total = steps_per_rollout * n
+        batch = first.batch_size
+        offsets = (torch.arange(size, device=self.device) * n)[:, None]
+        stats: dict[str, list[torch.Tensor]] = {
+            key: [] for key in ("entropy", "pg", "value", "kl", "clip")
+        }
+        loss = torch.zeros(size, device=self.device)
+        for _ in range(first.n_epochs):
+            order = self._minibatch_indices(total)
+            for start in range(0, total, batch):
+                flat = order[:, start : start + batch]
+                steps, envs = flat % steps_per_rollout, flat // steps_per_rollout + offsets
+                obs = buffer.observations[steps, envs]
+                actions = buffer.actions[steps, envs].to(torch.float32).long().flatten(1)
+                old_values = buffer._values[steps, envs]
+                old_log_prob = buffer.log_probs[steps, envs]
+                advantages, returns = buffer.advantages[steps, envs], buffer._returns[steps, envs]
+                with no_argument_checks():
+                    logits, values = self.stacked(obs)
+                    distribution = Categorical(logits=logits)
+                    log_prob, entropy = distribution.log_prob(actions), distribution.entropy()
+                if first.normalize_advantage and advantages.shape[1] > 1:
+                    advantages = (advantages - advantages.mean(1, keepdim=True)) / (
+                        advantages.std(1, keepdim=True) + 1e-8
+                    )
+                ratio = torch.exp(log_prob - old_log_prob)
+                policy_loss_1 = advantages * ratio
+                policy_loss_2 = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
+                policy_loss = -torch.min(policy_loss_1, policy_loss_2).mean(1)
+                clip_fraction = torch.mean((torch.abs(ratio - 1) > clip_range).float(), 1)
+                values_pred = values
+                if clip_range_vf is not None:
+                    values_pred = old_values + torch.clamp(
+                        values - old_values, -clip_range_vf, clip_range_vf
+                    )
+                value_loss = F.mse_loss(returns, values_pred, reduction="none").mean(1)
+                entropy_loss = -torch.mean(entropy, 1)
+                loss = policy_loss + first.ent_coef * entropy_loss + first.vf_coef * value_loss
+                with torch.no_grad():
+                    log_ratio = log_prob - old_log_prob
+                    kl = torch.mean((torch.exp(log_ratio) - 1) - log_ratio, 1)
+                for key, value in zip(
+                    stats, (entropy_loss, policy_loss, value_loss, kl, clip_fraction)
+                ):
+                    stats[key].append(value.detach())
+                self.optimizer.zero_grad()
+                loss.sum().backward()
+                self.stacked.clip_grad_norms(first.max_grad_norm)
+                self.optimizer.step()
+            for member in self.members:
+                member._n_updates += 1
+        self._link_optimizer_states()
+        self._log_training(stats, loss.detach(), clip_range, clip_range_vf)
+
+    def _link_optimizer_states(self) -> None:
+        """Make each member's Adam state views of its slices of the population's (after the
+        first step, when Adam has made its state), so that a member's save holds its own."""
+        if self._linked:
+            return
+        for k, member in enumerate(self.members):
+            optimizer = member.policy.optimizer
+            for param, stacked in zip(member.policy.parameters(), self.stacked.parameters()):
+                state = self.optimizer.state[stacked]
+                optimizer.state[param] = {
+                    key: value if value.dim() == 0 else value[k] for key, value in state.items()
+                }
+        self._linked = True
+
+    def _log_training(
+        self,
+        stats: dict[str, list[torch.Tensor]],
+        loss: torch.Tensor,
+        clip_range: float,
+        clip_range_vf: float | None,
+    ) -> None:
+        """Each member's ``train/`` scalars as SB3's PPO records them, read in one copy."""
+        means = {key: torch.stack(values).mean(0) for key, values in stats.items()}
+        host = torch.stack([*means.values(), loss]).cpu().numpy()
+        values = self.buffer._values.view(self.buffer.buffer_size, self.size, self.n_envs)
+        returns = self.buffer._returns.view(self.buffer.buffer_size, self.size, self.n_envs)
+        values, returns = values.cpu().numpy(), returns.cpu().numpy()
+        names = ("entropy_loss", "policy_gradient_loss", "value_loss", "approx_kl", "clip_fraction")
+        for k, member in enumerate(self.members):
+            logger = member.logger
+            for row, name in enumerate(names):
+                logger.record(f"train/{name}", float(host[row, k]))
+            logger.record("train/loss", float(host[-1, k]))
+            logger.record(
+                "train/explained_variance",
+                explained_variance(values[:, k].flatten(), returns[:, k].flatten()),
+            )
+            logger.record("train/n_updates", member._n_updates, exclude="tensorboard")
+            logger.record("train/clip_range", clip_range)
+            if clip_range_vf is not None:
+                logger.record("train/clip_range_vf", clip_range_vf)

@@ -1,0 +1,151 @@
+"""Population training (:mod:`safelife_rl.training.population`): a population of one is
+DevicePPO bit for bit, each member of a larger one is its own single run (to the batched
+network's rounding) whatever the others do, and every member saves as an ordinary SB3 run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import PPO
+
+from safelife_rl import SafeLifeEnv, load_levels
+from safelife_rl.envs.registration import suite_file
+from safelife_rl.envs.vector_env import SafeLifeVectorEnv
+from safelife_rl.training import SafeLifeCNN
+from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
+from safelife_rl.training.population import PopulationMember, PopulationPPO
+from safety_rl_common.errors import UserError
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+N_ENVS, N_STEPS = 3, 8
+SETTINGS = {"n_steps": N_STEPS, "batch_size": 6, "n_epochs": 2, "clip_range_vf": 0.2}
+POLICY = {
+    "features_extractor_class": SafeLifeCNN,
+    "features_extractor_kwargs": {"features_dim": 32, "conv_channels": [4, 8, 8]},
+    "net_arch": [],
+    "optimizer_kwargs": {"fused": True},
+}
+RAMP = {"_target_": "safelife_rl.training.LinearRamp", "steps": [0, 1], "values": [1.0, 1.0]}
+
+
+def wrappers(penalty: float) -> dict:
+    return {
+        "side_effect_penalty": {
+            "_target_": "safelife_rl.training.SideEffectPenalty",
+            "penalty": penalty,
+            "ramp": RAMP,
+        }
+    }
+
+
+def single_env() -> SafeLifeEnv:
+    # random levels and 12-step episodes: episode ends and time-limit cuts in every rollout
+    levels = load_levels(suite_file("prune-still"))[:5]
+    return SafeLifeEnv(levels, time_limit=12, shuffle=True)
+
+
+def single_run(seed: int, penalty: float, steps: int) -> DevicePPO:
+    env = GymnasiumTensorVecEnv(SafeLifeVectorEnv(single_env(), N_ENVS, "cpu", wrappers(penalty)))
+    model = DevicePPO("CnnPolicy", env, seed=seed, policy_kwargs=POLICY, **SETTINGS)
+    return model.learn(steps)
+
+
+def population(
+    seeds: list[int], penalties: list[float], settings: dict | None = None
+) -> PopulationPPO:
+    env = SafeLifeVectorEnv(
+        single_env(), N_ENVS * len(seeds), "cpu", wrappers(0.0), groups=len(seeds)
+    )
+
+    def member(view, seed):
+        return PopulationMember(
+            "CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **(settings or SETTINGS)
+        )
+
+    return PopulationPPO(env, member, seeds, penalties)
+
+
+def test_a_population_of_one_is_device_ppo_bit_for_bit():
+    steps = N_ENVS * N_STEPS * 4
+    single = single_run(4, 0.3, steps)
+    pop = population([4], [0.3]).learn(steps)
+    (member,) = pop.members
+    assert member.num_timesteps == single.num_timesteps == steps
+    moved = False
+    for (name, p), q in zip(single.policy.named_parameters(), member.policy.parameters()):
+        assert torch.equal(p, q), name
+    initial = DevicePPO(
+        "CnnPolicy", single.env, seed=4, policy_kwargs=POLICY, **SETTINGS
+    ).policy.parameters()
+    moved = any(not torch.equal(p, q) for p, q in zip(initial, member.policy.parameters()))
+    assert moved
+    assert [e["r"] for e in member.ep_info_buffer] == [e["r"] for e in single.ep_info_buffer]
+    assert len(member.ep_info_buffer) >= 4
+
+
+def test_each_member_is_its_own_single_run():
+    """Three members with their own seeds and penalties end where three single runs end (to
+    the batched network's rounding), having played the same episodes."""
+    steps = N_ENVS * N_STEPS * 3
+    seeds, penalties = [0, 7, 3], [0.0, 0.5, 0.2]
+    pop = population(seeds, penalties).learn(steps)
+    for member, seed, penalty in zip(pop.members, seeds, penalties):
+        single = single_run(seed, penalty, steps)
+        assert [e["l"] for e in member.ep_info_buffer] == [e["l"] for e in single.ep_info_buffer]
+        np.testing.assert_allclose(
+            [e["r"] for e in member.ep_info_buffer],
+            [e["r"] for e in single.ep_info_buffer],
+            rtol=1e-6,
+        )
+        for (name, p), q in zip(single.policy.named_parameters(), member.policy.parameters()):
+            torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_members_do_not_leak_into_each_other():
+    """Changing one member (its penalty and its weights) leaves the others' training as it was."""
+    steps = N_ENVS * N_STEPS * 2
+    base = population([1, 2, 3], [0.1, 0.2, 0.3])
+    changed = population([1, 2, 3], [0.1, 0.9, 0.3])
+    with torch.no_grad():
+        for p in changed.stacked.parameters():
+            p[1].mul_(-3.0)
+    base.learn(steps)
+    changed.learn(steps)
+
+    def same(k: int) -> bool:
+        pairs = zip(base.members[k].policy.parameters(), changed.members[k].policy.parameters())
+        return all(torch.equal(p, q) for p, q in pairs)
+
+    assert same(0) and same(2) and not same(1)
+
+
+def test_a_member_saves_as_an_ordinary_run(tmp_path):
+    pop = population([0, 1], [0.0, 0.1]).learn(N_ENVS * N_STEPS * 2)
+    member = pop.members[1]
+    member.save(tmp_path / "member.zip")
+    size = (tmp_path / "member.zip").stat().st_size
+    pop.members[0].save(tmp_path / "other.zip")
+    loaded = PPO.load(tmp_path / "member.zip", device="cpu")
+    for p, q in zip(loaded.policy.parameters(), member.policy.parameters()):
+        assert torch.equal(p, q)
+    state = loaded.policy.optimizer.state_dict()["state"]
+    moments = pop.optimizer.state[pop.stacked.parameters()[0]]["exp_avg"][1]
+    assert torch.equal(state[0]["exp_avg"], moments)
+    # its own weights only: the file is no bigger than the other member's
+    assert abs(size - (tmp_path / "other.zip").stat().st_size) < 1000
+
+
+def test_members_that_cannot_be_batched_are_refused():
+    with pytest.raises(UserError, match="differ in n_epochs"):
+        env = SafeLifeVectorEnv(single_env(), 2 * N_ENVS, "cpu", wrappers(0.0), groups=2)
+        epochs = iter([2, 3])
+
+        def member(view, seed):
+            settings = SETTINGS | {"n_epochs": next(epochs)}
+            return PopulationMember("CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **settings)
+
+        PopulationPPO(env, member, [0, 1])
+    with pytest.raises(UserError, match="target_kl"):
+        population([0], [0.0], SETTINGS | {"target_kl": 0.01})
