@@ -163,7 +163,7 @@ def make_task_vector_env(
             num_envs, task, device=device, training_wrappers=training_wrappers,
             max_episode_steps=max_episode_steps, **kwargs,
         )  # fmt: skip
-    device_options = sorted({"compile", "check_actions"} & set(kwargs))
+    device_options = sorted({"compile", "check_actions", "groups"} & set(kwargs))
     if device_options:
         raise UserError(
             f"{', '.join(device_options)}: options of the device vector env; give "

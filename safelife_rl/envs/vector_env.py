@@ -758,12 +758,13 @@ def make_task_vector_env(
     max_episode_steps: int | None = None,
     compile: bool | str = False,
     check_actions: bool = False,
+    groups: int = 1,
     **kwargs: Any,
 ) -> VectorEnv:
     """A :class:`SafeLifeVectorEnv` of ``num_envs`` envs of
     :func:`~safelife_rl.envs.registration.make_task_env` ``(task, **kwargs)`` (procedural levels,
-    ``levels=``, ``bank=``, ``time_limit=``, ...) on ``device``; ``max_episode_steps`` adds a
-    ``TimeLimit``. The registered ids' vector entry point
+    ``levels=``, ``bank=``, ``time_limit=``, ...) on ``device`` in ``groups`` (a population's
+    members'); ``max_episode_steps`` adds a ``TimeLimit``. The registered ids' vector entry point
     (:func:`safelife_rl.envs.batched_vector_env.make_task_vector_env`) hands over here when a
     device is given."""
     from safelife_rl.envs.registration import make_task_env
@@ -783,4 +784,5 @@ def make_task_vector_env(
         training_wrappers,
         compile=compile,
         check_actions=check_actions,
+        groups=groups,
     )

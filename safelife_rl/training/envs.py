@@ -189,17 +189,21 @@ def make_device_vec_env(
     n_envs: int,
     device: str = "cpu",
     compile: bool | str = False,
+    groups: int = 1,
 ) -> TensorVecEnv:
     """``n_envs`` envs stepped with tensors on ``device``, for
     :class:`~safelife_rl.training.device.DevicePPO` and ``DeviceA2C``: SafeLife envs as one
     :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` (games, observations and rewards
     stay on the device; the wrappers applied there in batch), other envs as a ``DummyVecEnv``
     of :func:`make_env` behind :class:`~safelife_rl.training.device.NumpyVecEnvAdapter`;
-    ``compile`` (the vector env's) is only for SafeLife envs.
+    ``compile`` and ``groups`` (the vector env's: a population's members) are only for
+    SafeLife envs.
     """
     from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
 
     if not batchable(env_id, kwargs):
+        if groups != 1:
+            raise UserError(f"a population trains SafeLife envs on the device, not {env_id}")
         if compile:
             raise UserError(
                 f"compile={compile} compiles the SafeLife vector env's step; "
@@ -214,6 +218,7 @@ def make_device_vec_env(
         device=device,
         training_wrappers=wrappers,
         compile=compile,
+        groups=groups,
         **instantiate(dict(kwargs or {}), _convert_="all"),
     )
     return GymnasiumTensorVecEnv(vector)

@@ -78,22 +78,23 @@ def _method(cfg: DictConfig) -> DictConfig:
     return cfg.get("method") or OmegaConf.create({})
 
 
-def _callbacks(
-    cfg: DictConfig, run_dir: Path, run_config: str, record: RolloutRecord
+def run_callbacks(
+    cfg: DictConfig, run_dir: Path, run_config: str, record: RolloutRecord | None
 ) -> list[BaseCallback]:
     """The method's callbacks (``method.callbacks``: first, as they may move the step count
     before the others read it, like AUP's first phase), the run's clock and rollout
-    ``record``, then the configured ones; each gets ``run_dir``, ``make_env`` (an evaluation
-    env factory), ``run_config`` (the resolved config as YAML), ``progress_bar``, ``record``
-    and, for a multi-agent env, the ``evaluator`` that plays it, if its constructor takes
-    them."""
+    ``record`` (a population member has none), then the configured ones; each gets
+    ``run_dir``, ``make_env`` (an evaluation env factory), ``run_config`` (the resolved config
+    as YAML), ``progress_bar``, ``record`` and, for a multi-agent env, the ``evaluator`` that
+    plays it, if its constructor takes them."""
     context = {
         "run_dir": run_dir,
         "make_env": _eval_env_factory(cfg),
         "run_config": run_config,
         "progress_bar": cfg.progress_bar,
-        "record": record,
     }
+    if record is not None:
+        context["record"] = record
     if multi_agent_task(cfg.env.id) is not None:
         from safelife_rl.training.multi_agent_evaluation import evaluate_multi_agent
 
@@ -102,7 +103,7 @@ def _callbacks(
     return [
         *_instantiate(method, context, "method.callbacks"),
         TrainingClock(),
-        record,
+        *([record] if record is not None else []),
         *_instantiate(cfg.callbacks or {}, context, "callbacks"),
     ]
 
@@ -194,7 +195,7 @@ def train(
         torch.set_num_threads(cfg.torch_threads)
         with StopOnSignal() as stop:
             learnt = _learn(cfg, run_dir, run_config, resume, saved, trusted, stop, lock)
-            return _evaluate(cfg, run_dir, learnt, stop)
+            return evaluate_run(cfg, run_dir, learnt, stop)
     finally:
         lock.release()
 
@@ -220,7 +221,7 @@ class Learnt(NamedTuple):
     summary: dict[str, Any]  # env, algo, timesteps, steps_per_second
     n_actions: int
     trained: bool  # False: a finished run, resumed only to evaluate it
-    record: RolloutRecord
+    record: RolloutRecord | None  # None: a population's member
 
 
 def _resumable_model(cfg: DictConfig, run_dir: Path) -> SavedModel | None:
@@ -274,7 +275,7 @@ def _learn(
             else:
                 model = load_model(saved.path, cfg, env, cfg.device, trusted)
             cudnn_kernels(cfg.get("cudnn_deterministic", False))
-            callbacks = _callbacks(cfg, run_dir, run_config, record)
+            callbacks = run_callbacks(cfg, run_dir, run_config, record)
         # Once the envs, model and callbacks are built (a refused setting leaves nothing
         # behind), the run can be resumed from here on.
         lock.acquire()
@@ -361,7 +362,9 @@ def _save_stop_checkpoint(
     )
 
 
-def _evaluate(cfg: DictConfig, run_dir: Path, learnt: Learnt, stop: StopOnSignal) -> dict[str, Any]:
+def evaluate_run(
+    cfg: DictConfig, run_dir: Path, learnt: Learnt, stop: StopOnSignal
+) -> dict[str, Any]:
     """The final policy and a random agent on the evaluation episodes, written to
     ``evaluation.json``, and the learning curve plotted."""
     stop.phase = "evaluating the final model"

@@ -298,6 +298,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         metavar="P,...",
         help="impact penalties (default 0,0.1,0.2,0.3,0.4,0.5; quick 0,0.5)",
     )
+    parser.add_argument(
+        "--population",
+        action=argparse.BooleanOptionalAction,
+        help="train each task's penalties x seeds as one population on the device (default: "
+        "on with device=cuda, off otherwise; PPO runs only)",
+    )
     add_sweep_options(parser, "safelife_reproduce", "penalty", SEEDS, "v1.0")
     return parse_with_overrides(parser, argv)
 
@@ -326,7 +332,10 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     check_jobs(runs, settings)
     out = output_folder(args, "safelife_reproduce", settings)
     start = time.perf_counter()
-    launch(runs, settings, args.launcher, out)
+    population = args.population
+    if population is None:
+        population = any(o.startswith("device=cuda") for o in settings.overrides)
+    launch(runs, settings, args.launcher, out, population=population)
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start
     try:

@@ -34,6 +34,7 @@ from safelife_rl.apps.benchmark import SUITES, load_policy, run_suite, task_suit
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.population.runs import member_config, train_population
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
 from safelife_rl.training.run import train
 from safety_rl_common.cli import run_hydra_app
@@ -85,8 +86,9 @@ def benchmark(
     return [{**row, "success": float(row["success"])} for row in rows]
 
 
-def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
-    """Train, resume or skip the run ``cfg`` describes, then benchmark it."""
+def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> list[Run]:
+    """Train, resume or skip the run ``cfg`` describes, then benchmark it; with
+    ``reproduce.population``, the task's runs it lists, as one population."""
     settings = cfg.reproduce
     suite = OmegaConf.select(cfg, "reproduce.suite")
     if suite not in SUITES:
@@ -95,31 +97,80 @@ def run_job(cfg: DictConfig, choices: Mapping[str, Any]) -> Run:
             f"{' or '.join(SUITES)} (run the job through python -m safelife_rl "
             "reproduce)"
         )
+    if OmegaConf.select(cfg, "reproduce.population") is not None:
+        return _population_job(cfg, choices)
     out = Path(settings.out)
     run = run_of(cfg, choices)
-    task = run.task
     folder = run.folder(out)
     if is_finished(run, out):
         print(f"{MARK} {run}: finished before, skipped", flush=True)
-        return run
+        return [run]
     resume = (folder / CONFIG_FILE).is_file()
     saved = latest_model(folder) if resume else None
     where = f"resuming from {saved.path.relative_to(folder)}" if saved else "training"
     print(f"{MARK} {run}: {where}", flush=True)
     train(training_config(cfg), folder, resume=resume)
+    _benchmark_run(cfg, run, out)
+    return [run]
+
+
+def _benchmark_run(cfg: DictConfig, run: Run, out: Path) -> None:
+    settings = cfg.reproduce
     print(f"{MARK} {run}: benchmarking", flush=True)
     rows = benchmark(
-        folder,
-        task,
-        suite,
+        run.folder(out),
+        run.task,
+        settings.suite,
         settings.levels,
         settings.episodes,
         cfg.env.kwargs.time_limit,
         cfg.device,
     )
-    write_episodes(folder / BENCHMARK_FILE, rows)
+    write_episodes(run.folder(out) / BENCHMARK_FILE, rows)
     print(f"{MARK} {run}: finished", flush=True)
-    return run
+
+
+def population_members(cfg: DictConfig, choices: Mapping[str, Any]) -> list[tuple[Run, DictConfig]]:
+    """The runs of ``reproduce.population`` (``[penalty, seed]`` pairs) and each one's job
+    config, as its own job would have it."""
+    if cfg.reproduce.axis != "penalty":
+        raise UserError("a population trains the runs of one task that differ in penalty")
+    members = []
+    for variant, seed in cfg.reproduce.population:
+        member = copy.deepcopy(cfg)
+        with open_dict(member):
+            member.seed = int(seed)
+            member.wrappers.side_effect_penalty.penalty = float(variant)
+            del member.reproduce["population"]
+        members.append((run_of(member, choices), member))
+    return members
+
+
+def _population_job(cfg: DictConfig, choices: Mapping[str, Any]) -> list[Run]:
+    """The task's unfinished runs: new ones trained as one population, ones a stopped job left
+    part-trained resumed on their own from their checkpoints; then each benchmarked."""
+    out = Path(cfg.reproduce.out)
+    fresh, resumed = [], []
+    for run, member in population_members(cfg, choices):
+        if is_finished(run, out):
+            print(f"{MARK} {run}: finished before, skipped", flush=True)
+        elif (run.folder(out) / CONFIG_FILE).is_file():
+            resumed.append((run, member))
+        else:
+            fresh.append((run, member))
+    for run, member in resumed:
+        print(f"{MARK} {run}: resuming on its own", flush=True)
+        train(member_config(training_config(member)), run.folder(out), resume=True)
+    if fresh:
+        task = fresh[0][0].task
+        print(f"{MARK} {task}: training {len(fresh)} runs as one population", flush=True)
+        train_population(
+            [training_config(member) for _, member in fresh],
+            [run.folder(out) for run, _ in fresh],
+        )
+    for run, member in resumed + fresh:
+        _benchmark_run(member, run, out)
+    return [run for run, _ in resumed + fresh]
 
 
 @hydra.main(version_base=None, config_path="pkg://safelife_rl.conf", config_name="train")

@@ -186,19 +186,27 @@ def _build_one_env(cfg: Any) -> None:
         make_env(cfg.env.id, kwargs, OmegaConf.to_container(cfg.wrappers, resolve=True)).close()
 
 
-def job_command(runs: Sequence[Run], settings: Settings, launcher: str, out: Path) -> list[str]:
+def job_command(
+    runs: Sequence[Run], settings: Settings, launcher: str, out: Path, population: bool = False
+) -> list[str]:
     """The Hydra multirun that trains ``runs``: every combination of their tasks, variants
-    (penalties or methods) and seeds (a combination finished before is skipped by its job)."""
+    (penalties or methods) and seeds (a combination finished before is skipped by its job);
+    with ``population``, one job per task that trains its variants and seeds as one population
+    (``+reproduce.population``: their ``[variant, seed]`` pairs)."""
     tasks = ",".join(dict.fromkeys(r.task for r in runs))
     variants = ",".join(
         f"{v!r}" if isinstance(v, float) else v for v in sorted({r.variant for r in runs})
     )
     seeds = ",".join(str(s) for s in sorted({r.seed for r in runs}))
+    grid = [f"{AXES[settings.axis]}={variants}", f"seed={seeds}"]
+    if population:
+        pairs = sorted({(r.variant, r.seed) for r in runs})
+        grid = ["+reproduce.population=[" + ",".join(f"[{v!r},{s}]" for v, s in pairs) + "]"]
     out = out.resolve()
     return [
         sys.executable, "-m", "safelife_rl", "reproduce-job", "-m",
         f"hydra/launcher={launcher}", f"experiment={settings.experiment}", f"env={tasks}",
-        f"{AXES[settings.axis]}={variants}", f"seed={seeds}",
+        *grid,
         f"total_timesteps={settings.steps}", "progress_bar=false", f"+reproduce.out={out}",
         f"+reproduce.axis={settings.axis}", f"+reproduce.suite={settings.suite}",
         f"+reproduce.levels={'null' if settings.levels is None else settings.levels}",
@@ -220,16 +228,22 @@ def _echo_marked_lines(stream: IO[str], log: IO[str]) -> None:
 
 
 def launch(
-    runs: Sequence[Run], settings: Settings, launcher: str, out: Path, prog: str = PROG
+    runs: Sequence[Run],
+    settings: Settings,
+    launcher: str,
+    out: Path,
+    prog: str = PROG,
+    population: bool = False,
 ) -> None:
     """Train and benchmark the unfinished ``runs`` through Hydra's launcher, with a progress bar
     of training steps saved (checkpoints) over all runs; the sweep's output goes to
-    ``out/logs/``; ``prog``: the command, named when it stops."""
+    ``out/logs/``; ``prog``: the command, named when it stops; ``population``: each task's runs
+    trained as one population (:mod:`safelife_rl.training.population`)."""
     todo = [run for run in runs if not is_finished(run, out)]
     steps = settings.steps
     if not todo:
         return
-    command = job_command(todo, settings, launcher, out)
+    command = job_command(todo, settings, launcher, out, population)
     log_path = out / "logs" / f"sweep_{time.strftime('%Y-%m-%d_%H-%M-%S')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
 

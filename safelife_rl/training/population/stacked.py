@@ -1,5 +1,6 @@
 """The networks of a population's members as one: their parameters stacked along a leading
-member dimension and their forward passes batched over it with ``torch.func.vmap``.
+member dimension and their forward passes batched over it, with ``torch.func.vmap`` (one
+grouped kernel for all members) or member by member over slices of the stack.
 
 Each member's SB3 policy keeps its own parameter objects, whose data become views of the
 stacked tensors: the member's ``predict``, evaluation and ``save`` see the population's current
@@ -33,14 +34,25 @@ class PolicyHeads(nn.Module):
         return policy.action_net(latent_pi), policy.value_net(latent_vf)
 
 
+#: How the members' forward passes run: ``vmap``: all members in one grouped kernel per layer
+#: (fewer, larger kernels: what a GPU wants; its sums round otherwise than a single network's);
+#: ``loop``: member by member, each as its single run computes it (on a CPU, where the
+#: arithmetic dominates, as fast as the grouped kernels or faster, and bit for bit the single
+#: runs'); ``auto``: ``vmap`` on CUDA, ``loop`` elsewhere.
+BATCHING = ("auto", "vmap", "loop")
+
+
 class StackedPolicies:
     """The members' policies (one architecture) with their parameters stacked.
 
+    :param batching: one of :data:`BATCHING`.
     :ivar params: the stacked parameters by name, leaf tensors ``(P, ...)`` that the population's
         optimizer updates; each member's parameter ``k`` is a view of ``params[...][k]``.
     """
 
-    def __init__(self, policies: Sequence[ActorCriticPolicy]):
+    def __init__(self, policies: Sequence[ActorCriticPolicy], batching: str = "auto"):
+        if batching not in BATCHING:
+            raise ValueError(f"batching must be one of {BATCHING}, got {batching!r}")
         heads = [PolicyHeads(policy) for policy in policies]
         shapes = [[(n, p.shape) for n, p in h.named_parameters()] for h in heads]
         if any(s != shapes[0] for s in shapes):
@@ -52,6 +64,10 @@ class StackedPolicies:
         for k, head in enumerate(heads):
             for name, param in head.named_parameters():
                 param.data = self.params[name].detach()[k]
+        if batching == "auto":
+            device = next(iter(self.params.values())).device
+            batching = "vmap" if device.type == "cuda" else "loop"
+        self.batching = batching
         self._base = copy.deepcopy(heads[0]).to("meta")
         self._batched = vmap(self._one, in_dims=(0, 0, 0))
 
@@ -66,12 +82,13 @@ class StackedPolicies:
 
     def __call__(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(P, B, actions)`` and values ``(P, B)`` of observations ``(P, B, ...)``,
-        member ``k``'s of ``obs[k]`` by its own network. A population of one runs its network
-        as itself (vmap batches a network's matrix products and convolutions by other kernels,
-        whose sums round differently), so that it is the single run's bit for bit."""
-        if self.size == 1:
-            logits, values = self.member(0, obs[0])
-            return logits[None], values.flatten()[None]
+        member ``k``'s of ``obs[k]`` by its own network. A population of one always runs its
+        network as itself."""
+        if self.size == 1 or self.batching == "loop":
+            outputs = [self.member(k, obs[k]) for k in range(self.size)]
+            logits = torch.stack([logits for logits, _ in outputs])
+            values = torch.stack([values for _, values in outputs])
+            return logits, values.flatten(1)
         logits, values = self._batched(self.params, self.buffers, obs)
         return logits, values.flatten(1)
 

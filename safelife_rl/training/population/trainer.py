@@ -8,11 +8,12 @@ vector-env step and one batched forward pass per step), then one PPO update of e
 (each member's own minibatch order, advantages, losses, gradient clipping and Adam moments,
 computed as stacked tensors; one fused Adam over the stacked parameters is P Adams).
 
-**Exactness.** A population of one makes DevicePPO's updates bit for bit (on the CPU; the tests
-check it). In a larger population each member's numbers are its single run's up to the
-rounding of the batched network (``torch.func.vmap`` computes the convolutions and products of
-all members in other kernels): about 1e-9 relative per forward pass; its actions and envs are
-its own (its own torch and NumPy streams, its group of the vector env).
+**Exactness.** Each member's actions and envs are its own (its own torch and NumPy streams, its
+group of the vector env). Run member by member (``batching="loop"``, the CPU's default), each
+member makes its single DevicePPO run's updates bit for bit (on the CPU; the tests check it).
+Batched with ``torch.func.vmap`` (CUDA's default), the convolutions and products of all members
+run in other kernels, whose sums round otherwise: about 1e-9 relative per forward pass, a few
+1e-7 in the weights after a few updates; a population of one is always its run bit for bit.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class PopulationPPO:
         :class:`~.members.PopulationMember` as a single run would build its ``DevicePPO``).
     :param seeds: the members' seeds.
     :param penalties: the members' impact penalties (``None``: the env's wrapper's, for all).
+    :param batching: how the members' networks run together
+        (:data:`~.stacked.BATCHING`: ``vmap`` on CUDA, member by member elsewhere by default).
     """
 
     def __init__(
@@ -71,6 +74,7 @@ class PopulationPPO:
         make_member: Callable[[TensorVecEnv, int], PopulationMember],
         seeds: Sequence[int],
         penalties: Sequence[float] | None = None,
+        batching: str = "auto",
     ):
         if env.groups != len(seeds):
             raise UserError(f"{len(seeds)} members need an env of {len(seeds)} groups")
@@ -88,9 +92,14 @@ class PopulationPPO:
         self._check_members()
         first = self.members[0]
         self.device = first.device
-        self.stacked = StackedPolicies([m.policy for m in self.members])
-        optimizer = first.policy.optimizer
-        self.optimizer = type(optimizer)(self.stacked.parameters(), **optimizer.defaults)
+        self.stacked = StackedPolicies([m.policy for m in self.members], batching)
+        #: the one optimizer over the stacked parameters (vmap); member by member, each
+        #: member's own SB3 optimizer steps its slices (a fused Adam's vector loop and scalar
+        #: tail round a slice's elements otherwise than a single run's, unless run on it alone)
+        self.optimizer: torch.optim.Optimizer | None = None
+        if self.stacked.batching == "vmap":
+            optimizer = first.policy.optimizer
+            self.optimizer = type(optimizer)(self.stacked.parameters(), **optimizer.defaults)
         self.buffer = TensorRolloutBuffer(
             first.n_steps,
             first.observation_space,
@@ -102,6 +111,8 @@ class PopulationPPO:
         )
         self.buffer.reset()
         self._linked = False
+        #: each member's steps at the last rollout boundary (trained on every step it counts)
+        self.trained_steps = 0
         self._last_obs: torch.Tensor | None = None
         self._last_starts: torch.Tensor | None = None
 
@@ -164,6 +175,7 @@ class PopulationPPO:
                 if log_interval and iteration % log_interval == 0:
                     member.dump_logs(iteration)
             self._train()
+            self.trained_steps = self.members[0].num_timesteps
         bar.close()
         for callback in started:
             callback.on_training_end()
@@ -197,6 +209,7 @@ class PopulationPPO:
             callback.on_rollout_start()
         recorder = EpisodeRecorder(self.venv.level_names)
         obs, starts = self._last_obs, self._last_starts
+        no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
         for _ in range(first.n_steps):
             with torch.no_grad(), no_argument_checks():
@@ -207,7 +220,10 @@ class PopulationPPO:
                 member.num_timesteps += n
             recorder.add(first.num_timesteps, step)
             for k, callback in enumerate(callbacks):
-                callback.update_locals({"actions": actions[k], "step": step})
+                # as DevicePPO's: the episodes come at the rollout's end, none per step
+                callback.update_locals(
+                    {"actions": actions[k], "step": step, "infos": [], "dones": no_dones}
+                )
                 if not callback.on_step():
                     return False
             buffer.add_timeouts(step.truncated, step.final_observations)
@@ -268,8 +284,9 @@ class PopulationPPO:
             member.policy.set_training_mode(True)
             member._update_learning_rate(member.policy.optimizer)
         progress = first._current_progress_remaining
-        for group in self.optimizer.param_groups:
-            group["lr"] = first.lr_schedule(progress)
+        if self.optimizer is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = first.lr_schedule(progress)
         clip_range = first.clip_range(progress)
         clip_range_vf = first.clip_range_vf(progress) if first.clip_range_vf is not None else None
         steps_per_rollout = buffer.buffer_size
@@ -318,19 +335,34 @@ class PopulationPPO:
                     stats, (entropy_loss, policy_loss, value_loss, kl, clip_fraction)
                 ):
                     stats[key].append(value.detach())
-                self.optimizer.zero_grad()
-                loss.sum().backward()
-                self.stacked.clip_grad_norms(first.max_grad_norm)
-                self.optimizer.step()
+                self._step(loss)
             for member in self.members:
                 member._n_updates += 1
         self._link_optimizer_states()
         self._log_training(stats, loss.detach(), clip_range, clip_range_vf)
 
+    def _step(self, loss: torch.Tensor) -> None:
+        """Every member's gradient step on its loss: its gradients clipped to its
+        ``max_grad_norm`` and its Adam step, as SB3's PPO makes them."""
+        for param in self.stacked.parameters():
+            param.grad = None
+        loss.sum().backward()
+        if self.optimizer is not None:
+            self.stacked.clip_grad_norms(self.members[0].max_grad_norm)
+            self.optimizer.step()
+            return
+        for k, member in enumerate(self.members):
+            params = list(member.policy.parameters())
+            for param, stacked in zip(params, self.stacked.parameters()):
+                param.grad = None if stacked.grad is None else stacked.grad[k]
+            torch.nn.utils.clip_grad_norm_(params, member.max_grad_norm)
+            member.policy.optimizer.step()
+
     def _link_optimizer_states(self) -> None:
-        """Make each member's Adam state views of its slices of the population's (after the
-        first step, when Adam has made its state), so that a member's save holds its own."""
-        if self._linked:
+        """With the one stacked optimizer, make each member's Adam state views of its slices
+        of the population's (after the first step, when Adam has made its state), so that a
+        member's save holds its own."""
+        if self._linked or self.optimizer is None:
             return
         for k, member in enumerate(self.members):
             optimizer = member.policy.optimizer

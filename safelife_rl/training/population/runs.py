@@ -1,0 +1,295 @@
+"""A population's members trained into their own run folders, each as ``safelife_rl train``
+leaves a run (config, TensorBoard, checkpoints, final model, evaluation, learning curve), so
+that ``benchmark``, ``resume=`` and SB3's ``PPO.load`` take each member's folder as a single
+run's.
+
+The members' configs may differ only in their seed and impact penalty (the reproduction's
+grid of a task); everything else is what the batched update shares. A member's folder records
+``vec_env=device`` (the algorithm it trained with, DevicePPO's updates), so a member resumed on
+its own (``resume=FOLDER``) continues as a single run.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf, open_dict
+from stable_baselines3.common.callbacks import CallbackList
+
+from safelife_rl.envs.vector_env import bytes_per_env, free_memory
+from safelife_rl.training.callbacks import RunStopped, StopOnSignal, flush_tensorboard
+from safelife_rl.training.config import (
+    check_device,
+    check_settings,
+    user_errors_of_instantiate,
+)
+from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.envs import make_device_vec_env
+from safelife_rl.training.files import save_model_atomic
+from safelife_rl.training.logs import run_logger
+from safelife_rl.training.methods import method_of
+from safelife_rl.training.population.members import PopulationMember
+from safelife_rl.training.population.trainer import PopulationPPO
+from safelife_rl.training.resume import CONFIG_FILE
+from safelife_rl.training.run import (
+    LOCK_FILE,
+    Learnt,
+    cudnn_kernels,
+    evaluate_run,
+    plain,
+    run_callbacks,
+)
+from safety_rl_common.errors import UserError
+from safety_rl_common.files import write_text
+from safety_rl_common.locks import PidLock
+
+#: What the members of a population may differ in.
+VARYING = ("seed", "wrappers.side_effect_penalty.penalty")
+PPO_TARGETS = ("stable_baselines3.PPO", "stable_baselines3.ppo.PPO")
+MEMBER_TARGET = f"{PopulationMember.__module__}.{PopulationMember.__name__}"
+
+
+def member_config(cfg: DictConfig) -> DictConfig:
+    """A member's run config: ``cfg`` trained on the device path."""
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    with open_dict(cfg):
+        cfg.vec_env = "device"
+    return cfg
+
+
+def _without_varying(cfg: DictConfig) -> dict[str, Any]:
+    shared = OmegaConf.to_container(cfg, resolve=True)
+    shared.pop("seed")
+    shared["wrappers"]["side_effect_penalty"].pop("penalty")
+    return shared
+
+
+def _first_difference(a: Any, b: Any, where: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            found = _first_difference(a.get(key), b.get(key), f"{where}.{key}" if where else key)
+            if found:
+                return found
+        return ""
+    return where if a != b else ""
+
+
+def check_population(cfgs: Sequence[DictConfig]) -> None:
+    """Refuse, in one line and before anything is built, members that a single run would
+    refuse or that cannot train as one batch (another algorithm, a method with its own
+    wrapper or callbacks, differences beyond the seed and the impact penalty)."""
+    if not cfgs:
+        raise UserError("a population needs at least one member")
+    for cfg in cfgs:
+        check_settings(cfg)
+        method_of(cfg).check_env(cfg)
+        method = cfg.get("method") or {}
+        if (
+            cfg.algo._target_ not in PPO_TARGETS
+            or method.get("vec_env_wrapper")
+            or method.get("callbacks")
+        ):
+            name = method.get("name", cfg.algo._target_)
+            raise UserError(
+                f"a population trains PPO and PPO with the impact penalty; {name} trains one "
+                "run per process"
+            )
+        if OmegaConf.select(cfg, "wrappers.side_effect_penalty") is None:
+            raise UserError("a population's members need the side_effect_penalty wrapper")
+    first = _without_varying(cfgs[0])
+    for k, cfg in enumerate(cfgs[1:], 1):
+        differs = _first_difference(first, _without_varying(cfg))
+        if differs:
+            raise UserError(
+                f"member {k} differs from member 0 in {differs}: a population's members "
+                f"differ only in {' and '.join(VARYING)}"
+            )
+
+
+def activation_floats(policy: torch.nn.Module, obs: torch.Tensor) -> int:
+    """Floats of every layer's output for one observation (a training pass keeps them)."""
+    total = 0
+
+    def count(module: torch.nn.Module, inputs: Any, output: Any) -> None:
+        nonlocal total
+        if isinstance(output, torch.Tensor):
+            total += output[0].numel()
+
+    leaves = [m for m in policy.modules() if not list(m.children())]
+    hooks = [m.register_forward_hook(count) for m in leaves]
+    try:
+        with torch.no_grad():
+            policy.evaluate_actions(obs[:1], torch.zeros(1, device=obs.device))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return total
+
+
+def population_bytes(member: PopulationMember, members: int, board: tuple[int, int]) -> int:
+    """Device memory a population of ``members`` like ``member`` needs (estimated): its envs,
+    its rollout (observations kept twice: the steps and the final observations), its stacked
+    parameters with their gradients and Adam moments, and a minibatch's activations (forward
+    and backward)."""
+    env = member.env
+    space = env.observation_space
+    obs_bytes = int(torch.zeros((), dtype=torch.uint8).element_size()) * int(
+        torch.tensor(space.shape).prod()
+    )
+    envs = members * env.num_envs
+    channels = space.shape[-1]
+    params = sum(p.numel() for p in member.policy.parameters())
+    obs = torch.as_tensor(space.sample()[None], device=member.device)
+    activations = activation_floats(member.policy, obs)
+    return (
+        envs * bytes_per_env(board, space.shape[:2], channels)
+        + 2 * envs * member.n_steps * obs_bytes
+        + members * params * 4 * 4
+        + members * member.batch_size * (activations + int(obs[0].numel())) * 4 * 3
+    )
+
+
+def _check_memory(member: PopulationMember, members: int, board: tuple[int, int]) -> None:
+    free = free_memory(member.device)
+    need = population_bytes(member, members, board)
+    if free is not None and need > free:
+        most = max(int(free // (need / members)), 0)
+        raise UserError(
+            f"a population of {members} needs about {need / 2**30:.1f} GiB on {member.device}, "
+            f"which has {free / 2**30:.1f} GiB free: at most about {most} members fit"
+        )
+
+
+def build_population(cfgs: Sequence[DictConfig]) -> PopulationPPO:
+    """The members ``cfgs`` (checked; one config per member, as ``train`` takes it) built
+    with their env on their device, untrained."""
+    cfgs = [member_config(cfg) for cfg in cfgs]
+    check_population(cfgs)
+    first = cfgs[0]
+    device = check_device(first.device)
+    torch.set_num_threads(first.torch_threads)
+    with user_errors_of_instantiate():
+        venv = make_device_vec_env(
+            first.env.id,
+            plain(first.env.kwargs),
+            plain(first.wrappers),
+            first.n_envs * len(cfgs),
+            device,
+            first.get("compile", False),
+            groups=len(cfgs),
+        )
+    vector = venv.venv.unwrapped  # type: ignore[attr-defined]
+    algo = OmegaConf.merge(first.algo, {"_target_": MEMBER_TARGET})
+    policy_kwargs = instantiate(first.policy.kwargs, _convert_="all")
+    built: list[PopulationMember] = []
+
+    def make_member(view: TensorVecEnv, seed: int) -> PopulationMember:
+        member = instantiate(
+            algo, policy=first.policy.name, env=view, policy_kwargs=policy_kwargs, seed=seed,
+            device=device, verbose=0, _convert_="all",
+        )  # fmt: skip
+        if not built:  # before the others are built
+            _check_memory(member, len(cfgs), vector.levels.shape)
+        built.append(member)
+        return member
+
+    penalties = [float(cfg.wrappers.side_effect_penalty.penalty) for cfg in cfgs]
+    try:
+        with user_errors_of_instantiate():
+            trainer = PopulationPPO(vector, make_member, [int(c.seed) for c in cfgs], penalties)
+    except BaseException:
+        venv.close()
+        raise
+    cudnn_kernels(first.get("cudnn_deterministic", False))
+    return trainer
+
+
+def train_population(
+    cfgs: Sequence[DictConfig], folders: Sequence[str | Path]
+) -> list[dict[str, Any]]:
+    """Train the members ``cfgs`` (one config per member, as ``train`` takes it) together, each
+    into its folder of ``folders`` (new runs); their final summaries, as ``train`` returns them.
+
+    :raises RunStopped: a signal stopped training; each member saved a checkpoint at the last
+        rollout boundary (it resumes on its own with ``resume=FOLDER``).
+    """
+    folders = [Path(folder) for folder in folders]
+    if len(folders) != len(cfgs):
+        raise UserError(f"{len(cfgs)} members need {len(cfgs)} folders, got {len(folders)}")
+    for folder in folders:
+        if (folder / CONFIG_FILE).exists():
+            raise UserError(f"{folder} holds a run already: a population trains new runs")
+    trainer = build_population(cfgs)
+    cfgs = [member_config(cfg) for cfg in cfgs]
+    locks = [PidLock(folder / LOCK_FILE, "being trained") for folder in folders]
+    try:
+        return _train(trainer, cfgs, folders, locks)
+    finally:
+        trainer.env.close()
+        for lock in locks:
+            lock.release()
+
+
+def _train(
+    trainer: PopulationPPO, cfgs: list[DictConfig], folders: list[Path], locks: list[PidLock]
+) -> list[dict[str, Any]]:
+    first = cfgs[0]
+    run_configs = [OmegaConf.to_yaml(cfg, resolve=True) for cfg in cfgs]
+    callbacks = []
+    with StopOnSignal() as stop:
+        for cfg, folder, member, run_config, lock in zip(
+            cfgs, folders, trainer.members, run_configs, locks
+        ):
+            with user_errors_of_instantiate():
+                callbacks.append(run_callbacks(cfg, folder, run_config, None))
+            lock.acquire()
+            write_text(folder / CONFIG_FILE, run_config)
+            member.set_logger(run_logger(folder / "tensorboard"))
+        stop.phase = "training"
+        trainer.learn(
+            first.total_timesteps,
+            [CallbackList([stop, *callbacks[0]])] + [CallbackList(c) for c in callbacks[1:]],
+            first.log_interval,
+            first.progress_bar,
+        )
+        for member in trainer.members:
+            flush_tensorboard(member.logger)
+        if stop.stopped:
+            _save_stop_checkpoints(trainer, folders, run_configs, stop)
+        stop.phase = "saving the final models"
+        for member, folder, run_config in zip(trainer.members, folders, run_configs):
+            save_model_atomic(member, folder / "final_model.zip", run_config)
+        n_actions = int(trainer.env.single_action_space.n)
+        summaries = []
+        for cfg, folder, member, member_callbacks in zip(cfgs, folders, trainer.members, callbacks):
+            summary = {
+                "env": cfg.env.id,
+                "algo": cfg.algo._target_.rsplit(".", 1)[-1],
+                "timesteps": member.num_timesteps,
+                "population": len(cfgs),
+            }
+            learnt = Learnt(member, member_callbacks, summary, n_actions, True, None)
+            summaries.append(evaluate_run(cfg, folder, learnt, stop))
+    return summaries
+
+
+def _save_stop_checkpoints(
+    trainer: PopulationPPO, folders: list[Path], run_configs: list[str], stop: StopOnSignal
+) -> None:
+    """Every member saved at the last rollout boundary; then :class:`RunStopped`."""
+    stop.phase = "saving the stop checkpoints"
+    name = f"model_{trainer.trained_steps}_steps.zip"
+    for member, folder, run_config in zip(trainer.members, folders, run_configs):
+        member.num_timesteps = trainer.trained_steps
+        save_model_atomic(member, folder / "checkpoints" / name, run_config)
+    signame = signal.Signals(stop.signum or signal.SIGTERM).name
+    raise RunStopped(
+        stop.signum or signal.SIGTERM,
+        f"stopped by {signame} at {trainer.trained_steps} steps a member (saved "
+        f"checkpoints/{name} in each member's folder)",
+    )
