@@ -3,14 +3,18 @@
 #   quick: the wheels' install, then the GPU suite's engine, vector env, PPO and conformance
 #          sections, stopped by QUICK_SECONDS (default 300);
 #   train: the suite's training run, stopped by TRAIN_SECONDS (default 300);
-#   all:   both, one after the other.
+#   table1: population training speed, then the Table 1 grid trained as one population per
+#          task and benchmarked (benchmarks/gpu_table1.py), sized to end by TABLE1_SECONDS
+#          (default 480);
+#   all:   the three, one after the other.
 # Reports go to $OUT (the device tool's folder that comes back) or outputs/gpu_lease, each
 # rewritten after every section, so a crash or a kill still returns what ran.
-# usage: benchmarks/gpu_lease.sh quick|train|all [gpu_suite.py options, e.g. --tiny]
+# usage: benchmarks/gpu_lease.sh quick|train|table1|all [options of gpu_suite.py, or of
+#        gpu_table1.py for table1 alone; --tiny for both]
 set -uo pipefail
-stage=${1:?usage: gpu_lease.sh quick|train|all [gpu_suite.py options]}
+stage=${1:?usage: gpu_lease.sh quick|train|table1|all [options]}
 shift
-case $stage in quick|train|all) ;; *) echo "gpu_lease.sh: unknown stage '$stage'" >&2; exit 2;; esac
+case $stage in quick|train|table1|all) ;; *) echo "gpu_lease.sh: unknown stage '$stage'" >&2; exit 2;; esac
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 out=${OUT:-outputs/gpu_lease}
@@ -24,12 +28,24 @@ if ! "$python" -c "import gymnasium, stable_baselines3, hydra" 2>/dev/null; then
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
 status=0
-if [ "$stage" != train ]; then
+if [ "$stage" = quick ] || [ "$stage" = all ]; then
     "$python" benchmarks/gpu_suite.py --sections conformance ppo vector engine \
         --deadline "${QUICK_SECONDS:-300}" --out "$out/quick.md" "$@" || status=1
 fi
-if [ "$stage" != quick ]; then
+if [ "$stage" = train ] || [ "$stage" = all ]; then
     "$python" benchmarks/gpu_suite.py --sections training \
         --deadline "${TRAIN_SECONDS:-300}" --out "$out/train.md" "$@" || status=1
+fi
+if [ "$stage" = table1 ] || [ "$stage" = all ]; then
+    table1_args=("$@")
+    if [ "$stage" = all ]; then  # of the suite's options, the two that gpu_table1.py takes
+        table1_args=()
+        while [ $# -gt 0 ]; do
+            case $1 in --tiny) table1_args+=(--tiny);; --device) table1_args+=(--device "$2"); shift;; esac
+            shift
+        done
+    fi
+    OUT="$out" "$python" benchmarks/gpu_table1.py --seconds "${TABLE1_SECONDS:-480}" \
+        "${table1_args[@]}" || status=1
 fi
 exit $status

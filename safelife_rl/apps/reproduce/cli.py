@@ -165,9 +165,10 @@ def check_overrides(overrides: Sequence[str]) -> None:
             )
 
 
-def check_composes(experiment: str, overrides: Sequence[str]) -> None:
-    """Compose the runs' training config with the overrides, so that a mistyped one is refused
-    before anything is written (the sweep would fail in every job)."""
+def check_composes(experiment: str, overrides: Sequence[str], launcher: str = "local") -> None:
+    """Compose the runs' training config with the overrides under the sweep's ``launcher`` (so
+    that its settings, e.g. ``hydra.launcher.n_jobs``, are there to override), so that a
+    mistyped one is refused before anything is written (the sweep would fail in every job)."""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -176,7 +177,11 @@ def check_composes(experiment: str, overrides: Sequence[str]) -> None:
 
     try:
         with initialize_config_module("safelife_rl.conf", version_base=None):
-            compose("train", [f"experiment={experiment}", *overrides], return_hydra_config=True)
+            compose(
+                "train",
+                [f"experiment={experiment}", f"hydra/launcher={launcher}", *overrides],
+                return_hydra_config=True,
+            )
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(f"the overrides do not compose: {' '.join(str(error).split())}") from None
 
@@ -266,7 +271,7 @@ def sweep_settings(
     EPISODE_LIMIT.check(
         settings.episodes * (settings.levels or 100), "--episodes x --levels (per agent)"
     )
-    check_composes(settings.experiment, settings.overrides)
+    check_composes(settings.experiment, settings.overrides, args.launcher)
     return settings, seeds
 
 

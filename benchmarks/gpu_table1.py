@@ -1,0 +1,165 @@
+"""The SafeLife paper's Table 1 grid on one GPU lease: population training speed, then the grid
+(4 tasks x 6 impact penalties x 3 seeds = 72 PPO runs) trained as one population per task and
+benchmarked on the original v1.0 suites, sized to finish by a deadline.
+
+    python benchmarks/gpu_table1.py [--seconds 480] [--steps N] [--seeds 3] [--levels 10]
+        [--episodes 1] [--bank-size 200] [--jobs 4] [--out DIR] [--device cuda]
+    python benchmarks/gpu_table1.py --tiny --device cpu   # the same on a CPU in a minute (CI)
+
+1. **speed**: env steps/s of populations of 18 (one task's penalties x seeds) and 72 (the whole
+   grid as one batch) members in the paper's setup (16 envs x 20 steps a member, 3 epochs, 4
+   minibatches, the SafeLife CNN), on the prune-still suite's levels;
+2. **grid**: ``safelife-rl reproduce table1 --population`` with the paper's settings, each run
+   ``--steps`` long (default: as many as the measured speed allows by the deadline, with the
+   impact-penalty and exit-curriculum schedules squeezed into the run in their proportions of
+   the paper's 6M steps, as ``--quick`` squeezes them), training levels from a
+   ``--bank-size`` bank per task, the agents benchmarked on the first ``--levels`` levels of
+   each v1.0 suite ``--episodes`` times. ``--jobs`` tasks train at once (one process each).
+
+Writes ``table1_lease.md`` (the speeds, the command, its wall time), the reproduction's
+``table1.md``, ``report_table1.md`` and ``table1.csv``, and ``table1_runs.tar.gz`` (each run's
+config, evaluations and benchmark episodes, from which ``reproduce`` writes the tables again)
+into ``--out`` (default ``$OUT`` or
+``outputs/gpu_table1``), the report rewritten after each stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import traceback
+from pathlib import Path
+
+import torch
+from population_speed import config, population_rates
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The paper's run length, and where its schedules move within it (steps).
+PAPER_STEPS = 6_000_000
+PENALTY_RAMP = (1_000_000, 2_000_000)
+CURRICULUM_RAMP = (500_000, 2_000_000)
+ROLLOUT = 16 * 20  # a member's env steps per rollout in the paper's setup
+
+
+def squeezed(steps: int, ramp: tuple[int, int]) -> str:
+    return "[" + ",".join(str(max(1, step * steps // PAPER_STEPS)) for step in ramp) + "]"
+
+
+def grid_command(args: argparse.Namespace, steps: int, out: Path) -> list[str]:
+    if args.tiny:
+        options = ["--quick", "--tasks", "prune-still,append-still", "--seeds", "1"]
+        overrides = []
+    else:
+        options = ["--steps", str(steps), "--seeds", str(args.seeds)]
+        overrides = [
+            f"env.kwargs.bank={{size:{args.bank_size},progress:false}}",
+            f"env.kwargs.workers={max(1, (os.cpu_count() or 1) // args.jobs)}",
+            f"wrappers.side_effect_penalty.ramp.steps={squeezed(steps, PENALTY_RAMP)}",
+            f"wrappers.exit_curriculum.ramp.steps={squeezed(steps, CURRICULUM_RAMP)}",
+            # one evaluation episode a member at the end (20 a member every 100,000 steps, played
+            # one env at a time, would take the lease): the benchmark is the result
+            "callbacks.evaluation.n_episodes=1",
+            f"callbacks.evaluation.eval_every={steps}",
+            f"callbacks.checkpoint.save_every={max(steps // 2, ROLLOUT)}",
+        ]
+    return [
+        sys.executable, "-m", "safelife_rl", "reproduce", "table1", "--population",
+        *options, "--levels", str(args.levels), "--episodes", str(args.episodes),
+        "--out", str(out), f"device={args.device}", f"hydra.launcher.n_jobs={args.jobs}",
+        *overrides,
+    ]  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=480, help="deadline from the start")
+    parser.add_argument("--steps", type=int, help="env steps a run (default: sized to fit)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--levels", type=int, default=10)
+    parser.add_argument("--episodes", type=int, default=1)
+    parser.add_argument("--bank-size", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=4, help="tasks trained at once")
+    parser.add_argument("--members", type=int, nargs="+", default=[18, 72])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--tiny", action="store_true", help="a smoke run on a CPU")
+    parser.add_argument(
+        "--out", type=Path, default=Path(os.environ.get("OUT", "outputs/gpu_table1"))
+    )
+    args = parser.parse_args()
+    start = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = args.out / "table1_lease.md"
+    import pandas
+
+    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
+    lines = [
+        f"# Table 1 on one lease: {name}, torch {torch.__version__}, Python "
+        f"{sys.version.split()[0]}, pandas {pandas.__version__}, {os.cpu_count()} cores\n",
+        "## Population training speed (env steps/s, all members together)\n",
+        "| members | envs | env steps/s | per CPU-s |",
+        "|---|---|---|---|",
+    ]
+    report.write_text("\n".join(lines) + "\n")
+    overrides = [f"device={args.device}"]
+    if args.tiny:
+        overrides += [
+            "n_envs=2",
+            "algo.n_steps=4",
+            "policy.kwargs.features_extractor_kwargs.features_dim=16",
+        ]
+        args.members = [2]
+    cfg = config(overrides)
+    rates = {}
+    for count in args.members:
+        try:
+            wall, cpu = population_rates(cfg, count, 1 if args.tiny else 3)
+        except Exception:  # reported; the grid is still tried
+            lines += ["", "FAILED:", "```", traceback.format_exc()[-3000:], "```", ""]
+            report.write_text("\n".join(lines) + "\n")
+            continue
+        rates[count] = wall
+        lines.append(f"| {count} | {count * cfg.n_envs:,} | {wall:,.0f} | {cpu:,.0f} |")
+        report.write_text("\n".join(lines) + "\n")
+    left = args.seconds - (time.perf_counter() - start)
+    steps = args.steps
+    if steps is None:  # what the grid's rate gives 72 runs in 60% of the time left
+        grid_rate = rates[max(rates)] if rates else 0.0  # the largest population measured
+        steps = int(grid_rate / 72 * max(left - 90, 0) * 0.6) // ROLLOUT * ROLLOUT
+        steps = max(steps, 10 * ROLLOUT)
+    out = args.out / "grid" if args.tiny else Path("/tmp/table1_grid")
+    command = grid_command(args, steps, out)
+    lines += ["", "## The grid", "", f"`{' '.join(command[2:])}`", ""]
+    report.write_text("\n".join(lines) + "\n")
+    begin = time.perf_counter()
+    try:
+        result = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, timeout=max(left - 15, 30)
+        )
+        ended = "FAILED" if result.returncode else "finished"
+        tail = (result.stdout + result.stderr)[-1500:]
+    except subprocess.TimeoutExpired as stopped:
+        ended = "stopped at the deadline"
+        tail = ((stopped.stdout or b"") + (stopped.stderr or b"")).decode(errors="replace")[-1500:]
+    lines.append(f"{ended} after {time.perf_counter() - begin:.0f} s, {steps:,} steps a run")
+    for file in ("table1.md", "report_table1.md", "table1.csv"):
+        if (out / file).is_file() and out != args.out:
+            shutil.copyfile(out / file, args.out / file)
+    # what the tables are made of (not the models), to write them again elsewhere
+    with tarfile.open(args.out / "table1_runs.tar.gz", "w:gz") as archive:
+        for path in sorted(out.glob("sweep.json")) + sorted(out.glob("runs/*/*/*/*.*")):
+            if path.suffix in (".json", ".csv", ".yaml"):
+                archive.add(path, path.relative_to(out))
+    if ended != "finished":
+        lines += ["", "```", tail, "```"]
+    report.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if ended == "finished" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
