@@ -9,11 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 freeze=$(${VENV_PIP:-.venv/bin/pip} freeze)
-# The image's own packages are never carried: a second copy would shadow them. These are the
-# runtime needs it lacks (pyproject's dependencies and their own needs; pyemd 1.1 needs POT).
+# The image's own packages are not carried (a second copy would shadow them), but for pandas:
+# the image's 3.0 breaks arch 7.2 (rliable's bootstrap, the reproduction's intervals; found on
+# the second lease), so a pandas 2 (the newest with a CPython 3.12 wheel) and its needs travel.
+# The rest are the runtime needs the image lacks (pyproject's dependencies and their own
+# needs; pyemd 1.1 needs POT).
 packages="gymnasium farama-notifications stable-baselines3 sb3-contrib hydra-core omegaconf
 antlr4-python3-runtime hydra-joblib-launcher hydra-submitit-launcher submitit pettingzoo
 pyemd pot rliable arch array-api-compat"
+shadowing="pandas<3 pytz tzdata"
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
 rm -rf .whl && mkdir .whl  # no stale wheel: two versions of one package stop the install
 for name in $packages; do
@@ -29,6 +33,12 @@ for name in $packages; do
         python3 -m pip wheel -q --no-deps -w .whl "$pin" 2>>/tmp/gpu_wheels.log \
         || { grep -v 'is ignored' /tmp/gpu_wheels.log >&2; exit 1; }
     fi
+done
+for spec in $shadowing; do
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+        --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        -d .whl "$spec" 2>/tmp/gpu_wheels.log \
+    || { grep -v 'is ignored' /tmp/gpu_wheels.log >&2; exit 1; }
 done
 if ls .whl | grep -v -e '-none-any\.whl$' -e '-cp312-.*manylinux.*x86_64\.whl$'; then
     echo "gpu_wheels.sh: a wheel above is neither pure Python nor for CPython 3.12" >&2; exit 1

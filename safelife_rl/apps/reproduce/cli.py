@@ -334,12 +334,12 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     )
     settings, seeds = sweep_settings(args, "penalty", SEEDS, tasks)
     runs = grid(tasks, tuple(sorted(penalties)), seeds)
-    check_jobs(runs, settings)
-    out = output_folder(args, "safelife_reproduce", settings)
-    start = time.perf_counter()
     population = args.population
     if population is None:
         population = any(o.startswith("device=cuda") for o in settings.overrides)
+    check_jobs(runs, settings, population)
+    out = output_folder(args, "safelife_reproduce", settings)
+    start = time.perf_counter()
     launch(runs, settings, args.launcher, out, population=population)
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start

@@ -125,11 +125,12 @@ def _variant_override(settings: Settings, variant: float | str) -> str:
     return f"{AXES[settings.axis]}={value}"
 
 
-def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
+def check_jobs(runs: Sequence[Run], settings: Settings, population: bool = False) -> None:
     """Compose the training config of every task x variant of ``runs`` as its job will and
-    check it as the training app does (its settings, its method's, the env the method needs),
-    before anything is launched or written: a bad override ends the command in one line
-    naming the job, not a sweep stopped after its runs were launched."""
+    check it as the training app does (its settings, its method's, the env the method needs;
+    with ``population``, what a population member needs), before anything is launched or
+    written: a bad override ends the command in one line naming the job, not a sweep stopped
+    after its runs were launched."""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -160,6 +161,8 @@ def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
                 cfg = training_config(compose("train", overrides))
                 check_settings(cfg)
                 method_of(cfg).check_env(cfg)
+                if population:
+                    _check_member(cfg)
                 if task not in built:
                     _build_one_env(cfg)
                     built.add(task)
@@ -168,6 +171,20 @@ def check_jobs(runs: Sequence[Run], settings: Settings) -> None:
             except (HydraException, OmegaConfBaseException) as error:
                 message = " ".join(str(error).split())
                 raise UserError(f"{job}: {message}") from None
+
+
+def _check_member(cfg: Any) -> None:
+    """A population's member: PPO on levels the device keeps (a bank or a list)."""
+    from omegaconf import OmegaConf
+
+    from safelife_rl.training.population.runs import check_population, member_config
+
+    if all(OmegaConf.select(cfg, f"env.kwargs.{key}") is None for key in ("bank", "levels")):
+        raise UserError(
+            "a population steps its envs on the device, which keeps their levels there: "
+            "train from a level bank (env.kwargs.bank={size:1000}), or use --no-population"
+        )
+    check_population([member_config(cfg)])
 
 
 def _build_one_env(cfg: Any) -> None:

@@ -1,0 +1,111 @@
+"""Population runs (:mod:`safelife_rl.training.population.runs`) and ``reproduce --population``:
+each member leaves an ordinary run folder, a part-trained member resumes on its own, and what
+cannot be a population is refused in one line before anything runs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from omegaconf import open_dict
+from stable_baselines3 import PPO
+
+from safelife_rl.apps.reproduce import cli
+from safelife_rl.apps.reproduce.runs import Run
+from safelife_rl.training.population import runs as population_runs
+from safelife_rl.training.population.runs import check_population, train_population
+from safety_rl_common.errors import UserError
+
+LEVELS = "env.kwargs.bank={size:4,progress:false}"  # levels the device keeps
+
+
+def members(train_config, *overrides, count=2):
+    cfgs = []
+    for k in range(count):
+        cfg = train_config(LEVELS, "vec_env=device", *overrides)
+        with open_dict(cfg):
+            cfg.seed = k
+            if cfg.wrappers.side_effect_penalty is not None:
+                cfg.wrappers.side_effect_penalty.penalty = 0.1 * k
+        cfgs.append(cfg)
+    return cfgs
+
+
+def test_members_train_into_ordinary_run_folders(train_config, tmp_path, tb_scalars):
+    folders = [tmp_path / "a", tmp_path / "b"]
+    summaries = train_population(members(train_config, "total_timesteps=128"), folders)
+    assert [s["timesteps"] for s in summaries] == [128, 128]
+    assert all("trained" in s and "random" in s for s in summaries)
+    for k, folder in enumerate(folders):
+        config = yaml.safe_load((folder / "config.yaml").read_text())
+        assert config["seed"] == k and config["vec_env"] == "device"
+        assert config["wrappers"]["side_effect_penalty"]["penalty"] == pytest.approx(0.1 * k)
+        model = PPO.load(folder / "final_model.zip", device="cpu")
+        assert model.num_timesteps == 128
+        assert sorted(p.name for p in (folder / "checkpoints").iterdir()) == [
+            "model_128_steps.zip",
+            "model_64_steps.zip",
+        ]
+        assert "train/value_loss" in tb_scalars(folder / "tensorboard")
+        assert (folder / "learning_curve.png").is_file()
+    with pytest.raises(UserError, match="holds a run already"):
+        train_population(members(train_config, "total_timesteps=64"), folders)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["method=aup"], "a population trains PPO and PPO with the impact penalty; aup"),
+        (["algo=a2c"], "a population trains PPO"),
+        (["wrappers.side_effect_penalty=null"], "need the side_effect_penalty wrapper"),
+    ],
+)
+def test_what_cannot_be_a_population_is_refused(train_config, overrides, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        check_population(members(train_config, *overrides))
+
+
+def test_members_may_differ_only_in_seed_and_penalty(train_config):
+    cfgs = members(train_config)
+    with open_dict(cfgs[1]):
+        cfgs[1].algo.n_epochs = 5
+    with pytest.raises(UserError, match=r"member 1 differs from member 0 in algo.n_epochs"):
+        check_population(cfgs)
+
+
+def test_a_population_beyond_the_memory_is_refused(train_config, tmp_path, monkeypatch):
+    monkeypatch.setattr(population_runs, "free_memory", lambda device: 2**20)
+    with pytest.raises(UserError, match=r"a population of 2 needs about .* at most about 0"):
+        train_population(
+            members(train_config, "total_timesteps=64"), [tmp_path / "a", tmp_path / "b"]
+        )
+    assert not (tmp_path / "a").exists()
+
+
+def test_reproduce_trains_a_task_as_one_population_and_resumes_a_member_alone(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["table1", "--quick", "--population", "--tasks", "prune-still", "--out", str(out)]
+    cli.main(argv)
+    printed = capsys.readouterr().out
+    assert "[run] prune-still: training 2 runs as one population" in printed
+    for penalty in (0.0, 0.5):
+        folder = Run("prune-still", penalty, 0).folder(out)
+        assert (folder / "benchmark.csv").is_file()
+        assert PPO.load(folder / "final_model.zip", device="cpu").num_timesteps == 1536
+    stopped = Run("prune-still", 0.5, 0).folder(out)
+    for name in ("benchmark.csv", "evaluation.json", "final_model.zip"):
+        (stopped / name).unlink()
+    cli.main(argv)
+    printed = capsys.readouterr().out
+    assert "1 of 2 runs to train" in printed
+    assert "[run] prune-still penalty 0.5 seed 0: resuming on its own" in printed
+    assert (stopped / "benchmark.csv").is_file()
+
+
+def test_a_population_needs_levels_the_device_keeps(tmp_path, capsys):
+    argv = ["table1", "--quick", "--population", "--out", str(tmp_path), "env.kwargs.bank=null"]
+    with pytest.raises(SystemExit) as ended:
+        cli.main(argv)
+    assert ended.value.code == 2
+    assert "train from a level bank (env.kwargs.bank={size:1000})" in capsys.readouterr().err
