@@ -16,6 +16,9 @@ from safelife_rl.training import SafeLifeCNN
 from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.population import PopulationMember, PopulationPPO
 from safety_rl_common.errors import UserError
+from safety_rl_common.torch_counts import OpCounts, counting
+
+from .test_device_step import vector_env
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -156,3 +159,40 @@ def test_members_that_cannot_be_batched_are_refused():
         PopulationPPO(env, member, [0, 1])
     with pytest.raises(UserError, match="target_kl"):
         population([0], [0.0], SETTINGS | {"target_kl": 0.01})
+
+
+def counted_learn(n_steps: int, batch_size: int, size: int = 3) -> OpCounts:
+    """What two rollouts and updates of a population of ``size`` ask of the host, from its
+    second rollout on (the first builds what is reused)."""
+    env = vector_env(size * 2, groups=size)
+
+    def member(view, seed):
+        return PopulationMember(
+            "MlpPolicy",
+            view,
+            seed=seed,
+            n_steps=n_steps,
+            batch_size=batch_size,
+            n_epochs=1,
+            policy_kwargs={"net_arch": [8]},
+        )
+
+    pop = PopulationPPO(env, member, list(range(size)), [0.1 * k for k in range(size)])
+    pop.learn(2 * n_steps)
+    with counting() as counts:
+        pop.learn(2 * 2 * n_steps)
+    return counts
+
+
+def test_a_rollout_step_and_a_minibatch_make_no_sync_and_no_copy():
+    """Twice the steps a rollout, two minibatches for one, or twice the members: the same syncs
+    and copies (what a rollout or an update reads, it reads once, for all members)."""
+    base = counted_learn(3, 3 * 2)
+    longer = counted_learn(6, 6 * 2)
+    more_minibatches = counted_learn(3, 3 * 2 // 2)
+    more_members = counted_learn(3, 3 * 2, size=6)
+    assert (longer.syncs, longer.copies) == (base.syncs, base.copies), (base.named, longer.named)
+    assert (more_minibatches.syncs, more_minibatches.copies) == (base.syncs, base.copies)
+    assert more_members.syncs == base.syncs, (base.named, more_members.named)
+    assert base.syncs <= 2 * 4, base.named  # a rollout's: timeouts (2), invalid actions, losses
+    assert longer.kernels > base.kernels and more_minibatches.kernels > base.kernels

@@ -262,11 +262,13 @@ class PopulationPPO:
         if buffer.final_observations is None:
             return
         steps, envs = buffer.timeouts.nonzero().unbind(1)
+        members = envs // self.n_envs
+        # each member's cuts in the (step, env) order of its own run's, read in one copy
+        order = torch.argsort(members, stable=True)
+        counts = torch.bincount(members, minlength=self.size).tolist()
         gamma = self.members[0].gamma
         with torch.no_grad():
-            for k in range(self.size):
-                mine = (envs // self.n_envs) == k
-                s, e = steps[mine], envs[mine]
+            for k, (s, e) in enumerate(zip(steps[order].split(counts), envs[order].split(counts))):
                 for s_part, e_part in zip(s.split(self.n_envs), e.split(self.n_envs)):
                     values = self.stacked.member(k, buffer.final_observations[s_part, e_part])[1]
                     buffer.rewards[s_part, e_part] += gamma * values.flatten()
