@@ -6,15 +6,17 @@
 #   table1: population training speed, then the Table 1 grid trained as one population per
 #          task and benchmarked (benchmarks/gpu_table1.py), sized to end by TABLE1_SECONDS
 #          (default 480);
-#   all:   the three, one after the other.
+#   profile: where a population's time goes (benchmarks/population_profile.py, 72 members by
+#          default; its options after the stage), into $OUT/population_profile.txt;
+#   all:   quick, train and table1, one after the other.
 # Reports go to $OUT (the device tool's folder that comes back) or outputs/gpu_lease, each
 # rewritten after every section, so a crash or a kill still returns what ran.
-# usage: benchmarks/gpu_lease.sh quick|train|table1|all [options of gpu_suite.py, or of
-#        gpu_table1.py for table1 alone; --tiny for both]
+# usage: benchmarks/gpu_lease.sh quick|train|table1|profile|all [options of gpu_suite.py, of
+#        gpu_table1.py for table1 alone, of population_profile.py for profile; --tiny for all]
 set -uo pipefail
-stage=${1:?usage: gpu_lease.sh quick|train|table1|all [options]}
+stage=${1:?usage: gpu_lease.sh quick|train|table1|profile|all [options]}
 shift
-case $stage in quick|train|table1|all) ;; *) echo "gpu_lease.sh: unknown stage '$stage'" >&2; exit 2;; esac
+case $stage in quick|train|table1|profile|all) ;; *) echo "gpu_lease.sh: unknown stage '$stage'" >&2; exit 2;; esac
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 out=${OUT:-outputs/gpu_lease}
@@ -47,5 +49,9 @@ if [ "$stage" = table1 ] || [ "$stage" = all ]; then
     fi
     OUT="$out" "$python" benchmarks/gpu_table1.py --seconds "${TABLE1_SECONDS:-480}" \
         "${table1_args[@]}" || status=1
+fi
+if [ "$stage" = profile ]; then
+    "$python" benchmarks/population_profile.py --out "$out/population_profile.txt" "$@" \
+        device=cuda || status=1
 fi
 exit $status
