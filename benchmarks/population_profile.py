@@ -2,7 +2,8 @@
 in the paper's setup, the operators with the most device (or CPU) time, and the share of the
 rollouts, the updates and the host's Python between them.
 
-    python benchmarks/population_profile.py [--members 72] [--rollouts 2] [--out FILE] [OVERRIDE ...]
+    python benchmarks/population_profile.py [--members 72] [--rollouts 2] [--out FILE]
+        [OVERRIDE ...]
 
 Extra arguments are Hydra overrides of train.yaml over experiment=paper (``device=cuda``).
 """
