@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 import yaml
 from omegaconf import open_dict
 from stable_baselines3 import PPO
@@ -93,14 +94,74 @@ def test_reproduce_trains_a_task_as_one_population_and_resumes_a_member_alone(tm
         folder = Run("prune-still", penalty, 0).folder(out)
         assert (folder / "benchmark.csv").is_file()
         assert PPO.load(folder / "final_model.zip", device="cpu").num_timesteps == 1536
-    stopped = Run("prune-still", 0.5, 0).folder(out)
-    for name in ("benchmark.csv", "evaluation.json", "final_model.zip"):
-        (stopped / name).unlink()
+
+    def stop(penalty: float) -> None:  # as a job killed after the checkpoint of 768 steps
+        folder = Run("prune-still", penalty, 0).folder(out)
+        for name in ("benchmark.csv", "evaluation.json", "final_model.zip"):
+            (folder / name).unlink()
+        (folder / "checkpoints" / "model_1536_steps.zip").unlink()
+
+    stop(0.5)
     cli.main(argv)
     printed = capsys.readouterr().out
     assert "1 of 2 runs to train" in printed
     assert "[run] prune-still penalty 0.5 seed 0: resuming on its own" in printed
-    assert (stopped / "benchmark.csv").is_file()
+    stop(0.0)
+    stop(0.5)
+    cli.main(argv)
+    printed = capsys.readouterr().out
+    assert "[run] prune-still: resuming 2 runs as one population" in printed
+    for penalty in (0.0, 0.5):
+        folder = Run("prune-still", penalty, 0).folder(out)
+        assert (folder / "benchmark.csv").is_file()
+        assert PPO.load(folder / "final_model.zip", device="cpu").num_timesteps == 1536
+
+
+@pytest.mark.parametrize("batching", ["loop", "vmap"])
+def test_a_resumed_population_continues_each_member_from_its_checkpoint(
+    train_config, tmp_path, batching, monkeypatch
+):
+    from safelife_rl.training.population import trainer
+
+    if batching == "vmap":  # as on CUDA
+        original = trainer.StackedPolicies
+        monkeypatch.setattr(
+            trainer, "StackedPolicies", lambda policies, _: original(policies, "vmap")
+        )
+    folders = [tmp_path / "a", tmp_path / "b"]
+    cfgs = members(train_config, "total_timesteps=128")
+    train_population(cfgs, folders)
+    saved = [PPO.load(f / "checkpoints" / "model_64_steps.zip", device="cpu") for f in folders]
+    for folder in folders:
+        (folder / "final_model.zip").unlink()
+        (folder / "checkpoints" / "model_128_steps.zip").unlink()
+    loaded = {}
+
+    def load_members(trainer_, cfgs_, folders_, steps):
+        load(trainer_, cfgs_, folders_, steps)
+        loaded["steps"] = steps
+        loaded["weights"] = [
+            [p.detach().clone() for p in m.policy.parameters()] for m in trainer_.members
+        ]
+        if trainer_.optimizer is not None:  # the stack holds every member's moments
+            first = trainer_.stacked.parameters()[0]
+            loaded["moments"] = trainer_.optimizer.state[first]["exp_avg"].clone()
+
+    load = population_runs._load_members
+    monkeypatch.setattr(population_runs, "_load_members", load_members)
+    summaries = train_population(cfgs, folders, resume=True)
+    assert loaded["steps"] == 64 and [s["timesteps"] for s in summaries] == [128, 128]
+    for k, model in enumerate(saved):
+        for p, q in zip(model.policy.parameters(), loaded["weights"][k]):
+            assert torch.equal(p, q)
+        moments = model.policy.optimizer.state_dict()["state"][0]["exp_avg"]
+        if "moments" in loaded:
+            assert torch.equal(loaded["moments"][k], moments)
+        final = PPO.load(folders[k] / "final_model.zip", device="cpu")
+        assert final.num_timesteps == 128
+        assert not torch.equal(next(final.policy.parameters()), loaded["weights"][k][0])
+    with pytest.raises(UserError, match="holds no run to resume"):
+        train_population(cfgs, [tmp_path / "c", tmp_path / "d"], resume=True)
 
 
 def test_a_population_needs_levels_the_device_keeps(tmp_path, capsys):

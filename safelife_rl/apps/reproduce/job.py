@@ -34,7 +34,11 @@ from safelife_rl.apps.benchmark import SUITES, load_policy, run_suite, task_suit
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.training.callbacks import RunStopped
-from safelife_rl.training.population.runs import member_config, train_population
+from safelife_rl.training.population.runs import (
+    common_checkpoint,
+    member_config,
+    train_population,
+)
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
 from safelife_rl.training.run import train
 from safety_rl_common.cli import run_hydra_app
@@ -148,29 +152,43 @@ def population_members(cfg: DictConfig, choices: Mapping[str, Any]) -> list[tupl
 
 def _population_job(cfg: DictConfig, choices: Mapping[str, Any]) -> list[Run]:
     """The task's unfinished runs: new ones trained as one population, ones a stopped job left
-    part-trained resumed on their own from their checkpoints; then each benchmarked."""
+    part-trained resumed together from the newest checkpoint they share (alone when they share
+    none, or hold none yet, or only await their benchmark); then each benchmarked."""
     out = Path(cfg.reproduce.out)
-    fresh, resumed = [], []
+    fresh, stopped, alone = [], [], []
     for run, member in population_members(cfg, choices):
+        folder = run.folder(out)
         if is_finished(run, out):
             print(f"{MARK} {run}: finished before, skipped", flush=True)
-        elif (run.folder(out) / CONFIG_FILE).is_file():
-            resumed.append((run, member))
-        else:
+        elif not (folder / CONFIG_FILE).is_file():
             fresh.append((run, member))
-    for run, member in resumed:
+        else:
+            saved = latest_model(folder)
+            (stopped if saved is not None and not saved.final else alone).append((run, member))
+    task = (fresh + stopped + alone)[0][0].task if fresh + stopped + alone else ""
+    steps = common_checkpoint([run.folder(out) for run, _ in stopped])
+    if len(stopped) > 1 and steps is not None:
+        print(f"{MARK} {task}: resuming {len(stopped)} runs as one population", flush=True)
+        train_population(
+            [training_config(member) for _, member in stopped],
+            [run.folder(out) for run, _ in stopped],
+            resume=True,
+        )
+    else:
+        alone, stopped = alone + stopped, []
+    for run, member in alone:
         print(f"{MARK} {run}: resuming on its own", flush=True)
         train(member_config(training_config(member)), run.folder(out), resume=True)
     if fresh:
-        task = fresh[0][0].task
         print(f"{MARK} {task}: training {len(fresh)} runs as one population", flush=True)
         train_population(
             [training_config(member) for _, member in fresh],
             [run.folder(out) for run, _ in fresh],
         )
-    for run, member in resumed + fresh:
+    todo = stopped + alone + fresh
+    for run, member in todo:
         _benchmark_run(member, run, out)
-    return [run for run, _ in resumed + fresh]
+    return [run for run, _ in todo]
 
 
 @hydra.main(version_base=None, config_path="pkg://safelife_rl.conf", config_name="train")

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from stable_baselines3.common.callbacks import CallbackList
 
 from safelife_rl.envs.vector_env import bytes_per_env, free_memory
-from safelife_rl.training.callbacks import RunStopped, StopOnSignal, flush_tensorboard
+from safelife_rl.training.callbacks import RunStopped, StopOnSignal, checkpoints, flush_tensorboard
 from safelife_rl.training.config import (
     check_device,
     check_settings,
@@ -33,9 +33,15 @@ from safelife_rl.training.envs import make_device_vec_env
 from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import method_of
+from safelife_rl.training.model_files import load_model
 from safelife_rl.training.population.members import PopulationMember
 from safelife_rl.training.population.trainer import PopulationPPO
-from safelife_rl.training.resume import CONFIG_FILE
+from safelife_rl.training.resume import (
+    CONFIG_FILE,
+    SavedModel,
+    check_resumable,
+    remove_stale_temporaries,
+)
 from safelife_rl.training.run import (
     LOCK_FILE,
     Learnt,
@@ -209,26 +215,70 @@ def build_population(cfgs: Sequence[DictConfig]) -> PopulationPPO:
     return trainer
 
 
+def common_checkpoint(folders: Sequence[Path]) -> int | None:
+    """The most steps at which every run in ``folders`` saved a checkpoint (``None``: none)."""
+    steps = [{int(p.name.split("_")[1]) for p in checkpoints(f / "checkpoints")} for f in folders]
+    shared = set.intersection(*steps) if steps else set()
+    return max(shared) if shared else None
+
+
+def _load_members(
+    trainer: PopulationPPO, cfgs: list[DictConfig], folders: list[Path], steps: int
+) -> None:
+    """Each member as its checkpoint of ``steps`` steps left it: weights (into the stack),
+    Adam moments and step counts (its envs and random streams start afresh there, as a run
+    resumed from a checkpoint without its rollout record)."""
+    for cfg, folder, member in zip(cfgs, folders, trainer.members):
+        saved = SavedModel(folder / "checkpoints" / f"model_{steps}_steps.zip", steps, False)
+        check_resumable(cfg, saved)
+        with user_errors_of_instantiate():
+            loaded = load_model(saved.path, cfg, member.env, str(member.device))
+        member.policy.load_state_dict(loaded.policy.state_dict())
+        member.policy.optimizer.load_state_dict(loaded.policy.optimizer.state_dict())
+        member.num_timesteps, member._n_updates = loaded.num_timesteps, loaded._n_updates
+    trainer.adopt_member_states()
+
+
 def train_population(
-    cfgs: Sequence[DictConfig], folders: Sequence[str | Path]
+    cfgs: Sequence[DictConfig], folders: Sequence[str | Path], resume: bool = False
 ) -> list[dict[str, Any]]:
     """Train the members ``cfgs`` (one config per member, as ``train`` takes it) together, each
-    into its folder of ``folders`` (new runs); their final summaries, as ``train`` returns them.
+    into its folder of ``folders``; their final summaries, as ``train`` returns them.
 
+    :param resume: the folders hold the members' runs, stopped: continue them together from the
+        newest checkpoint they all saved (else: new runs).
     :raises RunStopped: a signal stopped training; each member saved a checkpoint at the last
-        rollout boundary (it resumes on its own with ``resume=FOLDER``).
+        rollout boundary (``resume=True`` continues them together, ``train`` each alone).
     """
     folders = [Path(folder) for folder in folders]
     if len(folders) != len(cfgs):
         raise UserError(f"{len(cfgs)} members need {len(cfgs)} folders, got {len(folders)}")
+    steps = None
     for folder in folders:
-        if (folder / CONFIG_FILE).exists():
-            raise UserError(f"{folder} holds a run already: a population trains new runs")
+        if (folder / CONFIG_FILE).exists() != resume:
+            raise UserError(
+                f"{folder} holds a run already: resume it, or give a new folder"
+                if not resume
+                else f"{folder} holds no run to resume"
+            )
+    if resume:
+        for folder in folders:
+            remove_stale_temporaries(folder)
+        steps = common_checkpoint(folders)
+        if steps is None:
+            raise UserError(
+                "the members share no checkpoint to resume from together: resume each on its "
+                "own (safelife-rl train resume=FOLDER)"
+            )
     trainer = build_population(cfgs)
     cfgs = [member_config(cfg) for cfg in cfgs]
     locks = [PidLock(folder / LOCK_FILE, "being trained") for folder in folders]
     try:
-        return _train(trainer, cfgs, folders, locks)
+        if steps is not None:
+            for lock in locks:  # before reading a run another process may be training
+                lock.acquire()
+            _load_members(trainer, cfgs, folders, steps)
+        return _train(trainer, cfgs, folders, locks, steps)
     finally:
         trainer.env.close()
         for lock in locks:
@@ -236,7 +286,11 @@ def train_population(
 
 
 def _train(
-    trainer: PopulationPPO, cfgs: list[DictConfig], folders: list[Path], locks: list[PidLock]
+    trainer: PopulationPPO,
+    cfgs: list[DictConfig],
+    folders: list[Path],
+    locks: list[PidLock],
+    resumed_at: int | None,
 ) -> list[dict[str, Any]]:
     first = cfgs[0]
     run_configs = [OmegaConf.to_yaml(cfg, resolve=True) for cfg in cfgs]
@@ -247,15 +301,16 @@ def _train(
         ):
             with user_errors_of_instantiate():
                 callbacks.append(run_callbacks(cfg, folder, run_config, None))
-            lock.acquire()
+            lock.acquire()  # once the callbacks took their settings: a refusal leaves nothing
             write_text(folder / CONFIG_FILE, run_config)
-            member.set_logger(run_logger(folder / "tensorboard"))
+            member.set_logger(run_logger(folder / "tensorboard", resumed_at))
         stop.phase = "training"
         trainer.learn(
-            first.total_timesteps,
+            first.total_timesteps - (resumed_at or 0),
             [CallbackList([stop, *callbacks[0]])] + [CallbackList(c) for c in callbacks[1:]],
             first.log_interval,
             first.progress_bar,
+            reset_num_timesteps=resumed_at is None,
         )
         for member in trainer.members:
             flush_tensorboard(member.logger)

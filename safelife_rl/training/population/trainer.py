@@ -140,9 +140,11 @@ class PopulationPPO:
         callbacks: Sequence[BaseCallback | None] | None = None,
         log_interval: int = 1,
         progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
     ) -> PopulationPPO:
-        """Train every member to ``total_timesteps`` of its own steps, as
-        ``model.learn(total_timesteps, callback)`` trains one (a new run: step counts from 0).
+        """Train every member ``total_timesteps`` more steps of its own, as
+        ``model.learn(total_timesteps, callback, reset_num_timesteps=...)`` trains one (the
+        step counts from 0, or on from the members' own, all equal).
 
         :param callbacks: one per member (or ``None``), each seeing its member's model, steps,
             episodes (``locals["episodes"]`` at a rollout's end) and logger.
@@ -156,7 +158,7 @@ class PopulationPPO:
         for k, (member, callback) in enumerate(zip(self.members, callbacks)):
             member.env.first_obs = self._part(obs, k)
             total, started_callback = member._setup_learn(
-                total_timesteps, callback, True, "run", False
+                total_timesteps, callback, reset_num_timesteps, "run", False
             )
             started.append(started_callback)
         self._last_obs = obs
@@ -164,7 +166,14 @@ class PopulationPPO:
         for callback in started:
             callback.on_training_start(locals(), globals())
         iteration = 0
-        bar = tqdm(total=total, disable=not progress_bar, unit="steps", desc="population")
+        self.trained_steps = self.members[0].num_timesteps
+        bar = tqdm(
+            total=total,
+            initial=self.trained_steps,
+            disable=not progress_bar,
+            unit="steps",
+            desc="population",
+        )
         while self.members[0].num_timesteps < total:
             if not self._collect_rollouts(started):
                 break
@@ -360,11 +369,31 @@ class PopulationPPO:
             torch.nn.utils.clip_grad_norm_(params, member.max_grad_norm)
             member.policy.optimizer.step()
 
+    def adopt_member_states(self) -> None:
+        """Take the members' Adam moments into the stacked optimizer, after their weights (in
+        place, in the stack) and Adam states were loaded from their checkpoints."""
+        if self.optimizer is None:  # member by member: each member's optimizer is its own
+            return
+        per_member = [list(m.policy.parameters()) for m in self.members]
+        for j, stacked in enumerate(self.stacked.parameters()):
+            states = [
+                m.policy.optimizer.state.get(params[j])
+                for m, params in zip(self.members, per_member)
+            ]
+            if not all(states):
+                continue
+            self.optimizer.state[stacked] = {
+                key: torch.stack([s[key] for s in states]) if value.dim() else value.clone()
+                for key, value in states[0].items()
+            }
+        self._linked = False
+        self._link_optimizer_states()
+
     def _link_optimizer_states(self) -> None:
         """With the one stacked optimizer, make each member's Adam state views of its slices
         of the population's (after the first step, when Adam has made its state), so that a
         member's save holds its own."""
-        if self._linked or self.optimizer is None:
+        if self._linked or self.optimizer is None or not self.optimizer.state:
             return
         for k, member in enumerate(self.members):
             optimizer = member.policy.optimizer
