@@ -4,7 +4,9 @@ cannot be a population is refused in one line before anything runs."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 
 import pytest
 import torch
@@ -14,6 +16,8 @@ from stable_baselines3 import PPO
 
 from safelife_rl.apps.reproduce import cli
 from safelife_rl.apps.reproduce.runs import Run
+from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population import runs as population_runs
 from safelife_rl.training.population.runs import check_population, train_population
 from safety_rl_common.errors import UserError
@@ -170,3 +174,28 @@ def test_a_population_needs_levels_the_device_keeps(tmp_path, capsys):
         cli.main(argv)
     assert ended.value.code == 2
     assert "train from a level bank (env.kwargs.bank={size:1000})" in capsys.readouterr().err
+
+
+def test_a_stopped_population_saves_every_member_and_resumes(train_config, tmp_path, monkeypatch):
+    """SIGTERM mid-run: every member saves at the last rollout boundary (32 steps: one rollout
+    of 2 envs x 16 steps), and the population continues from there."""
+    original = PopulationPPO._collect_rollouts
+    rollouts = []
+
+    def collect(self, callbacks):
+        rollouts.append(1)
+        if len(rollouts) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(self, callbacks)
+
+    monkeypatch.setattr(PopulationPPO, "_collect_rollouts", collect)
+    folders = [tmp_path / "a", tmp_path / "b"]
+    cfgs = members(train_config, "total_timesteps=128")
+    with pytest.raises(RunStopped, match=r"stopped by SIGTERM at 32 steps a member"):
+        train_population(cfgs, folders)
+    for folder in folders:
+        saved = PPO.load(folder / "checkpoints" / "model_32_steps.zip", device="cpu")
+        assert saved.num_timesteps == 32
+        assert not (folder / "final_model.zip").exists()
+    summaries = train_population(cfgs, folders, resume=True)
+    assert [s["timesteps"] for s in summaries] == [128, 128]
