@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import torch
 from hydra.utils import instantiate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from safelife_rl import Level, SafeLifeEnv, load_levels
 from safelife_rl.engine import cells
@@ -341,3 +343,37 @@ def test_groups_are_checked():
         vec.set_group_penalties([0.1, 0.2, 0.3])
     with pytest.raises(UserError, match=r"one seed per group \(3\), got 2"):
         vec.reset(seed=[1, 2])
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    groups=st.integers(1, 4),
+    size=st.integers(1, 3),
+    seeds=st.lists(st.integers(0, 2**31 - 1), min_size=4, max_size=4),
+    penalties=st.lists(st.sampled_from([0.0, 0.1, 0.7]), min_size=4, max_size=4),
+    actions_seed=st.integers(0, 2**16),
+)
+def test_a_group_is_its_own_vector_env_whatever_the_others(
+    groups, size, seeds, penalties, actions_seed
+):
+    """Any grouping, seeds and penalties: each group steps as its own vector env would."""
+    env = SafeLifeEnv(tiny_levels(), time_limit=6, view_shape=(5, 7), shuffle=True)
+    grouped = SafeLifeVectorEnv(env, groups * size, "cpu", WRAPPERS, groups=groups)
+    grouped.set_group_penalties(penalties[:groups])
+    alone = []
+    for penalty in penalties[:groups]:
+        wrappers = {**WRAPPERS, "side_effect_penalty": {**WRAPPERS["side_effect_penalty"]}}
+        wrappers["side_effect_penalty"]["penalty"] = penalty
+        single = SafeLifeEnv(tiny_levels(), time_limit=6, view_shape=(5, 7), shuffle=True)
+        alone.append(SafeLifeVectorEnv(single, size, "cpu", wrappers))
+    grouped.reset(seed=seeds[:groups])
+    for vec, seed in zip(alone, seeds):
+        vec.reset(seed=seed)
+    rng = np.random.default_rng(actions_seed)
+    for _ in range(10):
+        actions = torch.from_numpy(rng.integers(0, 9, groups * size))
+        got = grouped.step(actions)
+        for g, vec in enumerate(alone):
+            part = slice(g * size, (g + 1) * size)
+            for a, b in zip(got[:4], vec.step(actions[part])[:4]):
+                assert torch.equal(a[part], b)
