@@ -356,6 +356,12 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.group_penalties = [check_penalty(p) for p in penalties]
         self._set_params()
 
+    def group_penalty(self, group: int) -> float:
+        """Group ``group``'s impact penalty now (its own penalty under the wrapper's ramp)."""
+        wrapper = [w for w in self.chain if isinstance(w, SideEffectPenalty)][-1]
+        penalty = (self.group_penalties or [wrapper.penalty] * self.groups)[group]
+        return penalty * wrapper.ramp(wrapper.training_steps) if penalty else 0.0
+
     def _set_params(self) -> None:
         """The scheduled values as tensors of the step (copied to the device only here)."""
         penalty = [w for w in self.chain if isinstance(w, SideEffectPenalty)]
@@ -365,9 +371,8 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             "fraction": fraction[-1] if fraction else 1.0,
         }
         if self.group_penalties is not None:
-            ramp = penalty[-1].ramp(penalty[-1].training_steps)
             values["penalty"] = [
-                p * ramp if p else 0.0 for p in self.group_penalties for _ in range(self.group_size)
+                self.group_penalty(g) for g in range(self.groups) for _ in range(self.group_size)
             ]
         self.params = {
             **self.params,

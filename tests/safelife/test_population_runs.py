@@ -25,6 +25,11 @@ from safety_rl_common.errors import UserError
 LEVELS = "env.kwargs.bank={size:4,progress:false}"  # levels the device keeps
 
 
+#: the penalty ramp's share at each rollout's start (0, 32, 64, 96 steps) under RAMP_STEPS
+RAMP_STEPS = "wrappers.side_effect_penalty.ramp.steps=[32,96]"
+RAMP_AT_ROLLOUTS = [0.0, 0.0, 0.5, 1.0]
+
+
 def members(train_config, *overrides, count=2):
     cfgs = []
     for k in range(count):
@@ -39,7 +44,7 @@ def members(train_config, *overrides, count=2):
 
 def test_members_train_into_ordinary_run_folders(train_config, tmp_path, tb_scalars):
     folders = [tmp_path / "a", tmp_path / "b"]
-    summaries = train_population(members(train_config, "total_timesteps=128"), folders)
+    summaries = train_population(members(train_config, "total_timesteps=128", RAMP_STEPS), folders)
     assert [s["timesteps"] for s in summaries] == [128, 128]
     assert all("trained" in s and "random" in s for s in summaries)
     for k, folder in enumerate(folders):
@@ -52,7 +57,10 @@ def test_members_train_into_ordinary_run_folders(train_config, tmp_path, tb_scal
             "model_128_steps.zip",
             "model_64_steps.zip",
         ]
-        assert "train/value_loss" in tb_scalars(folder / "tensorboard")
+        logged = tb_scalars(folder / "tensorboard")
+        assert "train/value_loss" in logged
+        penalties = [e.value for e in logged["schedule/side_effect_penalty"]]
+        assert penalties == pytest.approx([0.1 * k * ramp for ramp in RAMP_AT_ROLLOUTS])
         assert (folder / "learning_curve.png").is_file()
     with pytest.raises(UserError, match="holds a run already"):
         train_population(members(train_config, "total_timesteps=64"), folders)

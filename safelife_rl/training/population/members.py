@@ -13,8 +13,24 @@ import torch
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 from torch.utils._pytree import tree_map
 
+from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training.device.adapters import Forwarding, TensorVecEnv
 from safelife_rl.training.device.algorithms import DevicePPO
+
+
+class SharedSchedules:
+    """The population's scheduled values (impact penalty, exit curriculum), which every
+    member's clock sets to the same step count: the vector env hears each count once."""
+
+    def __init__(self, vector: SafeLifeVectorEnv):
+        self.vector = vector
+        self.steps: float | None = None
+        self.values: dict[str, float] = {}
+
+    def set_training_steps(self, steps: float) -> dict[str, float]:
+        if steps != self.steps:
+            self.values, self.steps = self.vector.set_training_steps(steps), steps
+        return self.values
 
 
 class MemberEnv(Forwarding, TensorVecEnv):
@@ -22,14 +38,14 @@ class MemberEnv(Forwarding, TensorVecEnv):
     :class:`~safelife_rl.training.device.GymnasiumTensorVecEnv` of a grouped
     :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`). The population steps them; the
     member's model reads its spaces and size, its seed (:meth:`seed`) and first observations
-    (:meth:`reset`), and its callbacks the shared schedules."""
+    (:meth:`reset`), and its callbacks the ``schedules`` all members share."""
 
-    def __init__(self, venv: TensorVecEnv, index: int, size: int):
+    def __init__(self, venv: TensorVecEnv, index: int, size: int, schedules: SharedSchedules):
         self.venv = venv
         self.index = index
+        self.schedules = schedules
         self.given_seed: int | None = None
         self.first_obs: torch.Tensor | None = None
-        self._steps: float | None = None
         super().__init__(size, venv.observation_space, venv.action_space, venv.device)
 
     def reset(self) -> torch.Tensor:  # type: ignore[override]
@@ -47,15 +63,16 @@ class MemberEnv(Forwarding, TensorVecEnv):
     def env_method(
         self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any
     ) -> list[Any]:
-        """The schedules are the whole population's: ``set_training_steps`` reaches the vector
-        env once per step count, whichever member's clock calls it first."""
-        if method_name == "set_training_steps" and args:
-            vector = getattr(self.venv, "venv", None)
-            if vector is not None and hasattr(vector, "set_training_steps"):
-                if args[0] != getattr(vector, "_population_steps", None):
-                    vector._population_values = vector.set_training_steps(args[0])
-                    vector._population_steps = args[0]
-                return [vector._population_values] * self.num_envs
+        """``set_training_steps`` goes to the shared schedules (once per step count, whichever
+        member's clock calls first); the rest to the population's env."""
+        if method_name == "set_training_steps":
+            values = self.schedules.set_training_steps(*args, **kwargs)
+            if "side_effect_penalty" in values:  # the member's own
+                values = {
+                    **values,
+                    "side_effect_penalty": self.schedules.vector.group_penalty(self.index),
+                }
+            return [values] * self.num_envs
         return self.venv.env_method(method_name, *args, indices=indices, **kwargs)
 
     @property

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -144,9 +145,7 @@ def population_bytes(member: PopulationMember, members: int, board: tuple[int, i
     and backward)."""
     env = member.env
     space = env.observation_space
-    obs_bytes = int(torch.zeros((), dtype=torch.uint8).element_size()) * int(
-        torch.tensor(space.shape).prod()
-    )
+    obs_bytes = int(np.prod(space.shape)) * np.dtype(space.dtype).itemsize
     envs = members * env.num_envs
     channels = space.shape[-1]
     params = sum(p.numel() for p in member.policy.parameters())

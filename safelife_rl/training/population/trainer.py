@@ -34,7 +34,12 @@ from safelife_rl.training.device.adapters import GymnasiumTensorVecEnv, TensorVe
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.deferred import no_argument_checks
 from safelife_rl.training.device.episodes import EpisodeRecorder
-from safelife_rl.training.population.members import MemberEnv, MemberRandom, PopulationMember
+from safelife_rl.training.population.members import (
+    MemberEnv,
+    MemberRandom,
+    PopulationMember,
+    SharedSchedules,
+)
 from safelife_rl.training.population.stacked import StackedPolicies
 from safety_rl_common.errors import UserError
 
@@ -85,8 +90,9 @@ class PopulationPPO:
             env.set_group_penalties(penalties)
         self.members: list[PopulationMember] = []
         self.random: list[MemberRandom] = []
+        schedules = SharedSchedules(env)
         for k, seed in enumerate(seeds):
-            member = make_member(MemberEnv(self.venv, k, self.n_envs), int(seed))
+            member = make_member(MemberEnv(self.venv, k, self.n_envs, schedules), int(seed))
             self.random.append(MemberRandom.capture(member.device))
             self.members.append(member)
         self._check_members()
