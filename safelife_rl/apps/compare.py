@@ -36,9 +36,10 @@ from safelife_rl.apps.reproduce.cli import (
     output_folder,
     parse_with_overrides,
     sweep_settings,
+    wants_population,
 )
 from safelife_rl.apps.reproduce.runs import grid, load_result, schedules
-from safelife_rl.apps.reproduce.sweep import check_jobs, launch
+from safelife_rl.apps.reproduce.sweep import check_jobs, launch, population_variants
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 from safelife_rl.envs.registration import TASKS
 from safelife_rl.training.methods import registry
@@ -154,10 +155,17 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     settings, seeds = sweep_settings(args, "method", SEEDS, tasks)
     settings = replace(settings, cost_limit=args.cost_limit)
     runs = grid(tasks, methods, seeds)
-    check_jobs(runs, settings)
+    together: list = []
+    if wants_population(args, settings):  # PPO and the penalty's runs as populations
+        batchable = population_variants(runs, settings)
+        together = [run for run in runs if run.variant in batchable]
+        check_jobs(together, settings, population=True)
+    alone = [run for run in runs if run not in together]
+    check_jobs(alone, settings)
     out = output_folder(args, NAME, settings)
     start = time.perf_counter()
-    launch(runs, settings, args.launcher, out, prog=PROG)
+    launch(alone, settings, args.launcher, out, prog=PROG)
+    launch(together, settings, args.launcher, out, prog=PROG, population=True)
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start
     table = compare_report.write(results, out, BASELINE)

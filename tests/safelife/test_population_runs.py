@@ -207,3 +207,26 @@ def test_a_stopped_population_saves_every_member_and_resumes(train_config, tmp_p
         assert not (folder / "final_model.zip").exists()
     summaries = train_population(cfgs, folders, resume=True)
     assert [s["timesteps"] for s in summaries] == [128, 128]
+
+
+def test_the_comparison_trains_ppo_and_the_penalty_as_one_population(tmp_path, capsys):
+    """Of the comparison's methods, PPO and PPO with the impact penalty are one population per
+    task; the others train one run per process (here: none)."""
+    from safelife_rl.apps import compare
+    from safelife_rl.apps.reproduce.sweep import Settings, population_variants
+
+    settings = Settings("paper-quick", 1536, 3, 2, (), axis="method", suite="ours")
+    runs = [Run("prune-still", m, 0) for m in ("ppo", "penalty", "aup", "ppo_lagrangian")]
+    assert population_variants(runs, settings) == {"ppo", "penalty"}
+    out = tmp_path / "out"
+    argv = ["--quick", "--population", "--methods", "ppo,penalty", "--tasks", "prune-still"]
+    compare.main([*argv, "--seeds", "1", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "[run] prune-still: training 2 runs as one population" in printed
+    for method, penalty in (("ppo", 0.0), ("penalty", 0.3)):
+        config = yaml.safe_load(
+            (Run("prune-still", method, 0).folder(out) / "config.yaml").read_text()
+        )
+        assert config["method"]["name"] == method
+        assert config["wrappers"]["side_effect_penalty"]["penalty"] == penalty
+    assert (out / "comparison.md").is_file()

@@ -231,6 +231,12 @@ def add_sweep_options(
     parser.add_argument(
         "--episodes", type=int, help="benchmark plays per level (default 10, quick 2)"
     )
+    parser.add_argument(
+        "--population",
+        action=argparse.BooleanOptionalAction,
+        help="train each task's runs of PPO (with or without the impact penalty) as one "
+        "population on the device (default: on with device=cuda, off otherwise)",
+    )
     add_traceback_flag(parser)
 
 
@@ -275,6 +281,13 @@ def sweep_settings(
     return settings, seeds
 
 
+def wants_population(args: argparse.Namespace, settings: Settings) -> bool:
+    """``--population``, or by default whether the jobs train on CUDA."""
+    if args.population is not None:
+        return args.population
+    return any(o.startswith("device=cuda") for o in settings.overrides)
+
+
 def output_folder(args: argparse.Namespace, name: str, settings: Settings) -> Path:
     """``--out`` (default ``outputs/<name>[_quick]``), made, holding runs of ``settings``
     only."""
@@ -303,12 +316,6 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         metavar="P,...",
         help="impact penalties (default 0,0.1,0.2,0.3,0.4,0.5; quick 0,0.5)",
     )
-    parser.add_argument(
-        "--population",
-        action=argparse.BooleanOptionalAction,
-        help="train each task's penalties x seeds as one population on the device (default: "
-        "on with device=cuda, off otherwise; PPO runs only)",
-    )
     add_sweep_options(parser, "safelife_reproduce", "penalty", SEEDS, "v1.0")
     return parse_with_overrides(parser, argv)
 
@@ -334,9 +341,7 @@ def reproduce(args: argparse.Namespace) -> dict[str, float]:
     )
     settings, seeds = sweep_settings(args, "penalty", SEEDS, tasks)
     runs = grid(tasks, tuple(sorted(penalties)), seeds)
-    population = args.population
-    if population is None:
-        population = any(o.startswith("device=cuda") for o in settings.overrides)
+    population = wants_population(args, settings)
     check_jobs(runs, settings, population)
     out = output_folder(args, "safelife_reproduce", settings)
     start = time.perf_counter()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -135,12 +136,20 @@ def _benchmark_run(cfg: DictConfig, run: Run, out: Path) -> None:
 
 
 def population_members(cfg: DictConfig, choices: Mapping[str, Any]) -> list[tuple[Run, DictConfig]]:
-    """The runs of ``reproduce.population`` (``[penalty, seed]`` pairs) and each one's job
-    config, as its own job would have it."""
-    if cfg.reproduce.axis != "penalty":
-        raise UserError("a population trains the runs of one task that differ in penalty")
+    """The runs of ``reproduce.population`` (``[variant, seed]`` pairs: penalties of the
+    reproduction, methods of the comparison) and each one's job config, as its own job would
+    have it (a method's composed with its ``method=`` choice)."""
     members = []
     for variant, seed in cfg.reproduce.population:
+        if cfg.reproduce.axis == "method":
+            overrides = [
+                o
+                for o in HydraConfig.get().overrides.task
+                if not o.startswith(("+reproduce.population=", "method=", "seed="))
+            ]
+            member = compose("train", [*overrides, f"method={variant}", f"seed={int(seed)}"])
+            members.append((Run(choices["env"], str(variant), int(seed)), member))
+            continue
         member = copy.deepcopy(cfg)
         with open_dict(member):
             member.seed = int(seed)

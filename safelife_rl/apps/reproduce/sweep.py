@@ -125,6 +125,33 @@ def _variant_override(settings: Settings, variant: float | str) -> str:
     return f"{AXES[settings.axis]}={value}"
 
 
+def population_variants(runs: Sequence[Run], settings: Settings) -> set[float | str]:
+    """The variants of ``runs`` whose runs a population can train (every penalty of the
+    reproduction; of the comparison's methods, PPO and PPO with the impact penalty), composed
+    as their jobs will be."""
+    from hydra import compose, initialize_config_module
+
+    from safelife_rl.apps.reproduce.job import training_config
+    from safelife_rl.training.population.runs import check_population, member_config
+
+    variants = dict.fromkeys(r.variant for r in runs)
+    if settings.axis != "method":
+        return set(variants)
+    user = [o for o in settings.overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    task = runs[0].task
+    batchable = set()
+    with initialize_config_module("safelife_rl.conf", version_base=None):
+        for method in variants:
+            overrides = [f"experiment={settings.experiment}", f"env={task}", f"method={method}"]
+            cfg = training_config(compose("train", [*overrides, "+reproduce.axis=method", *user]))
+            try:
+                check_population([member_config(cfg)])
+            except UserError:
+                continue
+            batchable.add(method)
+    return batchable
+
+
 def check_jobs(runs: Sequence[Run], settings: Settings, population: bool = False) -> None:
     """Compose the training config of every task x variant of ``runs`` as its job will and
     check it as the training app does (its settings, its method's, the env the method needs;

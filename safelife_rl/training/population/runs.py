@@ -55,8 +55,9 @@ from safety_rl_common.errors import UserError
 from safety_rl_common.files import write_text
 from safety_rl_common.locks import PidLock
 
-#: What the members of a population may differ in.
-VARYING = ("seed", "wrappers.side_effect_penalty.penalty")
+#: What the members of a population may differ in (their method only by name: PPO and PPO
+#: with the impact penalty, whose configs differ in the penalty).
+VARYING = ("seed", "wrappers.side_effect_penalty.penalty", "method.name")
 PPO_TARGETS = ("stable_baselines3.PPO", "stable_baselines3.ppo.PPO")
 MEMBER_TARGET = f"{PopulationMember.__module__}.{PopulationMember.__name__}"
 
@@ -73,6 +74,7 @@ def _without_varying(cfg: DictConfig) -> dict[str, Any]:
     shared = OmegaConf.to_container(cfg, resolve=True)
     shared.pop("seed")
     shared["wrappers"]["side_effect_penalty"].pop("penalty")
+    (shared.get("method") or {}).pop("name", None)
     return shared
 
 
