@@ -69,7 +69,7 @@ def main() -> None:
     finally:
         population.env.close()
     steps = args.members * population.n_envs * population.members[0].n_steps * args.rollouts
-    key = "cuda_time_total" if population.device.type == "cuda" else "cpu_time_total"
+    key = "device_time_total" if population.device.type == "cuda" else "cpu_time_total"
     lines = [
         f"{args.members} members, {population.n_envs} envs each, on {population.device} "
         f"(batching: {population.stacked.batching}): {steps / seconds['all']:,.0f} env steps/s",
