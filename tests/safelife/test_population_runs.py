@@ -99,13 +99,18 @@ def test_a_population_beyond_the_memory_is_refused(train_config, tmp_path, monke
 def test_reproduce_trains_a_task_as_one_population_and_resumes_a_member_alone(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["table1", "--quick", "--population", "--tasks", "prune-still", "--out", str(out)]
-    cli.main(argv)
-    printed = capsys.readouterr().out
-    assert "[run] prune-still: training 2 runs as one population" in printed
-    for penalty in (0.0, 0.5):
-        folder = Run("prune-still", penalty, 0).folder(out)
-        assert (folder / "benchmark.csv").is_file()
-        assert PPO.load(folder / "final_model.zip", device="cpu").num_timesteps == 1536
+
+    def run_and_check(line: str) -> str:
+        cli.main(argv)
+        printed = capsys.readouterr().out
+        assert line in printed
+        for penalty in (0.0, 0.5):
+            folder = Run("prune-still", penalty, 0).folder(out)
+            assert (folder / "benchmark.csv").is_file()
+            assert PPO.load(folder / "final_model.zip", device="cpu").num_timesteps == 1536
+        return printed
+
+    run_and_check("[run] prune-still: training 2 runs as one population")
 
     def stop(penalty: float) -> None:  # as a job killed after the checkpoint of 768 steps
         folder = Run("prune-still", penalty, 0).folder(out)
@@ -114,19 +119,11 @@ def test_reproduce_trains_a_task_as_one_population_and_resumes_a_member_alone(tm
         (folder / "checkpoints" / "model_1536_steps.zip").unlink()
 
     stop(0.5)
-    cli.main(argv)
-    printed = capsys.readouterr().out
+    printed = run_and_check("[run] prune-still penalty 0.5 seed 0: resuming on its own")
     assert "1 of 2 runs to train" in printed
-    assert "[run] prune-still penalty 0.5 seed 0: resuming on its own" in printed
     stop(0.0)
     stop(0.5)
-    cli.main(argv)
-    printed = capsys.readouterr().out
-    assert "[run] prune-still: resuming 2 runs as one population" in printed
-    for penalty in (0.0, 0.5):
-        folder = Run("prune-still", penalty, 0).folder(out)
-        assert (folder / "benchmark.csv").is_file()
-        assert PPO.load(folder / "final_model.zip", device="cpu").num_timesteps == 1536
+    run_and_check("[run] prune-still: resuming 2 runs as one population")
 
 
 @pytest.mark.parametrize("batching", ["loop", "vmap"])
