@@ -76,6 +76,10 @@ class StackedPolicies:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         return functional_call(self._base, (params, buffers), (obs,))
 
+    def set_training_mode(self, mode: bool) -> None:
+        """Training or evaluation mode (dropout, batch norm) for the network all members run."""
+        self._base.train(mode)
+
     def parameters(self) -> list[torch.Tensor]:
         """The stacked parameters in the members' ``policy.parameters()`` order."""
         return list(self.params.values())

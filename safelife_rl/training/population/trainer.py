@@ -219,6 +219,7 @@ class PopulationPPO:
         buffer, size, n = self.buffer, self.size, self.n_envs
         for member in self.members:
             member.policy.set_training_mode(False)
+        self.stacked.set_training_mode(False)
         buffer.reset()
         for callback in callbacks:
             callback.on_rollout_start()
@@ -300,6 +301,7 @@ class PopulationPPO:
         for member in self.members:
             member.policy.set_training_mode(True)
             member._update_learning_rate(member.policy.optimizer)
+        self.stacked.set_training_mode(True)
         progress = first._current_progress_remaining
         if self.optimizer is not None:
             for group in self.optimizer.param_groups:
