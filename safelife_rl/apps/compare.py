@@ -155,13 +155,13 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     settings, seeds = sweep_settings(args, "method", SEEDS, tasks)
     settings = replace(settings, cost_limit=args.cost_limit)
     runs = grid(tasks, methods, seeds)
+    check_jobs(runs, settings)  # first: a bad override is one line, before any composing
     together: list = []
     if wants_population(args, settings):  # PPO and the penalty's runs as populations
         batchable = population_variants(runs, settings)
         together = [run for run in runs if run.variant in batchable]
         check_jobs(together, settings, population=True)
     alone = [run for run in runs if run not in together]
-    check_jobs(alone, settings)
     out = output_folder(args, NAME, settings)
     start = time.perf_counter()
     launch(alone, settings, args.launcher, out, prog=PROG)
