@@ -344,11 +344,19 @@ class AtomicCheckpoint(BaseCallback):
         return True
 
 
+def checkpoint_steps(path: Path) -> int:
+    """The step count a checkpoint of :func:`checkpoints` was saved at (from its name)."""
+    match = CHECKPOINT_PATTERN.fullmatch(path.name)
+    if match is None:
+        raise ValueError(f"{path.name} is not a checkpoint's name")
+    return int(match.group(1))
+
+
 def checkpoints(folder: str | os.PathLike) -> list[Path]:
     """The checkpoints in ``folder``, oldest (fewest steps) first."""
-    found = []
-    for path in Path(folder).glob("model_*_steps.zip"):
-        match = CHECKPOINT_PATTERN.fullmatch(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
+    found = [
+        (checkpoint_steps(path), path)
+        for path in Path(folder).glob("model_*_steps.zip")
+        if CHECKPOINT_PATTERN.fullmatch(path.name)
+    ]
     return [path for _, path in sorted(found)]

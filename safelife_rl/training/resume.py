@@ -24,7 +24,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from safelife_rl.training.callbacks import checkpoints
+from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
 from safety_rl_common.errors import UserError
@@ -168,7 +168,7 @@ def latest_model(run_dir: Path) -> SavedModel | None:
     latest = None
     if found:
         path = found[-1]
-        latest = SavedModel(path, int(path.name.split("_")[1]), final=False)
+        latest = SavedModel(path, checkpoint_steps(path), final=False)
     final = run_dir / FINAL_MODEL
     if final.is_file():
         steps = saved_steps(final)

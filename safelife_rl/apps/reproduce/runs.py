@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from safelife_rl.training.callbacks import checkpoints
+from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
 from safelife_rl.training.resume import CONFIG_FILE
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import check_readable_file, write_text
@@ -108,7 +108,7 @@ def is_finished(run: Run, out: Path) -> bool:
 def saved_steps(run: Run, out: Path) -> int:
     """Training steps the run has saved so far: its newest checkpoint's."""
     found = checkpoints(run.folder(out) / "checkpoints")
-    return int(found[-1].name.split("_")[1]) if found else 0
+    return checkpoint_steps(found[-1]) if found else 0
 
 
 def write_episodes(path: Path, rows: list[dict[str, Any]]) -> None:

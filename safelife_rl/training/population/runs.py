@@ -23,7 +23,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from stable_baselines3.common.callbacks import CallbackList
 
 from safelife_rl.envs.vector_env import bytes_per_env, free_memory
-from safelife_rl.training.callbacks import RunStopped, StopOnSignal, checkpoints, flush_tensorboard
+from safelife_rl.training.callbacks import (
+    RunStopped,
+    StopOnSignal,
+    checkpoint_steps,
+    checkpoints,
+    flush_tensorboard,
+)
 from safelife_rl.training.config import (
     check_device,
     check_settings,
@@ -218,7 +224,7 @@ def build_population(cfgs: Sequence[DictConfig]) -> PopulationPPO:
 
 def common_checkpoint(folders: Sequence[Path]) -> int | None:
     """The most steps at which every run in ``folders`` saved a checkpoint (``None``: none)."""
-    steps = [{int(p.name.split("_")[1]) for p in checkpoints(f / "checkpoints")} for f in folders]
+    steps = [{checkpoint_steps(p) for p in checkpoints(f / "checkpoints")} for f in folders]
     shared = set.intersection(*steps) if steps else set()
     return max(shared) if shared else None
 
