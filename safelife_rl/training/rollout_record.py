@@ -86,15 +86,28 @@ def _space_state(space: spaces.Space) -> dict[str, Any] | None:
     return None if generator is None else generator.bit_generator.state
 
 
-def capture(model: BaseAlgorithm, n_actions: int, n_rollouts: int) -> Boundary:
-    numpy_state = np.random.get_state(legacy=False)
+def capture(
+    model: BaseAlgorithm,
+    n_actions: int,
+    n_rollouts: int,
+    streams: tuple[torch.Generator, np.random.RandomState] | None = None,
+) -> Boundary:
+    """The run's boundary now; ``streams``: its own torch stream (on its device) and NumPy
+    stream in place of the global ones (a population member's, saved where a single run saves
+    the global ones, so that the member resumes alone as it would in the population)."""
+    numpy_state = (
+        np.random.get_state(legacy=False) if streams is None else streams[1].get_state(legacy=False)
+    )
     numpy_state["state"]["key"] = numpy_state["state"]["key"].tolist()
     version, internal, gauss = random.getstate()
+    on_cuda = model.device.type == "cuda"
+    if streams is not None:
+        main = streams[0].get_state()
+    else:
+        main = torch.cuda.get_rng_state(model.device) if on_cuda else torch.get_rng_state()
     state = {
-        "torch": torch.get_rng_state().tolist(),
-        "cuda": (
-            torch.cuda.get_rng_state(model.device).tolist() if model.device.type == "cuda" else None
-        ),
+        "torch": (torch.get_rng_state() if on_cuda else main).tolist(),
+        "cuda": main.tolist() if on_cuda else None,
         "numpy": numpy_state,
         "python": [version, list(internal), gauss],
         "action_space": _space_state(model.action_space),
@@ -125,8 +138,17 @@ class RolloutRecord(BaseCallback):
         self.actions = list(actions)
         self.starts = [int(s) for s in starts]
 
+    def _n_actions(self) -> int:
+        """Vector-env steps recorded so far."""
+        return len(self.actions)
+
+    def _taken(self, n_actions: int) -> np.ndarray:
+        """The first ``n_actions`` steps' actions, ``(steps, n_envs, *action shape)``."""
+        space = self.model.action_space
+        return _stacked(self.actions[:n_actions], (0, self.model.n_envs, *space.shape), space.dtype)
+
     def _capture(self) -> None:
-        self.boundary = capture(self.model, len(self.actions), len(self.starts))
+        self.boundary = capture(self.model, self._n_actions(), len(self.starts))
 
     def _on_training_start(self) -> None:
         self._capture()
@@ -134,7 +156,7 @@ class RolloutRecord(BaseCallback):
     def _on_rollout_start(self) -> None:
         self.in_rollout = True
         self._capture()
-        self.starts.append(len(self.actions))
+        self.starts.append(self._n_actions())
 
     def _on_step(self) -> bool:
         actions = self.locals.get("clipped_actions", self.locals.get("actions"))
@@ -150,10 +172,7 @@ class RolloutRecord(BaseCallback):
 
     def entries(self, boundary: Boundary) -> dict[str, bytes]:
         """The checkpoint entries of the run at ``boundary``."""
-        space = self.model.action_space
-        taken = _stacked(
-            self.actions[: boundary.n_actions], (0, self.model.n_envs, *space.shape), space.dtype
-        )
+        taken = self._taken(boundary.n_actions)
         starts = [s for s in self.starts if s < boundary.n_actions]
         state = {**boundary.state, "steps": boundary.steps, "rollouts": boundary.n_rollouts}
         return {
@@ -268,20 +287,31 @@ def read_rollouts(path: Path, model: BaseAlgorithm) -> SavedRollouts | None:
     return SavedRollouts(actions, starts, state)
 
 
-def _set_generators(state: dict[str, Any], model: BaseAlgorithm) -> None:
-    torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
-    if state["cuda"] is not None and model.device.type == "cuda":
-        torch.cuda.set_rng_state(torch.tensor(state["cuda"], dtype=torch.uint8), model.device)
+def set_generators(
+    state: dict[str, Any],
+    model: BaseAlgorithm,
+    streams: tuple[torch.Generator, np.random.RandomState] | None = None,
+) -> None:
+    """Set the generators back as :func:`capture` saved them in ``state`` (``streams``: the
+    run's own torch and NumPy streams in place of the global ones)."""
+    on_cuda = state["cuda"] is not None and model.device.type == "cuda"
+    if streams is None:
+        torch.set_rng_state(torch.tensor(state["torch"], dtype=torch.uint8))
+        if on_cuda:
+            torch.cuda.set_rng_state(torch.tensor(state["cuda"], dtype=torch.uint8), model.device)
+    else:
+        own = state["cuda"] if on_cuda else state["torch"]
+        streams[0].set_state(torch.tensor(own, dtype=torch.uint8))
     numpy_state = state["numpy"]
     numpy_state["state"]["key"] = np.asarray(numpy_state["state"]["key"], np.uint32)
-    np.random.set_state(numpy_state)
+    (np.random if streams is None else streams[1]).set_state(numpy_state)
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     if state["action_space"] is not None:
         model.action_space.np_random.bit_generator.state = state["action_space"]
 
 
-def _set_logged(logged: dict[str, Any], logger: Logger) -> None:
+def set_logged(logged: dict[str, Any], logger: Logger) -> None:
     for key, (kind, value) in logged["values"].items():
         if kind in ("int", "float"):
             logger.name_to_value[key] = {"int": int, "float": float}[kind](value)
@@ -355,8 +385,8 @@ def restore(
     replay = _replay_tensors if isinstance(env, TensorVecEnv) else _replay
     replay(model, env, saved.actions, set(saved.starts.tolist()), saved.state.get("offset", 0))
     try:
-        _set_generators(saved.state, model)
-        _set_logged(saved.state["logger"], model.logger)
+        set_generators(saved.state, model)
+        set_logged(saved.state["logger"], model.logger)
     except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as error:
         raise UserError(f"{path}: damaged rollout state ({error})") from None
     record.continue_from(saved.actions, saved.starts)

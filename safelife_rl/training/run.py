@@ -79,12 +79,12 @@ def _method(cfg: DictConfig) -> DictConfig:
 
 
 def run_callbacks(
-    cfg: DictConfig, run_dir: Path, run_config: str, record: RolloutRecord | None
+    cfg: DictConfig, run_dir: Path, run_config: str, record: RolloutRecord
 ) -> list[BaseCallback]:
     """The method's callbacks (``method.callbacks``: first, as they may move the step count
     before the others read it, like AUP's first phase), the run's clock and rollout
-    ``record`` (a population member has none), then the configured ones; each gets
-    ``run_dir``, ``make_env`` (an evaluation env factory), ``run_config`` (the resolved config
+    ``record`` (a population member's reads the population's), then the configured ones; each
+    gets ``run_dir``, ``make_env`` (an evaluation env factory), ``run_config`` (the resolved config
     as YAML), ``progress_bar``, ``record`` and, for a multi-agent env, the ``evaluator`` that
     plays it, if its constructor takes them."""
     context = {
@@ -92,9 +92,8 @@ def run_callbacks(
         "make_env": _eval_env_factory(cfg),
         "run_config": run_config,
         "progress_bar": cfg.progress_bar,
+        "record": record,
     }
-    if record is not None:
-        context["record"] = record
     if multi_agent_task(cfg.env.id) is not None:
         from safelife_rl.training.multi_agent_evaluation import evaluate_multi_agent
 
@@ -103,7 +102,7 @@ def run_callbacks(
     return [
         *_instantiate(method, context, "method.callbacks"),
         TrainingClock(),
-        *([record] if record is not None else []),
+        record,
         *_instantiate(cfg.callbacks or {}, context, "callbacks"),
     ]
 
@@ -221,7 +220,6 @@ class Learnt(NamedTuple):
     summary: dict[str, Any]  # env, algo, timesteps, steps_per_second
     n_actions: int
     trained: bool  # False: a finished run, resumed only to evaluate it
-    record: RolloutRecord | None  # None: a population's member
 
 
 def _resumable_model(cfg: DictConfig, run_dir: Path) -> SavedModel | None:
@@ -312,7 +310,7 @@ def _learn(
         "timesteps": model.num_timesteps,
         "steps_per_second": (model.num_timesteps - start_steps) / max(seconds, 1e-9),
     }
-    return Learnt(model, callbacks, summary, n_actions, model.num_timesteps > start_steps, record)
+    return Learnt(model, callbacks, summary, n_actions, model.num_timesteps > start_steps)
 
 
 def _continue(

@@ -20,6 +20,8 @@ from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population import runs as population_runs
 from safelife_rl.training.population.runs import check_population, train_population
+from safelife_rl.training.run import train
+from tests.safelife.test_exact_resume import rows
 from safety_rl_common.errors import UserError
 
 LEVELS = "env.kwargs.bank={size:4,progress:false}"  # levels the device keeps
@@ -141,13 +143,14 @@ def test_a_resumed_population_continues_each_member_from_its_checkpoint(
     cfgs = members(train_config, "total_timesteps=128")
     train_population(cfgs, folders)
     saved = [PPO.load(f / "checkpoints" / "model_64_steps.zip", device="cpu") for f in folders]
+    uninterrupted = [PPO.load(f / "final_model.zip", device="cpu") for f in folders]
     for folder in folders:
         (folder / "final_model.zip").unlink()
         (folder / "checkpoints" / "model_128_steps.zip").unlink()
     loaded = {}
 
     def load_members(trainer_, cfgs_, folders_, steps):
-        load(trainer_, cfgs_, folders_, steps)
+        restored = load(trainer_, cfgs_, folders_, steps)
         loaded["steps"] = steps
         loaded["weights"] = [
             [p.detach().clone() for p in m.policy.parameters()] for m in trainer_.members
@@ -155,6 +158,7 @@ def test_a_resumed_population_continues_each_member_from_its_checkpoint(
         if trainer_.optimizer is not None:  # the stack holds every member's moments
             first = trainer_.stacked.parameters()[0]
             loaded["moments"] = trainer_.optimizer.state[first]["exp_avg"].clone()
+        return restored
 
     load = population_runs._load_members
     monkeypatch.setattr(population_runs, "_load_members", load_members)
@@ -169,8 +173,36 @@ def test_a_resumed_population_continues_each_member_from_its_checkpoint(
         final = PPO.load(folders[k] / "final_model.zip", device="cpu")
         assert final.num_timesteps == 128
         assert not torch.equal(next(final.policy.parameters()), loaded["weights"][k][0])
+        # the envs, random streams and logged values replayed: exactly where the uninterrupted
+        # population ended (in either batching: the same kernels run on the same values)
+        assert_same_model(final, uninterrupted[k])
     with pytest.raises(UserError, match="holds no run to resume"):
         train_population(cfgs, [tmp_path / "c", tmp_path / "d"], resume=True)
+
+
+def assert_same_model(model, expected):
+    for p, q in zip(model.policy.parameters(), expected.policy.parameters(), strict=True):
+        assert torch.equal(p, q)
+    moments = model.policy.optimizer.state_dict()["state"]
+    for key, state in expected.policy.optimizer.state_dict()["state"].items():
+        assert torch.equal(moments[key]["exp_avg_sq"], state["exp_avg_sq"])
+
+
+def test_a_member_resumed_alone_ends_where_it_ends_in_the_population(train_config, tmp_path):
+    """A member's checkpoint holds its single run's rollout record (its actions, its own random
+    streams): resumed on its own as a DevicePPO run, it ends bit for bit where it ended in the
+    population (member by member, as on the CPU)."""
+    folders = [tmp_path / "a", tmp_path / "b"]
+    cfgs = members(train_config, "total_timesteps=128", RAMP_STEPS)
+    train_population(cfgs, folders)
+    uninterrupted = PPO.load(folders[1] / "final_model.zip", device="cpu")
+    progress = rows(folders[1])
+    (folders[1] / "final_model.zip").unlink()
+    (folders[1] / "checkpoints" / "model_128_steps.zip").unlink()
+    summary = train(cfgs[1], folders[1], resume=True)
+    assert summary["timesteps"] == 128
+    assert_same_model(PPO.load(folders[1] / "final_model.zip", device="cpu"), uninterrupted)
+    assert rows(folders[1]) == progress
 
 
 def test_a_population_needs_levels_the_device_keeps(tmp_path, capsys):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -42,6 +42,11 @@ from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import method_of
 from safelife_rl.training.model_files import load_model
 from safelife_rl.training.population.members import PopulationMember
+from safelife_rl.training.population.record import (
+    MemberRecord,
+    joined_rollouts,
+    set_member_state,
+)
 from safelife_rl.training.population.trainer import PopulationPPO
 from safelife_rl.training.resume import (
     CONFIG_FILE,
@@ -49,6 +54,7 @@ from safelife_rl.training.resume import (
     check_resumable,
     remove_stale_temporaries,
 )
+from safelife_rl.training.rollout_record import SavedRollouts, read_rollouts
 from safelife_rl.training.run import (
     LOCK_FILE,
     Learnt,
@@ -231,10 +237,12 @@ def common_checkpoint(folders: Sequence[Path]) -> int | None:
 
 def _load_members(
     trainer: PopulationPPO, cfgs: list[DictConfig], folders: list[Path], steps: int
-) -> None:
+) -> Restored:
     """Each member as its checkpoint of ``steps`` steps left it: weights (into the stack),
-    Adam moments and step counts (its envs and random streams start afresh there, as a run
-    resumed from a checkpoint without its rollout record)."""
+    Adam moments and step counts; and the checkpoints' rollout records, which :func:`_train`
+    replays (``None`` if one lacks its record, an earlier version's: then the envs and random
+    streams start afresh there)."""
+    paths, records = [], []
     for cfg, folder, member in zip(cfgs, folders, trainer.members):
         saved = SavedModel(folder / "checkpoints" / f"model_{steps}_steps.zip", steps, False)
         check_resumable(cfg, saved)
@@ -243,7 +251,33 @@ def _load_members(
         member.policy.load_state_dict(loaded.policy.state_dict())
         member.policy.optimizer.load_state_dict(loaded.policy.optimizer.state_dict())
         member.num_timesteps, member._n_updates = loaded.num_timesteps, loaded._n_updates
+        paths.append(saved.path)
+        records.append(read_rollouts(saved.path, loaded))
     trainer.adopt_member_states()
+    if any(record is None for record in records):
+        return Restored(steps, None, paths)
+    return Restored(steps, records, paths)  # type: ignore[arg-type]
+
+
+class Restored(NamedTuple):
+    """The checkpoints a resumed population starts from."""
+
+    steps: int
+    rollouts: list[SavedRollouts] | None  # None: one was saved without its record
+    paths: list[Path]
+
+
+def _restore(trainer: PopulationPPO, restored: Restored, records: list[MemberRecord]) -> None:
+    """The envs, random streams and pending logged values where the checkpoints left them,
+    replayed from their rollout records."""
+    saved = restored.rollouts
+    assert saved is not None
+    actions = joined_rollouts(saved, restored.paths)
+    offset = saved[0].state.get("offset", 0)
+    trainer.replay(actions, set(saved[0].starts.tolist()), offset)
+    for k, (member, rollouts, path) in enumerate(zip(trainer.members, saved, restored.paths)):
+        set_member_state(rollouts, member, trainer.random[k], path)
+        records[k].continue_from(rollouts.actions, rollouts.starts)
 
 
 def train_population(
@@ -281,11 +315,12 @@ def train_population(
     cfgs = [member_config(cfg) for cfg in cfgs]
     locks = [PidLock(folder / LOCK_FILE, "being trained") for folder in folders]
     try:
+        restored = None
         if steps is not None:
             for lock in locks:  # before reading a run another process may be training
                 lock.acquire()
-            _load_members(trainer, cfgs, folders, steps)
-        return _train(trainer, cfgs, folders, locks, steps)
+            restored = _load_members(trainer, cfgs, folders, steps)
+        return _train(trainer, cfgs, folders, locks, restored)
     finally:
         trainer.env.close()
         for lock in locks:
@@ -297,20 +332,29 @@ def _train(
     cfgs: list[DictConfig],
     folders: list[Path],
     locks: list[PidLock],
-    resumed_at: int | None,
+    restored: Restored | None,
 ) -> list[dict[str, Any]]:
     first = cfgs[0]
+    resumed_at = restored.steps if restored is not None else None
+    exact = restored is not None and restored.rollouts is not None
     run_configs = [OmegaConf.to_yaml(cfg, resolve=True) for cfg in cfgs]
+    records = [
+        MemberRecord(trainer.recorded, k, trainer.n_envs, trainer.random[k])
+        for k in range(trainer.size)
+    ]
     callbacks = []
     with StopOnSignal() as stop:
-        for cfg, folder, member, run_config, lock in zip(
-            cfgs, folders, trainer.members, run_configs, locks
+        for k, (cfg, folder, member, run_config, lock) in enumerate(
+            zip(cfgs, folders, trainer.members, run_configs, locks)
         ):
             with user_errors_of_instantiate():
-                callbacks.append(run_callbacks(cfg, folder, run_config, None))
+                callbacks.append(run_callbacks(cfg, folder, run_config, records[k]))
             lock.acquire()  # once the callbacks took their settings: a refusal leaves nothing
             write_text(folder / CONFIG_FILE, run_config)
-            member.set_logger(run_logger(folder / "tensorboard", resumed_at))
+            iterations = restored.rollouts[k].state.get("rollouts", 0) if exact else 0
+            member.set_logger(run_logger(folder / "tensorboard", resumed_at, iterations))
+        if exact:
+            _restore(trainer, restored, records)
         stop.phase = "training"
         trainer.learn(
             first.total_timesteps - (resumed_at or 0),
@@ -322,10 +366,13 @@ def _train(
         for member in trainer.members:
             flush_tensorboard(member.logger)
         if stop.stopped:
-            _save_stop_checkpoints(trainer, folders, run_configs, stop)
+            _save_stop_checkpoints(trainer, folders, run_configs, stop, records)
         stop.phase = "saving the final models"
-        for member, folder, run_config in zip(trainer.members, folders, run_configs):
-            save_model_atomic(member, folder / "final_model.zip", run_config)
+        for member, folder, run_config, record in zip(
+            trainer.members, folders, run_configs, records
+        ):
+            entries = record.entries(record.boundary) if record.boundary is not None else None
+            save_model_atomic(member, folder / "final_model.zip", run_config, entries)
         n_actions = int(trainer.env.single_action_space.n)
         summaries = []
         for cfg, folder, member, member_callbacks in zip(cfgs, folders, trainer.members, callbacks):
@@ -335,20 +382,26 @@ def _train(
                 "timesteps": member.num_timesteps,
                 "population": len(cfgs),
             }
-            learnt = Learnt(member, member_callbacks, summary, n_actions, True, None)
+            learnt = Learnt(member, member_callbacks, summary, n_actions, True)
             summaries.append(evaluate_run(cfg, folder, learnt, stop))
     return summaries
 
 
 def _save_stop_checkpoints(
-    trainer: PopulationPPO, folders: list[Path], run_configs: list[str], stop: StopOnSignal
+    trainer: PopulationPPO,
+    folders: list[Path],
+    run_configs: list[str],
+    stop: StopOnSignal,
+    records: list[MemberRecord],
 ) -> None:
     """Every member saved at the last rollout boundary; then :class:`RunStopped`."""
     stop.phase = "saving the stop checkpoints"
     name = f"model_{trainer.trained_steps}_steps.zip"
-    for member, folder, run_config in zip(trainer.members, folders, run_configs):
+    for member, folder, run_config, record in zip(trainer.members, folders, run_configs, records):
+        assert record.boundary is not None and record.boundary.steps == trainer.trained_steps
         member.num_timesteps = trainer.trained_steps
-        save_model_atomic(member, folder / "checkpoints" / name, run_config)
+        entries = record.entries(record.boundary)
+        save_model_atomic(member, folder / "checkpoints" / name, run_config, entries)
     signame = signal.Signals(stop.signum or signal.SIGTERM).name
     raise RunStopped(
         stop.signum or signal.SIGTERM,

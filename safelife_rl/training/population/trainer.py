@@ -18,6 +18,7 @@ run in other kernels, whose sums round otherwise: about 1e-9 relative per forwar
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ from safelife_rl.training.population.members import (
     PopulationMember,
     SharedSchedules,
 )
+from safelife_rl.training.population.record import RecordedActions
 from safelife_rl.training.population.stacked import StackedPolicies
 from safety_rl_common.errors import UserError
 
@@ -90,9 +92,9 @@ class PopulationPPO:
             env.set_group_penalties(penalties)
         self.members: list[PopulationMember] = []
         self.random: list[MemberRandom] = []
-        schedules = SharedSchedules(env)
+        self.schedules = SharedSchedules(env)
         for k, seed in enumerate(seeds):
-            member = make_member(MemberEnv(self.venv, k, self.n_envs, schedules), int(seed))
+            member = make_member(MemberEnv(self.venv, k, self.n_envs, self.schedules), int(seed))
             self.random.append(MemberRandom.capture(member.device))
             self.members.append(member)
         self._check_members()
@@ -121,6 +123,8 @@ class PopulationPPO:
         self.trained_steps = 0
         self._last_obs: torch.Tensor | None = None
         self._last_starts: torch.Tensor | None = None
+        #: every action sent to the envs (the members' rollout records read their columns)
+        self.recorded = RecordedActions(self.size * self.n_envs)
 
     def _check_members(self) -> None:
         first = self.members[0]
@@ -158,17 +162,18 @@ class PopulationPPO:
         callbacks = list(callbacks or [None] * self.size)
         if len(callbacks) != self.size:
             raise UserError(f"need one callback per member ({self.size}), got {len(callbacks)}")
-        obs, _ = self.env.reset(seed=[m.env.given_seed for m in self.members])
-        obs = torch.as_tensor(obs, device=self.device)
+        if reset_num_timesteps or self._last_obs is None:  # else: on from :meth:`replay`
+            obs, _ = self.env.reset(seed=[m.env.given_seed for m in self.members])
+            self._last_obs = torch.as_tensor(obs, device=self.device)
+            self._last_starts = torch.ones(len(obs), dtype=torch.bool, device=self.device)
+            for k, member in enumerate(self.members):
+                member.env.first_obs = self._part(self._last_obs, k)
         started = []
-        for k, (member, callback) in enumerate(zip(self.members, callbacks)):
-            member.env.first_obs = self._part(obs, k)
+        for member, callback in zip(self.members, callbacks):
             total, started_callback = member._setup_learn(
                 total_timesteps, callback, reset_num_timesteps, "run", False
             )
             started.append(started_callback)
-        self._last_obs = obs
-        self._last_starts = torch.ones(len(obs), dtype=torch.bool, device=self.device)
         for callback in started:
             callback.on_training_start(locals(), globals())
         iteration = 0
@@ -227,11 +232,13 @@ class PopulationPPO:
         obs, starts = self._last_obs, self._last_starts
         no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
+        taken = []
         for _ in range(first.n_steps):
             with torch.no_grad(), no_argument_checks():
                 logits, values = self.stacked(obs.view(size, n, *obs.shape[1:]))
                 actions, log_probs = self._sample(logits)
-            step = self.venv.step(actions.flatten())
+            taken.append(actions.flatten())
+            step = self.venv.step(taken[-1])
             for member in self.members:
                 member.num_timesteps += n
             recorder.add(first.num_timesteps, step)
@@ -257,19 +264,59 @@ class PopulationPPO:
         with torch.no_grad():
             last_values = self.stacked(obs.view(size, n, *obs.shape[1:]))[1]
         buffer.compute_returns_and_advantage(last_values.flatten(), starts)
-        self._last_obs, self._last_starts = obs, starts
-        by_member: list[list[tuple[int, dict[str, Any]]]] = [[] for _ in range(size)]
-        for timesteps, index, info in recorder.read_by_env():
-            by_member[index // n].append((timesteps, info))
-        for k, (member, callback) in enumerate(zip(self.members, callbacks)):
-            member._last_obs = self._part(obs, k)
-            member._last_episode_starts = self._part(starts, k)
-            member._update_info_buffer(  # type: ignore[attr-defined]
-                [info for _, info in by_member[k]], np.ones(len(by_member[k]), dtype=bool)
-            )
-            callback.update_locals({"episodes": by_member[k]})
+        self.recorded.add(torch.stack(taken))
+        self._set_last(obs, starts)
+        for episodes, callback in zip(self._deliver_episodes(recorder), callbacks):
+            callback.update_locals({"episodes": episodes})
             callback.on_rollout_end()
         return True
+
+    def _set_last(self, obs: torch.Tensor, starts: torch.Tensor) -> None:
+        """Where the next rollout starts: the population's and each member's view."""
+        self._last_obs, self._last_starts = obs, starts
+        for k, member in enumerate(self.members):
+            member._last_obs = self._part(obs, k)
+            member._last_episode_starts = self._part(starts, k)
+
+    def _deliver_episodes(
+        self, recorder: EpisodeRecorder
+    ) -> list[list[tuple[int, dict[str, Any]]]]:
+        """The episodes ``recorder`` holds (one read), into each member's SB3 episode
+        statistics; each member's as ``(timesteps, info)``."""
+        by_member: list[list[tuple[int, dict[str, Any]]]] = [[] for _ in range(self.size)]
+        for timesteps, index, info in recorder.read_by_env():
+            by_member[index // self.n_envs].append((timesteps, info))
+        for member, episodes in zip(self.members, by_member):
+            member._update_info_buffer(  # type: ignore[attr-defined]
+                [info for _, info in episodes], np.ones(len(episodes), dtype=bool)
+            )
+        return by_member
+
+    def replay(self, actions: np.ndarray, starts: set[int], offset: int) -> None:
+        """Bring the fresh envs to where the members' saved records left them: step them with
+        the recorded ``actions`` ``(steps, P * n_envs)`` as the population stepped them (the
+        schedules told the step count at each rollout start in ``starts``), refilling each
+        member's episode statistics. :meth:`learn` (``reset_num_timesteps=False``) goes on
+        from there."""
+        n = self.n_envs
+        for member in self.members:
+            member.ep_info_buffer = deque(maxlen=member._stats_window_size)
+            member.ep_success_buffer = deque(maxlen=member._stats_window_size)
+        self.schedules.set_training_steps(0)
+        obs, _ = self.env.reset(seed=[m.env.given_seed for m in self.members])
+        obs = torch.as_tensor(obs, device=self.device)
+        ended = torch.ones(len(obs), dtype=torch.bool, device=self.device)
+        recorder = EpisodeRecorder(self.venv.level_names)
+        for t, taken in enumerate(actions):
+            if t in starts:
+                self._deliver_episodes(recorder)
+                self.schedules.set_training_steps(offset + t * n)
+            step = self.venv.step(torch.as_tensor(taken, device=self.device))
+            recorder.add(offset + (t + 1) * n, step)
+            obs, ended = step.observations, step.terminated | step.truncated
+        self._deliver_episodes(recorder)
+        self._set_last(obs, ended)
+        self.recorded.continue_from(actions)
 
     def _bootstrap_timeouts(self) -> None:
         """``gamma * V(final observation)`` added where a time limit cut an episode, each
@@ -317,6 +364,7 @@ class PopulationPPO:
         }
         loss = torch.zeros(size, device=self.device)
         for _ in range(first.n_epochs):
+            stats["kl"] = []  # SB3 logs the last epoch's approximate KL
             order = self._minibatch_indices(total)
             for start in range(0, total, batch):
                 flat = order[:, start : start + batch]
