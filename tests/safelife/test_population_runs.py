@@ -21,8 +21,8 @@ from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population import runs as population_runs
 from safelife_rl.training.population.runs import check_population, train_population
 from safelife_rl.training.run import train
-from tests.safelife.test_exact_resume import rows
 from safety_rl_common.errors import UserError
+from tests.safelife.test_exact_resume import rows
 
 LEVELS = "env.kwargs.bank={size:4,progress:false}"  # levels the device keeps
 
