@@ -39,7 +39,7 @@ from safelife_rl.apps.reproduce.cli import (
     wants_population,
 )
 from safelife_rl.apps.reproduce.runs import grid, load_result, schedules
-from safelife_rl.apps.reproduce.sweep import check_jobs, launch, population_variants
+from safelife_rl.apps.reproduce.sweep import check_jobs, launch, population_groups
 from safelife_rl.envs.multi_agent_env import MULTI_AGENT_TASKS
 from safelife_rl.envs.registration import TASKS
 from safelife_rl.training.methods import registry
@@ -156,16 +156,17 @@ def compare(args: argparse.Namespace) -> dict[str, float]:
     settings = replace(settings, cost_limit=args.cost_limit)
     runs = grid(tasks, methods, seeds)
     check_jobs(runs, settings)  # first: a bad override is one line, before any composing
-    together: list = []
-    if wants_population(args, settings):  # PPO and the penalty's runs as populations
-        batchable = population_variants(runs, settings)
-        together = [run for run in runs if run.variant in batchable]
-        check_jobs(together, settings, population=True)
-    alone = [run for run in runs if run not in together]
+    populations: list[list] = []
+    if wants_population(args, settings):  # PPO and the penalty's, PPO-Lagrangian's runs
+        for group in population_groups(runs, settings):
+            populations.append([run for run in runs if run.variant in group])
+            check_jobs(populations[-1], settings, population=True)
+    alone = [run for run in runs if not any(run in together for together in populations)]
     out = output_folder(args, NAME, settings)
     start = time.perf_counter()
     launch(alone, settings, args.launcher, out, prog=PROG)
-    launch(together, settings, args.launcher, out, prog=PROG, population=True)
+    for together in populations:
+        launch(together, settings, args.launcher, out, prog=PROG, population=True)
     results = [load_result(run, out) for run in runs]
     wall = time.perf_counter() - start
     table = compare_report.write(results, out, BASELINE)

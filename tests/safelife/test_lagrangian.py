@@ -116,16 +116,16 @@ def test_pid_rule_by_hand():
     # env 1's episode ends at 8, env 0's at 2 + 4 = 6; env 2's goes on with 1
     steps(agent, ([2, 8, 1, 0], [1]), ([4, 0, 0, 0], [0]))
     # mean 7: error 3, a rise of 7 from the 0 before
-    assert agent._update_multiplier().tolist() == [2.0, 7.0, 0.2 * 3 + 0.8 + 0.3 * 7 - 0.5]
+    assert agent.update_multiplier().tolist() == [2.0, 7.0, 0.2 * 3 + 0.8 + 0.3 * 7 - 0.5]
     integral = 0.5 + 0.1 * 3
     assert agent.multiplier == pytest.approx(0.2 * 3 + integral + 0.3 * 7)
     steps(agent, ([0, 0, 0, 0], [2]))  # env 2 ends at 1: error -3, no rise
-    agent._update_multiplier()
+    agent.update_multiplier()
     integral = integral - 0.1 * 3
     assert agent.multiplier == pytest.approx(max(0.0, 0.2 * -3 + integral))
     before = agent.lagrange_state.clone()
     steps(agent, ([5, 5, 5, 5], []))
-    agent._update_multiplier()  # no episode ended: nothing changes
+    agent.update_multiplier()  # no episode ended: nothing changes
     assert torch.equal(agent.lagrange_state, before)
 
 
@@ -141,11 +141,11 @@ def test_before_the_constraint_starts_the_multiplier_is_held_and_the_costs_watch
     agent.set_logger(configure(None, []))
     agent.num_timesteps = 99
     steps(agent, ([7, 9, 0, 0], [0, 1]))  # mean 8: error 4, a rise of 8
-    assert agent._update_multiplier().tolist() == [2.0, 8.0, 0.0]
+    assert agent.update_multiplier().tolist() == [2.0, 8.0, 0.0]
     assert agent.lagrange_state.tolist() == [0.5, 0.5, 8.0]  # only the previous cost moved
     agent.num_timesteps = 100
     steps(agent, ([10, 0, 0, 0], [0]))  # error 6, a rise of 2 from the 8 watched
-    agent._update_multiplier()
+    agent.update_multiplier()
     assert agent.multiplier == pytest.approx(0.2 * 6 + 0.5 + 0.1 * 6 + 0.3 * 2)
 
 

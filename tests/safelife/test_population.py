@@ -14,7 +14,12 @@ from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training import SafeLifeCNN
 from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
-from safelife_rl.training.population import PopulationMember, PopulationPPO
+from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
+from safelife_rl.training.population import (
+    PopulationLagrangianMember,
+    PopulationMember,
+    PopulationPPO,
+)
 from safety_rl_common.errors import UserError
 from safety_rl_common.torch_counts import OpCounts, counting
 
@@ -43,9 +48,9 @@ def wrappers(penalty: float) -> dict:
     }
 
 
-def single_env() -> SafeLifeEnv:
+def single_env(suite: str = "prune-still") -> SafeLifeEnv:
     # random levels and 12-step episodes: episode ends and time-limit cuts in every rollout
-    levels = load_levels(suite_file("prune-still"))[:5]
+    levels = load_levels(suite_file(suite))[:5]
     return SafeLifeEnv(levels, time_limit=12, shuffle=True)
 
 
@@ -111,6 +116,57 @@ def test_each_member_is_its_own_single_run(batching):
                 torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-6, msg=name)
 
 
+#: PPO-Lagrangian's settings: a multiplier that moves at every update (costs above or below
+#: the budgets), on standardized advantages
+LAGRANGIAN = {"multiplier_init": 1.0, "multiplier_lr": 0.5, "standardize_advantages": True}
+COSTLY = "navigation"  # levels whose random walks cost (destroy life) in most episodes
+
+
+def lagrangian_single(seed: int, cost_limit: float, steps: int) -> DevicePPOLagrangian:
+    vector = SafeLifeVectorEnv(single_env(COSTLY), N_ENVS, "cpu", wrappers(0.0))
+    model = DevicePPOLagrangian(
+        "CnnPolicy", GymnasiumTensorVecEnv(vector), seed=seed, policy_kwargs=POLICY,
+        cost_limit=cost_limit, **LAGRANGIAN, **SETTINGS,
+    )  # fmt: skip
+    return model.learn(steps)
+
+
+@pytest.mark.parametrize("batching", ["loop", "vmap"])
+def test_each_lagrangian_member_is_its_own_single_run(batching):
+    """PPO-Lagrangian members, each with its own seed and budget: its multiplier, cost critic
+    and policy end where its single DevicePPOLagrangian run's end (bit for bit member by
+    member; to the grouped kernels' rounding under vmap)."""
+    steps = N_ENVS * N_STEPS * 3
+    seeds, limits = [0, 5], [0.5, 2.0]
+    env = SafeLifeVectorEnv(single_env(COSTLY), 2 * N_ENVS, "cpu", wrappers(0.0), groups=2)
+
+    def member(view, seed):
+        return PopulationLagrangianMember(
+            "CnnPolicy", view, seed=seed, policy_kwargs=POLICY, cost_limit=limits[view.index],
+            **LAGRANGIAN, **SETTINGS,
+        )  # fmt: skip
+
+    pop = PopulationPPO(env, member, seeds, [0.0, 0.0], batching).learn(steps)
+    assert pop.costs is not None
+    for member_, seed, limit in zip(pop.members, seeds, limits):
+        single = lagrangian_single(seed, limit, steps)
+        multipliers = member_.lagrange_state, single.lagrange_state
+        assert multipliers[0][0] != LAGRANGIAN["multiplier_init"] and multipliers[0][2] > 0
+        pairs = [
+            *zip(single.policy.named_parameters(), member_.policy.parameters()),
+            *zip(single.cost_critic.named_parameters(), member_.cost_critic.parameters()),
+        ]
+        if batching == "loop":
+            assert torch.equal(*multipliers)
+            assert torch.equal(member_._episode_costs, single._episode_costs)
+            for (name, p), q in pairs:
+                assert torch.equal(q, p), name
+        else:
+            torch.testing.assert_close(*multipliers, rtol=1e-4, atol=1e-6)
+            for (name, p), q in pairs:
+                torch.testing.assert_close(q, p, rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_members_do_not_leak_into_each_other():
     """Changing one member (its penalty and its weights) leaves the others' training as it was."""
     steps = N_ENVS * N_STEPS * 2
@@ -161,13 +217,17 @@ def test_members_that_cannot_be_batched_are_refused():
         population([0], [0.0], SETTINGS | {"target_kl": 0.01})
 
 
-def counted_learn(n_steps: int, batch_size: int, size: int = 3) -> OpCounts:
+def counted_learn(
+    n_steps: int, batch_size: int, size: int = 3, lagrangian: bool = False
+) -> OpCounts:
     """What two rollouts and updates of a population of ``size`` ask of the host, from its
     second rollout on (the first builds what is reused)."""
     env = vector_env(size * 2, groups=size)
+    kind = PopulationLagrangianMember if lagrangian else PopulationMember
+    more = {"cost_limit": 1.0} if lagrangian else {}
 
     def member(view, seed):
-        return PopulationMember(
+        return kind(
             "MlpPolicy",
             view,
             seed=seed,
@@ -175,6 +235,7 @@ def counted_learn(n_steps: int, batch_size: int, size: int = 3) -> OpCounts:
             batch_size=batch_size,
             n_epochs=1,
             policy_kwargs={"net_arch": [8]},
+            **more,
         )
 
     pop = PopulationPPO(env, member, list(range(size)), [0.1 * k for k in range(size)])
@@ -184,15 +245,18 @@ def counted_learn(n_steps: int, batch_size: int, size: int = 3) -> OpCounts:
     return counts
 
 
-def test_a_rollout_step_and_a_minibatch_make_no_sync_and_no_copy():
+@pytest.mark.parametrize("lagrangian", [False, True], ids=["ppo", "lagrangian"])
+def test_a_rollout_step_and_a_minibatch_make_no_sync_and_no_copy(lagrangian):
     """Twice the steps a rollout, two minibatches for one, or twice the members: the same syncs
-    and copies (what a rollout or an update reads, it reads once, for all members)."""
-    base = counted_learn(3, 3 * 2)
-    longer = counted_learn(6, 6 * 2)
-    more_minibatches = counted_learn(3, 3 * 2 // 2)
-    more_members = counted_learn(3, 3 * 2, size=6)
+    and copies (what a rollout or an update reads, it reads once, for all members; with
+    PPO-Lagrangian, the multipliers and cost losses too)."""
+    base = counted_learn(3, 3 * 2, lagrangian=lagrangian)
+    longer = counted_learn(6, 6 * 2, lagrangian=lagrangian)
+    more_minibatches = counted_learn(3, 3 * 2 // 2, lagrangian=lagrangian)
+    more_members = counted_learn(3, 3 * 2, size=6, lagrangian=lagrangian)
     assert (longer.syncs, longer.copies) == (base.syncs, base.copies), (base.named, longer.named)
     assert (more_minibatches.syncs, more_minibatches.copies) == (base.syncs, base.copies)
     assert more_members.syncs == base.syncs, (base.named, more_members.named)
-    assert base.syncs <= 2 * 4, base.named  # a rollout's: timeouts (2), invalid actions, losses
+    # a rollout's: timeouts (2), invalid actions, losses (and the safety scalars)
+    assert base.syncs <= 2 * (4 + lagrangian), base.named
     assert longer.kernels > base.kernels and more_minibatches.kernels > base.kernels

@@ -16,6 +16,7 @@ from stable_baselines3 import PPO
 
 from safelife_rl.apps.reproduce import cli
 from safelife_rl.apps.reproduce.runs import Run
+from safelife_rl.training import PPOLagrangian
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population import runs as population_runs
@@ -71,7 +72,7 @@ def test_members_train_into_ordinary_run_folders(train_config, tmp_path, tb_scal
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["method=aup"], "a population trains PPO and PPO with the impact penalty; aup"),
+        (["method=aup"], "a population trains PPO, PPO with the impact penalty and PPO-Lag"),
         (["algo=a2c"], "a population trains PPO"),
         (["wrappers.side_effect_penalty=null"], "need the side_effect_penalty wrapper"),
     ],
@@ -135,10 +136,8 @@ def test_a_resumed_population_continues_each_member_from_its_checkpoint(
     from safelife_rl.training.population import trainer
 
     if batching == "vmap":  # as on CUDA
-        original = trainer.StackedPolicies
-        monkeypatch.setattr(
-            trainer, "StackedPolicies", lambda policies, _: original(policies, "vmap")
-        )
+        original = trainer.StackedNetworks
+        monkeypatch.setattr(trainer, "StackedNetworks", lambda nets, _: original(nets, "vmap"))
     folders = [tmp_path / "a", tmp_path / "b"]
     cfgs = members(train_config, "total_timesteps=128")
     train_population(cfgs, folders)
@@ -155,9 +154,10 @@ def test_a_resumed_population_continues_each_member_from_its_checkpoint(
         loaded["weights"] = [
             [p.detach().clone() for p in m.policy.parameters()] for m in trainer_.members
         ]
-        if trainer_.optimizer is not None:  # the stack holds every member's moments
+        stacked = trainer_.optimizer.optimizer
+        if stacked is not None:  # the stack holds every member's moments
             first = trainer_.stacked.parameters()[0]
-            loaded["moments"] = trainer_.optimizer.state[first]["exp_avg"].clone()
+            loaded["moments"] = stacked.state[first]["exp_avg"].clone()
         return restored
 
     load = population_runs._load_members
@@ -181,11 +181,50 @@ def test_a_resumed_population_continues_each_member_from_its_checkpoint(
 
 
 def assert_same_model(model, expected):
-    for p, q in zip(model.policy.parameters(), expected.policy.parameters(), strict=True):
-        assert torch.equal(p, q)
+    networks = [(model.policy, expected.policy)]
+    if hasattr(expected, "cost_critic"):  # PPO-Lagrangian's
+        networks.append((model.cost_critic, expected.cost_critic))
+        assert torch.equal(model.lagrange_state, expected.lagrange_state)
+        assert torch.equal(model.cost_optimizer.state_dict()["state"][0]["exp_avg"],
+                           expected.cost_optimizer.state_dict()["state"][0]["exp_avg"])  # fmt: skip
+    for network, other in networks:
+        for p, q in zip(network.parameters(), other.parameters(), strict=True):
+            assert torch.equal(p, q)
     moments = model.policy.optimizer.state_dict()["state"]
     for key, state in expected.policy.optimizer.state_dict()["state"].items():
         assert torch.equal(moments[key]["exp_avg_sq"], state["exp_avg_sq"])
+
+
+def test_a_lagrangian_population_trains_and_resumes_exactly(train_config, tmp_path):
+    """PPO-Lagrangian members with their own budgets: resumed together from their checkpoints,
+    and one resumed alone, they end bit for bit where the uninterrupted population ends."""
+    folders = [tmp_path / "a", tmp_path / "b"]
+    cfgs = members(train_config, "total_timesteps=128", "method=ppo_lagrangian")
+    for k, cfg in enumerate(cfgs):
+        with open_dict(cfg):
+            cfg.cost_limit = 0.5 + k
+    train_population(cfgs, folders)
+
+    def final(folder):
+        return PPOLagrangian.load(folder / "final_model.zip", device="cpu")
+
+    def stop(folder):
+        (folder / "final_model.zip").unlink()
+        (folder / "checkpoints" / "model_128_steps.zip").unlink()
+
+    uninterrupted = [final(f) for f in folders]
+    assert [m.cost_limit for m in uninterrupted] == [0.5, 1.5]
+    progress = rows(folders[1])
+    assert "safety/multiplier" in progress[-1]
+    for folder in folders:
+        stop(folder)
+    train_population(cfgs, folders, resume=True)
+    for folder, expected in zip(folders, uninterrupted):
+        assert_same_model(final(folder), expected)
+    stop(folders[1])
+    train(cfgs[1], folders[1], resume=True)
+    assert_same_model(final(folders[1]), uninterrupted[1])
+    assert rows(folders[1]) == progress
 
 
 def test_a_member_resumed_alone_ends_where_it_ends_in_the_population(train_config, tmp_path):
@@ -238,21 +277,24 @@ def test_a_stopped_population_saves_every_member_and_resumes(train_config, tmp_p
     assert [s["timesteps"] for s in summaries] == [128, 128]
 
 
-def test_the_comparison_trains_ppo_and_the_penalty_as_one_population(tmp_path, capsys):
+def test_the_comparison_trains_its_batchable_methods_as_populations(tmp_path, capsys):
     """Of the comparison's methods, PPO and PPO with the impact penalty are one population per
-    task; the others train one run per process (here: none)."""
+    task, PPO-Lagrangian's runs another; the others train one run per process (here: none)."""
     from safelife_rl.apps import compare
-    from safelife_rl.apps.reproduce.sweep import Settings, population_variants
+    from safelife_rl.apps.reproduce.sweep import Settings, population_groups
 
     settings = Settings("paper-quick", 1536, 3, 2, (), axis="method", suite="ours")
     runs = [Run("prune-still", m, 0) for m in ("ppo", "penalty", "aup", "ppo_lagrangian")]
-    assert population_variants(runs, settings) == {"ppo", "penalty"}
+    groups = population_groups(runs, settings)
+    assert sorted(map(sorted, groups)) == [["penalty", "ppo"], ["ppo_lagrangian"]]
     out = tmp_path / "out"
-    argv = ["--quick", "--population", "--methods", "ppo,penalty", "--tasks", "prune-still"]
+    methods = "ppo,penalty,ppo_lagrangian"
+    argv = ["--quick", "--population", "--methods", methods, "--tasks", "prune-still"]
     compare.main([*argv, "--seeds", "1", "--out", str(out)])
     printed = capsys.readouterr().out
     assert "[run] prune-still: training 2 runs as one population" in printed
-    for method, penalty in (("ppo", 0.0), ("penalty", 0.3)):
+    assert "[run] prune-still: training 1 runs as one population" in printed
+    for method, penalty in (("ppo", 0.0), ("penalty", 0.3), ("ppo_lagrangian", 0.0)):
         config = yaml.safe_load(
             (Run("prune-still", method, 0).folder(out) / "config.yaml").read_text()
         )

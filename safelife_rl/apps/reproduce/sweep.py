@@ -125,10 +125,11 @@ def _variant_override(settings: Settings, variant: float | str) -> str:
     return f"{AXES[settings.axis]}={value}"
 
 
-def population_variants(runs: Sequence[Run], settings: Settings) -> set[float | str]:
-    """The variants of ``runs`` whose runs a population can train (every penalty of the
-    reproduction; of the comparison's methods, PPO and PPO with the impact penalty), composed
-    as their jobs will be."""
+def population_groups(runs: Sequence[Run], settings: Settings) -> list[set[float | str]]:
+    """The variants of ``runs`` whose runs populations can train, grouped by the population
+    they train in (one algorithm each): every penalty of the reproduction in one; of the
+    comparison's methods, PPO and PPO with the impact penalty in one, PPO-Lagrangian's in
+    another. Composed as their jobs will be."""
     from hydra import compose, initialize_config_module
 
     from safelife_rl.apps.reproduce.job import training_config
@@ -136,10 +137,10 @@ def population_variants(runs: Sequence[Run], settings: Settings) -> set[float | 
 
     variants = dict.fromkeys(r.variant for r in runs)
     if settings.axis != "method":
-        return set(variants)
+        return [set(variants)]
     user = [o for o in settings.overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]
     task = runs[0].task
-    batchable = set()
+    groups: dict[str, set[float | str]] = {}
     with initialize_config_module("safelife_rl.conf", version_base=None):
         for method in variants:
             overrides = [f"experiment={settings.experiment}", f"env={task}", f"method={method}"]
@@ -148,8 +149,8 @@ def population_variants(runs: Sequence[Run], settings: Settings) -> set[float | 
                 check_population([member_config(cfg)])
             except UserError:
                 continue
-            batchable.add(method)
-    return batchable
+            groups.setdefault(cfg.algo._target_, set()).add(method)
+    return list(groups.values())
 
 
 def check_jobs(runs: Sequence[Run], settings: Settings, population: bool = False) -> None:

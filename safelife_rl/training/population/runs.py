@@ -12,7 +12,7 @@ its own (``resume=FOLDER``) continues as a single run.
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,7 +41,10 @@ from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import method_of
 from safelife_rl.training.model_files import load_model
-from safelife_rl.training.population.members import PopulationMember
+from safelife_rl.training.population.members import (
+    PopulationLagrangianMember,
+    PopulationMember,
+)
 from safelife_rl.training.population.record import (
     MemberRecord,
     joined_rollouts,
@@ -67,11 +70,23 @@ from safety_rl_common.errors import UserError
 from safety_rl_common.files import write_text
 from safety_rl_common.locks import PidLock
 
-#: What the members of a population may differ in (their method only by name: PPO and PPO
-#: with the impact penalty, whose configs differ in the penalty).
-VARYING = ("seed", "wrappers.side_effect_penalty.penalty", "method.name")
-PPO_TARGETS = ("stable_baselines3.PPO", "stable_baselines3.ppo.PPO")
-MEMBER_TARGET = f"{PopulationMember.__module__}.{PopulationMember.__name__}"
+#: What the members of a population may differ in: seed, impact penalty and budget (their
+#: method only by name: PPO and PPO with the impact penalty, whose configs differ in the
+#: penalty).
+VARYING = (
+    "seed",
+    "wrappers.side_effect_penalty.penalty",
+    "cost_limit",
+    "algo.cost_limit",
+    "method.name",
+)
+#: The population member of each algorithm a population trains, by its ``_target_``.
+MEMBERS: dict[str, type[PopulationMember]] = {
+    "stable_baselines3.PPO": PopulationMember,
+    "stable_baselines3.ppo.PPO": PopulationMember,
+    "safelife_rl.training.PPOLagrangian": PopulationLagrangianMember,
+    "safelife_rl.training.methods.ppo_lagrangian.PPOLagrangian": PopulationLagrangianMember,
+}
 
 
 def member_config(cfg: DictConfig) -> DictConfig:
@@ -85,6 +100,8 @@ def member_config(cfg: DictConfig) -> DictConfig:
 def _without_varying(cfg: DictConfig) -> dict[str, Any]:
     shared = OmegaConf.to_container(cfg, resolve=True)
     shared.pop("seed")
+    shared.pop("cost_limit", None)
+    shared["algo"].pop("cost_limit", None)
     shared["wrappers"]["side_effect_penalty"].pop("penalty")
     (shared.get("method") or {}).pop("name", None)
     return shared
@@ -103,7 +120,7 @@ def _first_difference(a: Any, b: Any, where: str = "") -> str:
 def check_population(cfgs: Sequence[DictConfig]) -> None:
     """Refuse, in one line and before anything is built, members that a single run would
     refuse or that cannot train as one batch (another algorithm, a method with its own
-    wrapper or callbacks, differences beyond the seed and the impact penalty)."""
+    wrapper or callbacks, differences beyond the seed, the impact penalty and the budget)."""
     if not cfgs:
         raise UserError("a population needs at least one member")
     for cfg in cfgs:
@@ -111,14 +128,14 @@ def check_population(cfgs: Sequence[DictConfig]) -> None:
         method_of(cfg).check_env(cfg)
         method = cfg.get("method") or {}
         if (
-            cfg.algo._target_ not in PPO_TARGETS
+            cfg.algo._target_ not in MEMBERS
             or method.get("vec_env_wrapper")
             or method.get("callbacks")
         ):
             name = method.get("name", cfg.algo._target_)
             raise UserError(
-                f"a population trains PPO and PPO with the impact penalty; {name} trains one "
-                "run per process"
+                "a population trains PPO, PPO with the impact penalty and PPO-Lagrangian; "
+                f"{name} trains one run per process"
             )
         if OmegaConf.select(cfg, "wrappers.side_effect_penalty") is None:
             raise UserError("a population's members need the side_effect_penalty wrapper")
@@ -132,8 +149,9 @@ def check_population(cfgs: Sequence[DictConfig]) -> None:
             )
 
 
-def activation_floats(policy: torch.nn.Module, obs: torch.Tensor) -> int:
-    """Floats of every layer's output for one observation (a training pass keeps them)."""
+def activation_floats(network: torch.nn.Module, forward: Callable[[], Any]) -> int:
+    """Floats of every layer's output of ``network`` in ``forward()`` (a pass of one
+    observation; a training pass keeps them)."""
     total = 0
 
     def count(module: torch.nn.Module, inputs: Any, output: Any) -> None:
@@ -141,11 +159,11 @@ def activation_floats(policy: torch.nn.Module, obs: torch.Tensor) -> int:
         if isinstance(output, torch.Tensor):
             total += output[0].numel()
 
-    leaves = [m for m in policy.modules() if not list(m.children())]
+    leaves = [m for m in network.modules() if not list(m.children())]
     hooks = [m.register_forward_hook(count) for m in leaves]
     try:
         with torch.no_grad():
-            policy.evaluate_actions(obs[:1], torch.zeros(1, device=obs.device))
+            forward()
     finally:
         for hook in hooks:
             hook.remove()
@@ -156,15 +174,19 @@ def population_bytes(member: PopulationMember, members: int, board: tuple[int, i
     """Device memory a population of ``members`` like ``member`` needs (estimated): its envs,
     its rollout (observations kept twice: the steps and the final observations), its stacked
     parameters with their gradients and Adam moments, and a minibatch's activations (forward
-    and backward)."""
+    and backward); a PPO-Lagrangian member's cost critic too."""
     env = member.env
     space = env.observation_space
     obs_bytes = int(np.prod(space.shape)) * np.dtype(space.dtype).itemsize
     envs = members * env.num_envs
     channels = space.shape[-1]
-    params = sum(p.numel() for p in member.policy.parameters())
     obs = torch.as_tensor(space.sample()[None], device=member.device)
-    activations = activation_floats(member.policy, obs)
+    action = torch.zeros(1, device=member.device)
+    passes = [(member.policy, lambda: member.policy.evaluate_actions(obs, action))]
+    if isinstance(member, PopulationLagrangianMember):
+        passes.append((member.cost_critic, lambda: member.cost_critic(obs)))
+    params = sum(p.numel() for network, _ in passes for p in network.parameters())
+    activations = sum(activation_floats(network, forward) for network, forward in passes)
     return (
         envs * bytes_per_env(board, space.shape[:2], channels)
         + 2 * envs * member.n_steps * obs_bytes
@@ -203,14 +225,18 @@ def build_population(cfgs: Sequence[DictConfig]) -> PopulationPPO:
             groups=len(cfgs),
         )
     vector = venv.venv.unwrapped  # type: ignore[attr-defined]
-    algo = OmegaConf.merge(first.algo, {"_target_": MEMBER_TARGET})
+    kind = MEMBERS[first.algo._target_]
+    algos = iter(
+        OmegaConf.merge(cfg.algo, {"_target_": f"{kind.__module__}.{kind.__qualname__}"})
+        for cfg in cfgs
+    )
     policy_kwargs = instantiate(first.policy.kwargs, _convert_="all")
     built: list[PopulationMember] = []
 
     def make_member(view: TensorVecEnv, seed: int) -> PopulationMember:
         member = instantiate(
-            algo, policy=first.policy.name, env=view, policy_kwargs=policy_kwargs, seed=seed,
-            device=device, verbose=0, _convert_="all",
+            next(algos), policy=first.policy.name, env=view, policy_kwargs=policy_kwargs,
+            seed=seed, device=device, verbose=0, _convert_="all",
         )  # fmt: skip
         if not built:  # before the others are built
             _check_memory(member, len(cfgs), vector.levels.shape)
@@ -238,18 +264,20 @@ def common_checkpoint(folders: Sequence[Path]) -> int | None:
 def _load_members(
     trainer: PopulationPPO, cfgs: list[DictConfig], folders: list[Path], steps: int
 ) -> Restored:
-    """Each member as its checkpoint of ``steps`` steps left it: weights (into the stack),
-    Adam moments and step counts; and the checkpoints' rollout records, which :func:`_train`
-    replays (``None`` if one lacks its record, an earlier version's: then the envs and random
-    streams start afresh there)."""
+    """Each member as its checkpoint of ``steps`` steps left it: weights (into the stacks),
+    Adam moments, step counts (and a PPO-Lagrangian member's multiplier state); and the
+    checkpoints' rollout records, which :func:`_train` replays (``None`` if one lacks its
+    record, an earlier version's: then the envs and random streams start afresh there)."""
     paths, records = [], []
     for cfg, folder, member in zip(cfgs, folders, trainer.members):
         saved = SavedModel(folder / "checkpoints" / f"model_{steps}_steps.zip", steps, False)
         check_resumable(cfg, saved)
         with user_errors_of_instantiate():
             loaded = load_model(saved.path, cfg, member.env, str(member.device))
-        member.policy.load_state_dict(loaded.policy.state_dict())
-        member.policy.optimizer.load_state_dict(loaded.policy.optimizer.state_dict())
+        # in place: the weights stay views of the stacks
+        member.set_parameters(loaded.get_parameters(), device=member.device)
+        for name in member._get_torch_save_params()[1]:  # the multiplier state
+            getattr(member, name).copy_(getattr(loaded, name))
         member.num_timesteps, member._n_updates = loaded.num_timesteps, loaded._n_updates
         paths.append(saved.path)
         records.append(read_rollouts(saved.path, loaded))

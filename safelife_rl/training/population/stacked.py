@@ -1,21 +1,25 @@
 """The networks of a population's members as one: their parameters stacked along a leading
 member dimension and their forward passes batched over it, with ``torch.func.vmap`` (one
-grouped kernel for all members) or member by member over slices of the stack.
+grouped kernel for all members) or member by member over slices of the stack; and their
+optimizers (:class:`StackedOptimizer`).
 
-Each member's SB3 policy keeps its own parameter objects, whose data become views of the
-stacked tensors: the member's ``predict``, evaluation and ``save`` see the population's current
-weights without a copy, and one optimizer step over the stacked tensors is every member's.
+Each member's network (its SB3 policy, its cost critic) keeps its own parameter objects, whose
+data become views of the stacked tensors: the member's ``predict``, evaluation and ``save`` see
+the population's current weights without a copy, and one optimizer step over the stacked
+tensors is every member's.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
+from torch.utils._pytree import tree_map
 
 
 class PolicyHeads(nn.Module):
@@ -42,38 +46,39 @@ class PolicyHeads(nn.Module):
 BATCHING = ("auto", "vmap", "loop")
 
 
-class StackedPolicies:
-    """The members' policies (one architecture) with their parameters stacked.
+class StackedNetworks:
+    """The members' networks (one architecture) with their parameters stacked.
 
+    :param networks: one module per member; its ``forward`` takes a batch of observations.
     :param batching: one of :data:`BATCHING`.
     :ivar params: the stacked parameters by name, leaf tensors ``(P, ...)`` that the population's
         optimizer updates; each member's parameter ``k`` is a view of ``params[...][k]``.
     """
 
-    def __init__(self, policies: Sequence[ActorCriticPolicy], batching: str = "auto"):
+    def __init__(self, networks: Sequence[nn.Module], batching: str = "auto"):
         if batching not in BATCHING:
             raise ValueError(f"batching must be one of {BATCHING}, got {batching!r}")
-        heads = [PolicyHeads(policy) for policy in policies]
-        shapes = [[(n, p.shape) for n, p in h.named_parameters()] for h in heads]
+        shapes = [[(n, p.shape) for n, p in net.named_parameters()] for net in networks]
         if any(s != shapes[0] for s in shapes):
-            raise ValueError("the members' policies differ in architecture")
-        params, buffers = stack_module_state(heads)
+            raise ValueError("the members' networks differ in architecture")
+        params, buffers = stack_module_state(list(networks))
         self.params = {name: p.detach().requires_grad_() for name, p in params.items()}
         self.buffers = buffers
-        self.size = len(policies)
-        for k, head in enumerate(heads):
-            for name, param in head.named_parameters():
+        self.size = len(networks)
+        self.members = [list(net.parameters()) for net in networks]
+        for k, net in enumerate(networks):
+            for name, param in net.named_parameters():
                 param.data = self.params[name].detach()[k]
         if batching == "auto":
             device = next(iter(self.params.values())).device
             batching = "vmap" if device.type == "cuda" else "loop"
         self.batching = batching
-        self._base = copy.deepcopy(heads[0]).to("meta")
+        self._base = copy.deepcopy(networks[0]).to("meta")
         self._batched = vmap(self._one, in_dims=(0, 0, 0))
 
     def _one(
         self, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], obs: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> Any:
         return functional_call(self._base, (params, buffers), (obs,))
 
     def set_training_mode(self, mode: bool) -> None:
@@ -81,23 +86,20 @@ class StackedPolicies:
         self._base.train(mode)
 
     def parameters(self) -> list[torch.Tensor]:
-        """The stacked parameters in the members' ``policy.parameters()`` order."""
+        """The stacked parameters in the members' ``parameters()`` order."""
         return list(self.params.values())
 
-    def __call__(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(P, B, actions)`` and values ``(P, B)`` of observations ``(P, B, ...)``,
-        member ``k``'s of ``obs[k]`` by its own network. A population of one always runs its
-        network as itself."""
+    def __call__(self, obs: torch.Tensor) -> Any:
+        """The networks' outputs of observations ``(P, B, ...)``, each ``(P, B, ...)``: member
+        ``k``'s of ``obs[k]`` by its own network. A population of one always runs its network
+        as itself."""
         if self.size == 1 or self.batching == "loop":
             outputs = [self.member(k, obs[k]) for k in range(self.size)]
-            logits = torch.stack([logits for logits, _ in outputs])
-            values = torch.stack([values for _, values in outputs])
-            return logits, values.flatten(1)
-        logits, values = self._batched(self.params, self.buffers, obs)
-        return logits, values.flatten(1)
+            return tree_map(lambda *parts: torch.stack(parts), *outputs)
+        return self._batched(self.params, self.buffers, obs)
 
-    def member(self, k: int, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Member ``k``'s logits and values of a batch ``obs`` by its network alone."""
+    def member(self, k: int, obs: torch.Tensor) -> Any:
+        """Member ``k``'s outputs of a batch ``obs`` by its network alone."""
         params = {name: p[k] for name, p in self.params.items()}
         buffers = {name: b[k] for name, b in self.buffers.items()}
         return self._one(params, buffers, obs)
@@ -113,3 +115,77 @@ class StackedPolicies:
         coefficient = torch.clamp(max_norm / (total + 1e-6), max=1.0)
         for g in grads:
             g.mul_(coefficient.view(-1, *[1] * (g.dim() - 1)))
+
+
+class StackedOptimizer:
+    """The members' optimizers of one :class:`StackedNetworks`, stepped as one.
+
+    Under ``vmap``: one optimizer (the members' kind and settings) over the stacked parameters;
+    each member's optimizer state is made views of its slices of it (after the first step), so
+    that a member's save holds its own moments. Member by member: each member's own optimizer
+    steps its slices (a fused Adam's vector loop and scalar tail round a slice's elements
+    otherwise than a single run's, unless run on it alone).
+    """
+
+    def __init__(self, stacked: StackedNetworks, optimizers: Sequence[torch.optim.Optimizer]):
+        self.stacked, self.optimizers = stacked, list(optimizers)
+        self.optimizer: torch.optim.Optimizer | None = None
+        if stacked.batching == "vmap":
+            first = self.optimizers[0]
+            self.optimizer = type(first)(stacked.parameters(), **first.defaults)
+        self._linked = False
+
+    def set_lr(self, lr: float) -> None:
+        """The stacked optimizer's learning rate (the members' own are set by their models)."""
+        if self.optimizer is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+
+    def zero_grad(self) -> None:
+        for param in self.stacked.parameters():
+            param.grad = None
+
+    def step(self, max_grad_norm: float) -> None:
+        """Every member's step on the stacked gradients: clipped to ``max_grad_norm`` (its
+        global norm, as ``clip_grad_norm_``), then its optimizer's step."""
+        if self.optimizer is not None:
+            self.stacked.clip_grad_norms(max_grad_norm)
+            self.optimizer.step()
+            return
+        for k, (params, optimizer) in enumerate(zip(self.stacked.members, self.optimizers)):
+            for param, stacked in zip(params, self.stacked.parameters()):
+                param.grad = None if stacked.grad is None else stacked.grad[k]
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            optimizer.step()
+
+    def adopt_member_states(self) -> None:
+        """Take the members' optimizer states into the stacked optimizer, after their weights
+        (in place, in the stack) and optimizer states were loaded from their checkpoints."""
+        if self.optimizer is None:  # member by member: each member's optimizer is its own
+            return
+        for j, stacked in enumerate(self.stacked.parameters()):
+            states = [
+                optimizer.state.get(params[j])
+                for optimizer, params in zip(self.optimizers, self.stacked.members)
+            ]
+            if not all(states):
+                continue
+            self.optimizer.state[stacked] = {
+                key: torch.stack([s[key] for s in states]) if value.dim() else value.clone()
+                for key, value in states[0].items()
+            }
+        self._linked = False
+        self.link_member_states()
+
+    def link_member_states(self) -> None:
+        """Under vmap, make each member's optimizer state views of its slices of the stacked
+        optimizer's (once it has a state: after its first step)."""
+        if self._linked or self.optimizer is None or not self.optimizer.state:
+            return
+        for k, (optimizer, params) in enumerate(zip(self.optimizers, self.stacked.members)):
+            for param, stacked in zip(params, self.stacked.parameters()):
+                state = self.optimizer.state[stacked]
+                optimizer.state[param] = {
+                    key: value if value.dim() == 0 else value[k] for key, value in state.items()
+                }
+        self._linked = True

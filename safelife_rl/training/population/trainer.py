@@ -19,7 +19,7 @@ run in other kernels, whose sums round otherwise: about 1e-9 relative per forwar
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,14 +35,21 @@ from safelife_rl.training.device.adapters import GymnasiumTensorVecEnv, TensorVe
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.deferred import no_argument_checks
 from safelife_rl.training.device.episodes import EpisodeRecorder
+from safelife_rl.training.methods.ppo_lagrangian.algorithm import TensorCostRolloutBuffer
+from safelife_rl.training.population.costs import PopulationCosts
 from safelife_rl.training.population.members import (
     MemberEnv,
     MemberRandom,
+    PopulationLagrangianMember,
     PopulationMember,
     SharedSchedules,
 )
 from safelife_rl.training.population.record import RecordedActions
-from safelife_rl.training.population.stacked import StackedPolicies
+from safelife_rl.training.population.stacked import (
+    PolicyHeads,
+    StackedNetworks,
+    StackedOptimizer,
+)
 from safety_rl_common.errors import UserError
 
 #: The PPO settings every member must share (they shape the batched update).
@@ -100,15 +107,14 @@ class PopulationPPO:
         self._check_members()
         first = self.members[0]
         self.device = first.device
-        self.stacked = StackedPolicies([m.policy for m in self.members], batching)
-        #: the one optimizer over the stacked parameters (vmap); member by member, each
-        #: member's own SB3 optimizer steps its slices (a fused Adam's vector loop and scalar
-        #: tail round a slice's elements otherwise than a single run's, unless run on it alone)
-        self.optimizer: torch.optim.Optimizer | None = None
-        if self.stacked.batching == "vmap":
-            optimizer = first.policy.optimizer
-            self.optimizer = type(optimizer)(self.stacked.parameters(), **optimizer.defaults)
-        self.buffer = TensorRolloutBuffer(
+        self.stacked = StackedNetworks([PolicyHeads(m.policy) for m in self.members], batching)
+        self.optimizer = StackedOptimizer(self.stacked, [m.policy.optimizer for m in self.members])
+        #: PPO-Lagrangian's parts, if the members are PPO-Lagrangian's
+        self.costs: PopulationCosts | None = None
+        if isinstance(first, PopulationLagrangianMember):
+            self.costs = PopulationCosts(self.members, self.n_envs, self.stacked.batching)  # type: ignore[arg-type]
+        buffer_class = TensorRolloutBuffer if self.costs is None else TensorCostRolloutBuffer
+        self.buffer = buffer_class(
             first.n_steps,
             first.observation_space,
             first.action_space,
@@ -118,7 +124,6 @@ class PopulationPPO:
             n_envs=self.size * self.n_envs,
         )
         self.buffer.reset()
-        self._linked = False
         #: each member's steps at the last rollout boundary (trained on every step it counts)
         self.trained_steps = 0
         self._last_obs: torch.Tensor | None = None
@@ -131,6 +136,11 @@ class PopulationPPO:
         for k, member in enumerate(self.members):
             if not isinstance(member, PopulationMember):
                 raise UserError(f"member {k} is a {type(member).__name__}, not a PopulationMember")
+            if type(member) is not type(first):
+                raise UserError(
+                    f"member {k} is a {type(member).__name__}, member 0 a "
+                    f"{type(first).__name__}: a population's members train one algorithm"
+                )
             for name in SHARED:
                 if getattr(member, name) != getattr(first, name):
                     raise UserError(
@@ -221,10 +231,12 @@ class PopulationPPO:
         """One rollout of every member, into the stacked buffer (DevicePPO's
         ``collect_rollouts`` for P members at once)."""
         first = self.members[0]
-        buffer, size, n = self.buffer, self.size, self.n_envs
+        buffer, n = self.buffer, self.n_envs
         for member in self.members:
             member.policy.set_training_mode(False)
         self.stacked.set_training_mode(False)
+        if self.costs is not None:
+            self.costs.set_training_mode(False)
         buffer.reset()
         for callback in callbacks:
             callback.on_rollout_start()
@@ -235,7 +247,7 @@ class PopulationPPO:
         taken = []
         for _ in range(first.n_steps):
             with torch.no_grad(), no_argument_checks():
-                logits, values = self.stacked(obs.view(size, n, *obs.shape[1:]))
+                logits, values = self.stacked(self._by_member(obs))
                 actions, log_probs = self._sample(logits)
             taken.append(actions.flatten())
             step = self.venv.step(taken[-1])
@@ -249,6 +261,8 @@ class PopulationPPO:
                 )
                 if not callback.on_step():
                     return False
+            if self.costs is not None:
+                self.costs.record(buffer, self._by_member(obs), step)  # type: ignore[arg-type]
             buffer.add_timeouts(step.truncated, step.final_observations)
             buffer.add(
                 obs,
@@ -262,14 +276,22 @@ class PopulationPPO:
         self.venv.check_actions()
         self._bootstrap_timeouts()
         with torch.no_grad():
-            last_values = self.stacked(obs.view(size, n, *obs.shape[1:]))[1]
+            last_values = self.stacked(self._by_member(obs))[1]
         buffer.compute_returns_and_advantage(last_values.flatten(), starts)
         self.recorded.add(torch.stack(taken))
         self._set_last(obs, starts)
         for episodes, callback in zip(self._deliver_episodes(recorder), callbacks):
             callback.update_locals({"episodes": episodes})
             callback.on_rollout_end()
+        if self.costs is not None:
+            self.buffer.compute_cost_returns_and_advantage(  # type: ignore[attr-defined]
+                self.costs.values(self._by_member(obs)), starts
+            )
         return True
+
+    def _by_member(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A tensor of all envs ``(P * n, ...)`` as ``(P, n, ...)``."""
+        return tensor.view(self.size, self.n_envs, *tensor.shape[1:])
 
     def _set_last(self, obs: torch.Tensor, starts: torch.Tensor) -> None:
         """Where the next rollout starts: the population's and each member's view."""
@@ -313,7 +335,11 @@ class PopulationPPO:
                 self.schedules.set_training_steps(offset + t * n)
             step = self.venv.step(torch.as_tensor(taken, device=self.device))
             recorder.add(offset + (t + 1) * n, step)
+            if self.costs is not None:  # the episodes in progress (those ended were used)
+                self.costs.count(step)
             obs, ended = step.observations, step.terminated | step.truncated
+        if self.costs is not None:
+            self.costs.ended.zero_()
         self._deliver_episodes(recorder)
         self._set_last(obs, ended)
         self.recorded.continue_from(actions)
@@ -333,8 +359,12 @@ class PopulationPPO:
         with torch.no_grad():
             for k, (s, e) in enumerate(zip(steps[order].split(counts), envs[order].split(counts))):
                 for s_part, e_part in zip(s.split(self.n_envs), e.split(self.n_envs)):
-                    values = self.stacked.member(k, buffer.final_observations[s_part, e_part])[1]
+                    final = buffer.final_observations[s_part, e_part]
+                    values = self.stacked.member(k, final)[1]
                     buffer.rewards[s_part, e_part] += gamma * values.flatten()
+                    if self.costs is not None:
+                        cost_values = self.costs.critics.member(k, final).flatten()
+                        buffer.costs[s_part, e_part] += gamma * cost_values  # type: ignore[attr-defined]
 
     def _minibatch_indices(self, total: int) -> torch.Tensor:
         """Each member's permutation of its rollout's flat indices (SB3's env-major order),
@@ -342,33 +372,39 @@ class PopulationPPO:
         order = np.stack([random.numpy.permutation(total) for random in self.random])
         return torch.as_tensor(order, device=self.device)
 
+    def _minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """One epoch's minibatches, each member's drawn in its own order: the (steps, envs)
+        indices ``(P, batch_size)`` of each."""
+        buffer, n = self.buffer, self.n_envs
+        steps_per_rollout = buffer.buffer_size
+        total = steps_per_rollout * n
+        offsets = (torch.arange(self.size, device=self.device) * n)[:, None]
+        order = self._minibatch_indices(total)
+        for start in range(0, total, self.members[0].batch_size):
+            flat = order[:, start : start + self.members[0].batch_size]
+            yield flat % steps_per_rollout, flat // steps_per_rollout + offsets
+
     def _train(self) -> None:
-        """One PPO update of every member (SB3's ``PPO.train``, batched over members)."""
-        first, buffer, size, n = self.members[0], self.buffer, self.size, self.n_envs
+        """One update of every member: SB3's ``PPO.train`` batched over members (after the
+        members' multiplier updates and penalised advantages, and followed by their cost
+        critics' regression, for PPO-Lagrangian's)."""
+        first, buffer = self.members[0], self.buffer
+        progress = first._current_progress_remaining
+        reports = self.costs.penalise(buffer) if self.costs is not None else None  # type: ignore[arg-type]
         for member in self.members:
             member.policy.set_training_mode(True)
             member._update_learning_rate(member.policy.optimizer)
         self.stacked.set_training_mode(True)
-        progress = first._current_progress_remaining
-        if self.optimizer is not None:
-            for group in self.optimizer.param_groups:
-                group["lr"] = first.lr_schedule(progress)
+        self.optimizer.set_lr(first.lr_schedule(progress))
         clip_range = first.clip_range(progress)
         clip_range_vf = first.clip_range_vf(progress) if first.clip_range_vf is not None else None
-        steps_per_rollout = buffer.buffer_size
-        total = steps_per_rollout * n
-        batch = first.batch_size
-        offsets = (torch.arange(size, device=self.device) * n)[:, None]
         stats: dict[str, list[torch.Tensor]] = {
             key: [] for key in ("entropy", "pg", "value", "kl", "clip")
         }
-        loss = torch.zeros(size, device=self.device)
+        loss = torch.zeros(self.size, device=self.device)
         for _ in range(first.n_epochs):
             stats["kl"] = []  # SB3 logs the last epoch's approximate KL
-            order = self._minibatch_indices(total)
-            for start in range(0, total, batch):
-                flat = order[:, start : start + batch]
-                steps, envs = flat % steps_per_rollout, flat // steps_per_rollout + offsets
+            for steps, envs in self._minibatches():
                 obs = buffer.observations[steps, envs]
                 actions = buffer.actions[steps, envs].to(torch.float32).long().flatten(1)
                 old_values = buffer._values[steps, envs]
@@ -376,6 +412,7 @@ class PopulationPPO:
                 advantages, returns = buffer.advantages[steps, envs], buffer._returns[steps, envs]
                 with no_argument_checks():
                     logits, values = self.stacked(obs)
+                    values = values.flatten(1)
                     distribution = Categorical(logits=logits)
                     log_prob, entropy = distribution.log_prob(actions), distribution.entropy()
                 if first.normalize_advantage and advantages.shape[1] > 1:
@@ -402,63 +439,24 @@ class PopulationPPO:
                     stats, (entropy_loss, policy_loss, value_loss, kl, clip_fraction)
                 ):
                     stats[key].append(value.detach())
-                self._step(loss)
+                self.optimizer.zero_grad()
+                loss.sum().backward()
+                self.optimizer.step(first.max_grad_norm)
             for member in self.members:
                 member._n_updates += 1
-        self._link_optimizer_states()
+        self.optimizer.link_member_states()
         self._log_training(stats, loss.detach(), clip_range, clip_range_vf)
-
-    def _step(self, loss: torch.Tensor) -> None:
-        """Every member's gradient step on its loss: its gradients clipped to its
-        ``max_grad_norm`` and its Adam step, as SB3's PPO makes them."""
-        for param in self.stacked.parameters():
-            param.grad = None
-        loss.sum().backward()
-        if self.optimizer is not None:
-            self.stacked.clip_grad_norms(self.members[0].max_grad_norm)
-            self.optimizer.step()
-            return
-        for k, member in enumerate(self.members):
-            params = list(member.policy.parameters())
-            for param, stacked in zip(params, self.stacked.parameters()):
-                param.grad = None if stacked.grad is None else stacked.grad[k]
-            torch.nn.utils.clip_grad_norm_(params, member.max_grad_norm)
-            member.policy.optimizer.step()
+        if self.costs is not None:
+            assert reports is not None
+            losses = self.costs.train(buffer, self._minibatches, progress)  # type: ignore[arg-type]
+            self.costs.log(reports, losses)
 
     def adopt_member_states(self) -> None:
-        """Take the members' Adam moments into the stacked optimizer, after their weights (in
-        place, in the stack) and Adam states were loaded from their checkpoints."""
-        if self.optimizer is None:  # member by member: each member's optimizer is its own
-            return
-        per_member = [list(m.policy.parameters()) for m in self.members]
-        for j, stacked in enumerate(self.stacked.parameters()):
-            states = [
-                m.policy.optimizer.state.get(params[j])
-                for m, params in zip(self.members, per_member)
-            ]
-            if not all(states):
-                continue
-            self.optimizer.state[stacked] = {
-                key: torch.stack([s[key] for s in states]) if value.dim() else value.clone()
-                for key, value in states[0].items()
-            }
-        self._linked = False
-        self._link_optimizer_states()
-
-    def _link_optimizer_states(self) -> None:
-        """With the one stacked optimizer, make each member's Adam state views of its slices
-        of the population's (after the first step, when Adam has made its state), so that a
-        member's save holds its own."""
-        if self._linked or self.optimizer is None or not self.optimizer.state:
-            return
-        for k, member in enumerate(self.members):
-            optimizer = member.policy.optimizer
-            for param, stacked in zip(member.policy.parameters(), self.stacked.parameters()):
-                state = self.optimizer.state[stacked]
-                optimizer.state[param] = {
-                    key: value if value.dim() == 0 else value[k] for key, value in state.items()
-                }
-        self._linked = True
+        """Take the members' optimizer states into the stacked optimizers, after their weights
+        (in place, in the stacks) and optimizer states were loaded from their checkpoints."""
+        self.optimizer.adopt_member_states()
+        if self.costs is not None:
+            self.costs.optimizer.adopt_member_states()
 
     def _log_training(
         self,
@@ -468,8 +466,8 @@ class PopulationPPO:
         clip_range_vf: float | None,
     ) -> None:
         """Each member's ``train/`` scalars as SB3's PPO records them, read in one copy."""
-        means = {key: torch.stack(values).mean(0) for key, values in stats.items()}
-        host = torch.stack([*means.values(), loss]).cpu().numpy()
+        means = [_in_order_mean(values) for values in stats.values()]
+        host = torch.stack([*means, loss]).cpu().numpy()
         values = self.buffer._values.view(self.buffer.buffer_size, self.size, self.n_envs)
         returns = self.buffer._returns.view(self.buffer.buffer_size, self.size, self.n_envs)
         values, returns = values.cpu().numpy(), returns.cpu().numpy()
@@ -487,3 +485,13 @@ class PopulationPPO:
             logger.record("train/clip_range", clip_range)
             if clip_range_vf is not None:
                 logger.record("train/clip_range_vf", clip_range_vf)
+
+
+def _in_order_mean(values: list[torch.Tensor]) -> torch.Tensor:
+    """The mean of per-minibatch values ``(P,)`` as a device run's ``np.mean`` of SB3's deferred
+    scalars makes it (:mod:`~safelife_rl.training.device.deferred`): summed in order, then
+    divided, in their precision."""
+    total = values[0]
+    for value in values[1:]:
+        total = total + value
+    return total / len(values)

@@ -121,6 +121,21 @@ class CostRolloutBuffer(RolloutBuffer):
                 yield observations[index], returns[index]
 
 
+def penalised(
+    rewards: th.Tensor, costs: th.Tensor, multiplier: th.Tensor, standardize: bool
+) -> th.Tensor:
+    """``(A_r - lambda A_c) / (1 + lambda)`` (float64) of a rollout's reward and cost
+    advantages (tensors of one shape), each first standardized over the rollout if
+    ``standardize``."""
+    rewards, costs = rewards.double(), costs.double()
+    if standardize:
+        rewards, costs = (
+            (a - a.mean()) / (a.std(correction=0) + STD_EPSILON) for a in (rewards, costs)
+        )
+    multiplier = multiplier.to(rewards.device)
+    return (rewards - multiplier * costs) / (1.0 + multiplier)
+
+
 class TensorCostRolloutBuffer(TensorRolloutBuffer):
     """:class:`CostRolloutBuffer` on the training device (for :class:`DevicePPOLagrangian`):
     the same fields as tensors, the same GAE, the same minibatches."""
@@ -150,13 +165,9 @@ class TensorCostRolloutBuffer(TensorRolloutBuffer):
             self.rewards, self._values, self.advantages, self._returns = kept
 
     def penalise_advantages(self, multiplier: th.Tensor, standardize: bool) -> None:
-        rewards, costs = (a.double() for a in (self.advantages, self.cost_advantages))
-        if standardize:
-            rewards, costs = (
-                (a - a.mean()) / (a.std(correction=0) + STD_EPSILON) for a in (rewards, costs)
-            )
-        multiplier = multiplier.to(rewards.device)
-        self.advantages.copy_((rewards - multiplier * costs) / (1.0 + multiplier))
+        self.advantages.copy_(
+            penalised(self.advantages, self.cost_advantages, multiplier, standardize)
+        )
 
     def cost_batches(self, n_epochs: int, batch_size: int) -> Iterator[tuple[th.Tensor, th.Tensor]]:
         total = self.buffer_size * self.n_envs
@@ -400,7 +411,7 @@ class LagrangianMixin:
 
     # -- updates ------------------------------------------------------------------------------
 
-    def _update_multiplier(self) -> th.Tensor:
+    def update_multiplier(self) -> th.Tensor:
         """The PID update from the episodes ended since the last one (none: kept), on the
         device; before ``constraint_start`` only the previous cost moves. Returns (episodes
         counted, their mean cost, the multiplier's change)."""
@@ -419,21 +430,26 @@ class LagrangianMixin:
         return report
 
     def train(self) -> None:
-        report = self._update_multiplier()
+        report = self.update_multiplier()
         multiplier = self.lagrange_state[MULTIPLIER]
         self.rollout_buffer.penalise_advantages(multiplier, self.standardize_advantages)
         super().train()  # type: ignore[misc]
         loss = self._train_cost_critic()
-        count, cost, update, multiplier_now, loss_now = th.stack(
-            [*report, multiplier, loss.to(report.device).double()]
-        ).tolist()  # the update's one read
+        self.record_update(
+            th.stack([*report, multiplier, loss.to(report.device).double()]).tolist()
+        )  # the update's one read
+
+    def record_update(self, read: list[float]) -> None:
+        """Log an update's ``safety/`` scalars: ``read`` holds the episodes it counted, their
+        mean cost, the multiplier's change, the multiplier and the cost critic's loss."""
+        count, cost, update, multiplier, loss = read
         logger = self.logger  # type: ignore[attr-defined]
         if count:  # the mean summed cost of the episodes the update used
             logger.record("safety/episode_cost", cost)
         logger.record("safety/multiplier_update", update)
-        logger.record("safety/multiplier", multiplier_now)
+        logger.record("safety/multiplier", multiplier)
         logger.record("safety/cost_limit", self.cost_limit)
-        logger.record("safety/cost_value_loss", loss_now)
+        logger.record("safety/cost_value_loss", loss)
 
     def _train_cost_critic(self) -> th.Tensor:
         """Regress the cost returns, ``n_epochs`` passes of ``batch_size`` minibatches; the mean
