@@ -51,7 +51,8 @@ if [ "$stage" = table1 ] || [ "$stage" = all ]; then
         "${table1_args[@]}" || status=1
 fi
 if [ "$stage" = profile ]; then
-    "$python" benchmarks/population_profile.py --out "$out/population_profile.txt" "$@" \
+    "$python" benchmarks/population_profile.py --out "$out/population_profile.txt" \
+        --batching vmap unfold "$@" \
         device=cuda || status=1
 fi
 exit $status

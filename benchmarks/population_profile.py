@@ -3,7 +3,10 @@ in the paper's setup, the operators with the most device (or CPU) time, and the 
 rollouts, the updates and the host's Python between them.
 
     python benchmarks/population_profile.py [--members 72] [--rollouts 2] [--out FILE]
-        [OVERRIDE ...]
+        [--batching vmap unfold] [OVERRIDE ...]
+
+Each ``--batching`` (how the members' networks run together) is profiled in turn, its section
+written as soon as it is done.
 
 Extra arguments are Hydra overrides of train.yaml over experiment=paper (``device=cuda``).
 """
@@ -59,27 +62,34 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=2)
     parser.add_argument("--rows", type=int, default=25, help="operators listed")
     parser.add_argument("--out", type=Path, help="also write the report here")
+    parser.add_argument(
+        "--batching", nargs="+", default=["auto"], help="how the networks run (each profiled)"
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
     cfg = config(args.overrides)
     torch.set_num_threads(cfg.torch_threads)
-    population = build_population(members(cfg, args.members))
-    try:
-        prof, seconds = profiled(population, args.rollouts)
-    finally:
-        population.env.close()
-    steps = args.members * population.n_envs * population.members[0].n_steps * args.rollouts
-    key = "device_time_total" if population.device.type == "cuda" else "cpu_time_total"
-    lines = [
-        f"{args.members} members, {population.n_envs} envs each, on {population.device} "
-        f"(batching: {population.stacked.batching}): {steps / seconds['all']:,.0f} env steps/s",
-        "  ".join(f"{name} {value:.2f} s" for name, value in seconds.items()),
-        prof.key_averages().table(sort_by=key, row_limit=args.rows),
-    ]
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        args.out.write_text(report)
+    report = ""
+    for batching in args.batching:
+        population = build_population(members(cfg, args.members), batching)
+        try:
+            prof, seconds = profiled(population, args.rollouts)
+        finally:
+            population.env.close()
+        steps = args.members * population.n_envs * population.members[0].n_steps * args.rollouts
+        key = "device_time_total" if population.device.type == "cuda" else "cpu_time_total"
+        lines = [
+            f"{args.members} members, {population.n_envs} envs each, on {population.device} "
+            f"(batching: {population.stacked.batching}): "
+            f"{steps / seconds['all']:,.0f} env steps/s",
+            "  ".join(f"{name} {value:.2f} s" for name, value in seconds.items()),
+            prof.key_averages().table(sort_by=key, row_limit=args.rows),
+        ]
+        section = "\n".join(lines) + "\n\n"
+        print(section, flush=True)
+        report += section
+        if args.out:  # each section as soon as it is done
+            args.out.write_text(report)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ the SafeLife CNN), beside single runs of the current paths measured in the same 
 device path (DevicePPO on the device vector env) and SB3's PPO on the batched NumPy env.
 
     .venv/bin/python benchmarks/population_speed.py [--members 18] [--rollouts 4]
-        [--single-rollouts 4] [--paths device batched] [OVERRIDE ...]
+        [--single-rollouts 4] [--paths device batched] [--batching auto] [OVERRIDE ...]
 
 P separate runs spend P times one run's CPU time, so the population's env steps per CPU-second
 (all members together) over one run's is the speed-up of training the grid as a population
@@ -63,9 +63,11 @@ def timed(learn, steps: int) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def population_rates(cfg: DictConfig, count: int, rollouts: int) -> tuple[float, float]:
+def population_rates(
+    cfg: DictConfig, count: int, rollouts: int, batching: str = "auto"
+) -> tuple[float, float]:
     """All members' env steps per wall second and per CPU second."""
-    population = build_population(members(cfg, count))
+    population = build_population(members(cfg, count), batching)
     per_rollout = cfg.n_envs * cfg.algo.n_steps
     try:
         population.learn(per_rollout)  # warm-up: first allocations and kernels
@@ -107,6 +109,9 @@ def main() -> None:
     parser.add_argument(
         "--paths", nargs="*", default=["device", "batched"], help="single-run paths to time"
     )
+    parser.add_argument(
+        "--batching", nargs="+", default=["auto"], help="how the networks run (each timed)"
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
     cfg = config(args.overrides)
@@ -123,12 +128,13 @@ def main() -> None:
         singles[path] = cpu
         print(f"one run, vec_env={path:8s} {wall:10,.0f} env steps/s  {cpu:10,.0f} per CPU-s")
     for count in args.members:
-        wall, cpu = population_rates(cfg, count, args.rollouts)
-        ratios = "  ".join(f"{cpu / rate:.2f}x {path}" for path, rate in singles.items())
-        print(
-            f"population of {count:3d}       {wall:10,.0f} env steps/s  {cpu:10,.0f} per CPU-s"
-            + (f"  (per CPU-s: {ratios})" if ratios else "")
-        )
+        for batching in args.batching:
+            wall, cpu = population_rates(cfg, count, args.rollouts, batching)
+            ratios = "  ".join(f"{cpu / rate:.2f}x {path}" for path, rate in singles.items())
+            print(
+                f"population of {count:3d} ({batching:6s}) {wall:10,.0f} env steps/s  "
+                f"{cpu:10,.0f} per CPU-s" + (f"  (per CPU-s: {ratios})" if ratios else "")
+            )
 
 
 if __name__ == "__main__":

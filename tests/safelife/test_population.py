@@ -93,11 +93,12 @@ def test_a_population_of_one_is_device_ppo_bit_for_bit():
     assert len(member.ep_info_buffer) >= 4
 
 
-@pytest.mark.parametrize("batching", ["loop", "vmap"])
+@pytest.mark.parametrize("batching", ["loop", "vmap", "unfold"])
 def test_each_member_is_its_own_single_run(batching):
     """Three members with their own seeds and penalties end where three single runs end, having
-    played the same episodes: bit for bit member by member, to the grouped kernels' rounding
-    (a few 1e-7 here, after updates that move the weights by 6e-3) batched by vmap."""
+    played the same episodes: bit for bit member by member, to the batched kernels' rounding
+    (a few 1e-7 here, after updates that move the weights by 6e-3) batched by vmap (its
+    convolutions grouped, or unfolded into batched matrix products)."""
     steps = N_ENVS * N_STEPS * 3
     seeds, penalties = [0, 7, 3], [0.0, 0.5, 0.2]
     pop = population(seeds, penalties, batching=batching).learn(steps)
@@ -131,7 +132,7 @@ def lagrangian_single(seed: int, cost_limit: float, steps: int) -> DevicePPOLagr
     return model.learn(steps)
 
 
-@pytest.mark.parametrize("batching", ["loop", "vmap"])
+@pytest.mark.parametrize("batching", ["loop", "vmap", "unfold"])
 def test_each_lagrangian_member_is_its_own_single_run(batching):
     """PPO-Lagrangian members, each with its own seed and budget: its multiplier, cost critic
     and policy end where its single DevicePPOLagrangian run's end (bit for bit member by

@@ -206,9 +206,10 @@ def _check_memory(member: PopulationMember, members: int, board: tuple[int, int]
         )
 
 
-def build_population(cfgs: Sequence[DictConfig]) -> PopulationPPO:
+def build_population(cfgs: Sequence[DictConfig], batching: str = "auto") -> PopulationPPO:
     """The members ``cfgs`` (checked; one config per member, as ``train`` takes it) built
-    with their env on their device, untrained."""
+    with their env on their device, untrained; ``batching``: how their networks run together
+    (:data:`~.stacked.BATCHING`)."""
     cfgs = [member_config(cfg) for cfg in cfgs]
     check_population(cfgs)
     first = cfgs[0]
@@ -246,7 +247,9 @@ def build_population(cfgs: Sequence[DictConfig]) -> PopulationPPO:
     penalties = [float(cfg.wrappers.side_effect_penalty.penalty) for cfg in cfgs]
     try:
         with user_errors_of_instantiate():
-            trainer = PopulationPPO(vector, make_member, [int(c.seed) for c in cfgs], penalties)
+            trainer = PopulationPPO(
+                vector, make_member, [int(c.seed) for c in cfgs], penalties, batching
+            )
     except BaseException:
         venv.close()
         raise

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
@@ -39,11 +41,57 @@ class PolicyHeads(nn.Module):
 
 
 #: How the members' forward passes run: ``vmap``: all members in one grouped kernel per layer
-#: (fewer, larger kernels: what a GPU wants; its sums round otherwise than a single network's);
-#: ``loop``: member by member, each as its single run computes it (on a CPU, where the
-#: arithmetic dominates, as fast as the grouped kernels or faster, and bit for bit the single
-#: runs'); ``auto``: ``vmap`` on CUDA, ``loop`` elsewhere.
-BATCHING = ("auto", "vmap", "loop")
+#: (fewer, larger kernels: what a GPU wants; its sums round otherwise than a single network's;
+#: its convolutions become grouped convolutions, one group per member); ``unfold``: as
+#: ``vmap``, but each convolution an unfold and one batched matrix product over the members
+#: (:class:`UnfoldConv2d`: no grouped convolution); ``loop``: member by member, each as its
+#: single run computes it (on a CPU, where the arithmetic dominates, as fast as the batched
+#: kernels or faster, and bit for bit the single runs'); ``auto``: ``vmap`` on CUDA, ``loop``
+#: elsewhere.
+BATCHING = ("auto", "vmap", "unfold", "loop")
+
+
+class UnfoldConv2d(nn.Module):
+    """A :class:`torch.nn.Conv2d`'s convolution (one group, zero padding) as an unfold of its
+    input and one matrix product with its weight; under ``vmap`` over stacked weights, one
+    batched product of each member's weight with all its samples' columns, where ``vmap`` of
+    ``conv2d`` makes a grouped convolution of one group per member (in cuDNN, slow to
+    differentiate for many groups). The same parameters (``weight``, ``bias``) by name."""
+
+    def __init__(self, conv: nn.Conv2d):
+        super().__init__()
+        if conv.groups != 1 or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError("UnfoldConv2d takes convolutions of one group and numeric padding")
+        self.weight, self.bias = conv.weight, conv.bias
+        self.kernel_size, self.stride = conv.kernel_size, conv.stride
+        self.padding, self.dilation = conv.padding, conv.dilation
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        batch, _, height, width = images.shape
+        columns = F.unfold(images, self.kernel_size, self.dilation, self.padding, self.stride)
+        size = columns.shape[1]
+        # (C*k*k, batch * positions): one product for all samples
+        flat = columns.transpose(0, 1).reshape(size, -1)
+        out = (self.weight.flatten(1) @ flat).view(len(self.weight), batch, -1).transpose(0, 1)
+        if self.bias is not None:
+            out = out + self.bias[:, None]
+        rows, cols = (
+            (extent + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+            for extent, pad, dilation, kernel, stride in zip(
+                (height, width), self.padding, self.dilation, self.kernel_size, self.stride
+            )
+        )
+        return out.reshape(batch, -1, rows, cols)
+
+
+def _unfolded(network: nn.Module) -> nn.Module:
+    """``network`` with its convolutions as :class:`UnfoldConv2d` (in place)."""
+    for name, child in network.named_children():
+        if isinstance(child, nn.Conv2d):
+            setattr(network, name, UnfoldConv2d(child))
+        else:
+            _unfolded(child)
+    return network
 
 
 class StackedNetworks:
@@ -74,16 +122,16 @@ class StackedNetworks:
             batching = "vmap" if device.type == "cuda" else "loop"
         self.batching = batching
         self._base = copy.deepcopy(networks[0]).to("meta")
-        self._batched = vmap(self._one, in_dims=(0, 0, 0))
-
-    def _one(
-        self, params: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], obs: torch.Tensor
-    ) -> Any:
-        return functional_call(self._base, (params, buffers), (obs,))
+        #: the network the batched pass runs (the same as ``_base`` but under ``unfold``)
+        self._batched_base = (
+            _unfolded(copy.deepcopy(self._base)) if batching == "unfold" else self._base
+        )
+        self._batched = vmap(partial(_called, self._batched_base), in_dims=(0, 0, 0))
 
     def set_training_mode(self, mode: bool) -> None:
         """Training or evaluation mode (dropout, batch norm) for the network all members run."""
         self._base.train(mode)
+        self._batched_base.train(mode)
 
     def parameters(self) -> list[torch.Tensor]:
         """The stacked parameters in the members' ``parameters()`` order."""
@@ -102,7 +150,7 @@ class StackedNetworks:
         """Member ``k``'s outputs of a batch ``obs`` by its network alone."""
         params = {name: p[k] for name, p in self.params.items()}
         buffers = {name: b[k] for name, b in self.buffers.items()}
-        return self._one(params, buffers, obs)
+        return _called(self._base, params, buffers, obs)
 
     def clip_grad_norms(self, max_norm: float) -> None:
         """Scale each member's gradients so that their global 2-norm is at most ``max_norm``,
@@ -115,6 +163,15 @@ class StackedNetworks:
         coefficient = torch.clamp(max_norm / (total + 1e-6), max=1.0)
         for g in grads:
             g.mul_(coefficient.view(-1, *[1] * (g.dim() - 1)))
+
+
+def _called(
+    network: nn.Module,
+    params: dict[str, torch.Tensor],
+    buffers: dict[str, torch.Tensor],
+    obs: torch.Tensor,
+) -> Any:
+    return functional_call(network, (params, buffers), (obs,))
 
 
 class StackedOptimizer:
