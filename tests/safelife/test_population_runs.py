@@ -8,6 +8,7 @@ import os
 import re
 import signal
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -20,7 +21,9 @@ from safelife_rl.training import PPOLagrangian
 from safelife_rl.training.callbacks import RunStopped
 from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population import runs as population_runs
+from safelife_rl.training.population.record import joined_rollouts
 from safelife_rl.training.population.runs import check_population, train_population
+from safelife_rl.training.rollout_record import SavedRollouts
 from safelife_rl.training.run import train
 from safety_rl_common.errors import UserError
 from tests.safelife.test_exact_resume import rows
@@ -301,3 +304,17 @@ def test_the_comparison_trains_its_batchable_methods_as_populations(tmp_path, ca
         assert config["method"]["name"] == method
         assert config["wrappers"]["side_effect_penalty"]["penalty"] == penalty
     assert (out / "comparison.md").is_file()
+
+
+def test_members_whose_records_were_not_made_together_are_refused(tmp_path):
+    """Members resumed together replay one vector env: their saved records must share their
+    rollout starts, step offset and length."""
+
+    def saved(starts, steps=8):
+        return SavedRollouts(np.zeros((steps, 2), np.int64), np.array(starts), {"offset": 0})
+
+    paths = [tmp_path / "a.zip", tmp_path / "b.zip"]
+    assert joined_rollouts([saved([0, 4]), saved([0, 4])], paths).shape == (8, 4)
+    for other in (saved([0, 2, 4]), saved([0, 4], steps=4)):
+        with pytest.raises(UserError, match=r"b.zip: its rollout record does not match .*a.zip"):
+            joined_rollouts([saved([0, 4]), other], paths)
