@@ -2,9 +2,10 @@
 :class:`VectorEnvParams` (what does not change during training, read once from the env and its
 wrappers), the :class:`~safelife_rl.envs.vector_state.State` and the
 :class:`~safelife_rl.envs.vector_state.StepParams` tensors, and gives new tensors of the same
-shapes. Nothing here sees the Gymnasium env or its wrappers, and nothing reads a value back to
-the host, so :func:`step_state` compiles to one graph
-(:class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` does the host's part around it).
+shapes. Only :meth:`VectorEnvParams.of` reads the Gymnasium env and its wrappers, once; the step
+never sees them, and nothing reads a value back to the host, so :func:`step_state` compiles to
+one graph (:class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` does the host's part around
+it).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class VectorEnvParams:
         return cls(
             levels=levels,
             translations=translations,
-            drawn=env.shuffle or env.sampler is not None,
+            drawn=bool(env.shuffle) or env.sampler is not None,
             time_limit=env.time_limit,
             max_episode_steps=min(limits, default=None),
             view_shape=env.view_shape,
