@@ -13,10 +13,10 @@ arithmetic in float64 in the same order, so that the rewards equal the wrapped s
 for bit (``tests/safelife/test_vector_env.py`` holds them to it).
 
 A rule keeps its per-env state as entries of the vector env's
-:class:`~safelife_rl.envs.vector_state.State`: :meth:`start` gives
-them for games just started (every env's, the env keeps those of the envs that restart) and
-:meth:`step` returns the shaped rewards of a step and the entries after it. Nothing here reads a
-value back to the host, so the step compiles to one graph.
+:class:`~safelife_rl.envs.vector_state.State`: :meth:`start` gives them for games just started
+(every env's, the env keeps those of the envs that restart) and :meth:`step` returns the shaped
+rewards of a step and the entries after it. Nothing here reads a value back to the host, so the
+step compiles to one graph.
 """
 
 from __future__ import annotations
