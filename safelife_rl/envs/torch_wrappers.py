@@ -1,38 +1,47 @@
 """The training wrappers' rules for a batch of torch games, every env at once, as pure
 functions of fixed-shape tensors.
 
-Each rule here is built from the Gymnasium wrapper of :mod:`safelife_rl.envs.wrappers` it
-batches and reads its settings from that wrapper object; the scheduled values (the impact
-penalty's coefficient, the exit curriculum's fraction) are tensors in the step's ``params``,
-which :meth:`SafeLifeVectorEnv.set_training_steps
+Each rule here is a frozen record of the settings of the Gymnasium wrapper of
+:mod:`safelife_rl.envs.wrappers` it batches, read from that wrapper once (:meth:`BatchedRule.of`);
+the rule keeps no reference to the wrapper. The scheduled values (the impact penalty's
+coefficient, the exit curriculum's fraction) are tensors in the step's
+:class:`~safelife_rl.envs.vector_state.StepParams`, which
+:meth:`SafeLifeVectorEnv.set_training_steps
 <safelife_rl.envs.vector_env.SafeLifeVectorEnv.set_training_steps>` sets from the wrappers'
 schedules, so a config makes both alike and one call moves both. The rules do the wrappers'
 arithmetic in float64 in the same order, so that the rewards equal the wrapped single envs' bit
 for bit (``tests/safelife/test_vector_env.py`` holds them to it).
 
-A rule keeps its per-env state as entries of the vector env's state dict: :meth:`start` gives
-them for games just started (every env's, the env keeps those of the envs that restart) and
-:meth:`step` returns the shaped rewards of a step and the entries after it. Nothing here reads a
-value back to the host, so the step compiles to one graph.
+A rule keeps its per-env state as entries of the vector env's
+:class:`~safelife_rl.envs.vector_state.State`: :meth:`start` gives them for games just started
+(every env's, the env keeps those of the envs that restart) and :meth:`step` returns the shaped
+rewards of a step and the entries after it. Nothing here reads a value back to the host, so the
+step compiles to one graph.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from safelife_rl.engine import cells
 from safelife_rl.engine.departures import KEPT_BITS, RED_LIFE, cell_weights
+from safelife_rl.envs.vector_state import State, StepParams
 from safelife_rl.envs.wrappers import ExitBonus, ExitCurriculum, MovementBonus, SideEffectPenalty
 
-State = dict[str, torch.Tensor]
 
-
+@dataclass(frozen=True, eq=False)
 class BatchedRule:
-    """The rule of one training wrapper for a batch of envs (base: no state, no shaping)."""
+    """The rule of one training wrapper for a batch of envs (base: no settings, no state, no
+    shaping)."""
 
-    def __init__(self, wrapper: object, board_shape: tuple[int, int], device: torch.device):
-        self.wrapper = wrapper
+    @classmethod
+    def of(cls, wrapper: Any, board_shape: tuple[int, int], device: torch.device) -> BatchedRule:
+        """The rule of ``wrapper`` for boards of ``board_shape`` on ``device``."""
+        return cls()
 
     def start(self, game: State) -> State:
         """The rule's entries for fresh games ``game`` (every env's)."""
@@ -45,7 +54,7 @@ class BatchedRule:
         reward: torch.Tensor,
         terminated: torch.Tensor,
         episode_reward: torch.Tensor,
-        params: State,
+        params: StepParams,
     ) -> tuple[torch.Tensor, State]:
         """The float64 rewards ``(N,)`` of a step after this wrapper, and the rule's entries.
 
@@ -56,21 +65,25 @@ class BatchedRule:
         return reward, {}
 
 
+@dataclass(frozen=True, eq=False)
 class BatchedMovementBonus(BatchedRule):
     """:class:`~safelife_rl.envs.wrappers.MovementBonus`: each env keeps its last ``period``
     positions, oldest first, and how many it holds."""
 
-    wrapper: MovementBonus
+    period: int
+    #: float64: the bonus of every distance the agent can be from its oldest position
+    bonus: torch.Tensor
 
-    def __init__(self, wrapper: MovementBonus, board_shape: tuple[int, int], device: torch.device):
-        super().__init__(wrapper, board_shape, device)
+    @classmethod
+    def of(
+        cls, wrapper: MovementBonus, board_shape: tuple[int, int], device: torch.device
+    ) -> BatchedMovementBonus:
         h, w = board_shape
         period = wrapper.period
-        # The bonus of every distance the agent can be from its oldest position (wrapped
-        # positions: up to h - 1 + w - 1, plus up to period - 1 for a young episode), made by
-        # the wrapper's own float64 expression.
+        # Distances on wrapped boards: up to h - 1 + w - 1, plus up to period - 1 for a young
+        # episode; each bonus made by the wrapper's own float64 expression.
         penalty = wrapper.bonus if wrapper.as_penalty else 0.0
-        self.bonus = torch.tensor(
+        bonus = torch.tensor(
             [
                 wrapper.bonus * (np.int64(d) / period) ** wrapper.power - penalty
                 for d in range(h + w + period)
@@ -78,10 +91,11 @@ class BatchedMovementBonus(BatchedRule):
             dtype=torch.float64,
             device=device,
         )
+        return cls(period, bonus)
 
     def start(self, game: State) -> State:
         here = game["agent_locs"][:, 0]
-        positions = here[:, None].expand(-1, self.wrapper.period, -1).clone()
+        positions = here[:, None].expand(-1, self.period, -1).clone()
         return {"positions": positions, "held": torch.ones_like(here[:, 0])}
 
     def step(
@@ -91,9 +105,9 @@ class BatchedMovementBonus(BatchedRule):
         reward: torch.Tensor,
         terminated: torch.Tensor,
         episode_reward: torch.Tensor,
-        params: State,
+        params: StepParams,
     ) -> tuple[torch.Tensor, State]:
-        period = self.wrapper.period
+        period = self.period
         positions, held = state["positions"], state["held"]
         here = game["agent_locs"][:, 0]
         distance = (here - positions[:, 0]).abs().sum(1) + period - held
@@ -107,10 +121,17 @@ class BatchedMovementBonus(BatchedRule):
         return reward, {"positions": positions, "held": (held + 1).clamp(max=period)}
 
 
+@dataclass(frozen=True, eq=False)
 class BatchedExitBonus(BatchedRule):
     """:class:`~safelife_rl.envs.wrappers.ExitBonus`."""
 
-    wrapper: ExitBonus
+    bonus: float
+
+    @classmethod
+    def of(
+        cls, wrapper: ExitBonus, board_shape: tuple[int, int], device: torch.device
+    ) -> BatchedExitBonus:
+        return cls(wrapper.bonus)
 
     def step(
         self,
@@ -119,17 +140,16 @@ class BatchedExitBonus(BatchedRule):
         reward: torch.Tensor,
         terminated: torch.Tensor,
         episode_reward: torch.Tensor,
-        params: State,
+        params: StepParams,
     ) -> tuple[torch.Tensor, State]:
-        return torch.where(terminated, reward + self.wrapper.bonus * episode_reward, reward), {}
+        return torch.where(terminated, reward + self.bonus * episode_reward, reward), {}
 
 
+@dataclass(frozen=True, eq=False)
 class BatchedExitCurriculum(BatchedRule):
     """:class:`~safelife_rl.envs.wrappers.ExitCurriculum`: the games it starts need
     ``params["fraction"]`` of their levels' minimum performance (the vector env passes it to
     :func:`~safelife_rl.engine.torch_levels.start_games`)."""
-
-    wrapper: ExitCurriculum
 
 
 def departed_cells(
@@ -213,12 +233,19 @@ def step_cost(state: State, game: State) -> tuple[torch.Tensor, State]:
     return peak - state["cost_peak"], {"cost_peak": peak}
 
 
+@dataclass(frozen=True, eq=False)
 class BatchedSideEffectPenalty(BatchedRule):
     """:class:`~safelife_rl.envs.wrappers.SideEffectPenalty`: each env keeps its start
     board and position and the cells it last paid for; the coefficient is
     ``params["penalty"]`` (nothing is paid, and the count stays, while it is 0)."""
 
-    wrapper: SideEffectPenalty
+    ignore_reward_cells: bool
+
+    @classmethod
+    def of(
+        cls, wrapper: SideEffectPenalty, board_shape: tuple[int, int], device: torch.device
+    ) -> BatchedSideEffectPenalty:
+        return cls(wrapper.ignore_reward_cells)
 
     def start(self, game: State) -> State:
         return {
@@ -233,7 +260,7 @@ class BatchedSideEffectPenalty(BatchedRule):
         reward: torch.Tensor,
         terminated: torch.Tensor,
         episode_reward: torch.Tensor,
-        params: State,
+        params: StepParams,
     ) -> tuple[torch.Tensor, State]:
         coefficient, last = params["penalty"], state["last"]
         count = changed_cells(
@@ -242,7 +269,7 @@ class BatchedSideEffectPenalty(BatchedRule):
             game["goals"],
             game["agent_locs"][:, 0],
             state["start_locs"],
-            self.wrapper.ignore_reward_cells,
+            self.ignore_reward_cells,
         )
         paying = coefficient > 0
         reward = torch.where(

@@ -18,9 +18,10 @@ The registered ids make it with ``gymnasium.make_vec``::
 ``{"_target_": ..., settings}``, innermost first, ``None`` skips one).
 
 **Without stopping.** A step is one pure function of tensors whose shapes never change
-(:meth:`SafeLifeVectorEnv.step_state`): the actions, the board and goal update, exits and
-points (:func:`~safelife_rl.engine.torch_game.play`), the wrappers' rules
-(:mod:`.torch_wrappers`), time limits, restarts and the observation. The levels live on the
+(:func:`.vector_step.step_state` of the env's frozen params, its typed state and the scheduled
+tensors): the actions, the board and goal update, exits and points
+(:func:`~safelife_rl.engine.torch_game.play`), the wrappers' rules (:mod:`.torch_wrappers`),
+time limits, restarts and the observation. The levels live on the
 device (:class:`~safelife_rl.engine.torch_levels.LevelTensors`: a fixed list, or a level bank
 in all its symmetric variants); an env that ends draws its next level, symmetry and
 translation from :mod:`~safelife_rl.engine.torch_random` and replaces its game by a masked
@@ -49,29 +50,20 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from torch.utils._pytree import tree_map
 
-from safelife_rl.engine import cells
-from safelife_rl.engine.scoring import EXIT_POINTS
 from safelife_rl.engine.symmetry import transform_level
-from safelife_rl.engine.torch_game import play
-from safelife_rl.engine.torch_levels import LevelTensors, start_games
-from safelife_rl.engine.torch_observation import agent_views
-from safelife_rl.engine.torch_random import (
-    INACTION_SPAWNS,
-    LEVEL_DRAWS,
-    cell_uniforms,
-    integers,
-    keys,
-)
-from safelife_rl.engine.torch_rules import (
-    N_ACTIONS,
-    advance,
-    agent_cells,
-    check_action_dtype,
-    invalid_actions,
-)
+from safelife_rl.engine.torch_levels import LevelTensors
+from safelife_rl.engine.torch_rules import N_ACTIONS, check_action_dtype, invalid_actions
 from safelife_rl.engine.torch_side_effects import scores_of_boards
 from safelife_rl.envs.env import JsonSafeSpec, SafeLifeEnv
-from safelife_rl.envs.torch_wrappers import RULES, State, start_cost, step_cost
+from safelife_rl.envs.torch_wrappers import RULES
+from safelife_rl.envs.vector_state import State, StepParams
+from safelife_rl.envs.vector_step import (
+    StepOutputs,
+    VectorEnvParams,
+    observe,
+    start_state,
+    step_state,
+)
 from safelife_rl.envs.wrappers import (
     ExitCurriculum,
     ScheduledWrapper,
@@ -79,7 +71,6 @@ from safelife_rl.envs.wrappers import (
     build_wrappers,
     check_penalty,
 )
-from safelife_rl.procgen.bank import LevelBank
 from safety_rl_common.errors import UserError
 
 # Rough peak bytes a step takes per board cell (the board update's packed int64 neighbourhood
@@ -141,31 +132,6 @@ def _wrapper_chain(env: gym.Env, configs: Mapping[str, Any] | None) -> list[gym.
     return list(chain.values())
 
 
-def _level_tensors(env: SafeLifeEnv, device: torch.device) -> tuple[LevelTensors, bool]:
-    """The env's levels on ``device``, and whether restarts translate them (a level bank's
-    own settings); a :class:`UserError` for a level source the device cannot hold."""
-    if env.sampler is None:
-        if len({level.shape for level in env.levels}) > 1:
-            raise UserError(
-                "the device vector env plays all boards in one tensor, but the "
-                f"levels have shapes {sorted({lv.shape for lv in env.levels})}"
-            )
-        return LevelTensors.of(env.levels, device), False
-    if not isinstance(env.sampler, LevelBank):
-        raise UserError(
-            "the device vector env keeps its levels on the device: give it a level list "
-            "(levels=...) or a level bank (bank={'size': N}), not procedurally generated "
-            f"levels drawn one by one ({type(env.sampler).__name__}); in a training run: "
-            "'env.kwargs.bank={size:1000}'"
-        )
-    bank = env.sampler
-    return LevelTensors.of(bank.levels, device, symmetries=bank.symmetries), bank.translations
-
-
-#: what the device vector env keeps of each env's last measured episode to score it
-_SCORED = ("boards", "inaction", "variant", "shift")
-
-
 class PendingSideEffects:
     """``info["final_info"]["side_effects"]`` of a :class:`SafeLifeVectorEnv` with side
     effects: the episodes measured (``info["final_info"]["_side_effects"]``) are scored when
@@ -188,11 +154,6 @@ def _compile_options(cuda_graphs: bool) -> dict[str, bool]:
     if hasattr(torch._inductor.config, "emulate_precision_casts"):
         options["emulate_precision_casts"] = True
     return options
-
-
-def _keep(ended: torch.Tensor, fresh: torch.Tensor, going: torch.Tensor) -> torch.Tensor:
-    """``fresh`` where ``ended`` (an env mask ``(N,)``), else ``going``."""
-    return torch.where(ended.view(-1, *[1] * (fresh.dim() - 1)), fresh, going)
 
 
 class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
@@ -252,6 +213,15 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
     **Cost**, ``info["cost"]`` at every step (zeros at a reset): float64 ``(num_envs,)``, each env's
     step cost as
     :class:`~safelife_rl.envs.env.SafeLifeEnv` reports it (:func:`.torch_wrappers.step_cost`).
+
+    **Params and state.** The step (:mod:`.vector_step`, :meth:`step_state`) reads three things:
+    :attr:`env_params`, a frozen :class:`~.vector_step.VectorEnvParams` read once from ``env``
+    and the wrappers here (levels, limits, view, rules' settings: the compiled step specialises
+    on them); :attr:`state`, the :class:`~.vector_state.State` it steps; and :attr:`params`,
+    the :class:`~.vector_state.StepParams` tensors (seed, impact penalty, curriculum fraction)
+    that change without a recompile. The live ``env`` and wrapper ``chain`` stay only for the
+    host's work: the schedules (:meth:`set_training_steps`, :meth:`set_group_penalties`,
+    :meth:`group_penalty`), the levels the side-effect reports start from, and closing.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -290,8 +260,6 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             )
         self.env = env
         self.num_envs = int(num_envs)
-        self.groups = groups
-        self.group_size = self.num_envs // groups
         self.group_penalties: list[float] | None = None
         self.device = torch_device(device)
         if compile == "cudagraphs" and self.device.type != "cuda":
@@ -300,15 +268,8 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                 f"got device={self.device} (use compile=True there)"
             )
         self.chain = _wrapper_chain(env, training_wrappers)
-        limits = [w._max_episode_steps for w in self.chain if type(w) is gym.wrappers.TimeLimit]
-        self.max_episode_steps = min(limits, default=None)
-        self.levels, self.translations = _level_tensors(env, self.device)
-        self._check_memory(self.levels.shape)
-        self.rules = [
-            RULES[type(w)](w, self.levels.shape, self.device)
-            for w in self.chain
-            if type(w) in RULES
-        ]
+        self.env_params = VectorEnvParams.of(env, self.chain, self.num_envs, groups, self.device)
+        self._check_memory()
         self.single_observation_space = env.observation_space
         self.single_action_space = env.action_space
         self.observation_space = batch_space(env.observation_space, self.num_envs)
@@ -316,7 +277,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.render_mode = None
         self.check_every_step = check_actions
         self.state: State | None = None
-        self.params: State = {}
+        self.params: StepParams = {}
         self.cuda_graphs = compile == "cudagraphs"
         self.pending_side_effects = PendingSideEffects(self)
         self._step = self.step_state
@@ -330,16 +291,31 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self._set_params()
 
     @property
+    def levels(self) -> LevelTensors:
+        """The levels every env plays, on the device."""
+        return self.env_params.levels
+
+    @property
+    def groups(self) -> int:
+        return self.env_params.groups
+
+    @property
+    def group_size(self) -> int:
+        return self.env_params.group_size
+
+    @property
     def level_names(self) -> list[str]:
         """The name of each level index of ``info["final_info"]["level"]``."""
         return self.levels.names
 
-    def _check_memory(self, board_shape: tuple[int, int]) -> None:
-        env = self.env
-        need = self.num_envs * bytes_per_env(board_shape, env.view_shape, len(env.channels))
+    def _check_memory(self) -> None:
+        p = self.env_params
+        board_shape = p.levels.shape
+        one = bytes_per_env(board_shape, p.view_shape, len(p.channels))
+        need = self.num_envs * one
         free = free_memory(self.device)
         if free is not None and need > free:
-            most = free // bytes_per_env(board_shape, env.view_shape, len(env.channels))
+            most = free // one
             raise UserError(
                 f"num_envs={self.num_envs} envs of {board_shape[0]}x{board_shape[1]} boards need "
                 f"about {need / 2**30:.1f} GiB on {self.device}, which has "
@@ -382,195 +358,10 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             },
         }
 
-    # -- the pure step ------------------------------------------------------------------------
-
-    def _restarts(self, state: State, ended: torch.Tensor, params: State) -> State:
-        """The fresh state of every env as if it restarted now (the caller keeps those of the
-        envs ``ended``): its next level drawn, its game and counters started."""
-        levels, n = self.levels, self.num_envs
-        envs = state["envs"]
-        key = keys(params["seed"], LEVEL_DRAWS, envs, state["episodes"])
-        if self.env.shuffle or self.env.sampler is not None:
-            pick = integers(key, 0, len(levels))
-        else:
-            order = ended.view(self.groups, -1).cumsum(1) - 1
-            pick = (state["next_level"][:, None] + order).flatten() % len(levels)
-        turns = len(levels.symmetries)
-        variant = pick * turns
-        if turns > 1:
-            variant = variant + integers(key, 1, turns)
-        shift = torch.zeros((n, 2), dtype=torch.int64, device=envs.device)
-        if self.translations:
-            h, w = levels.shape
-            shift = torch.stack([integers(key, 2, h), integers(key, 3, w)], 1)
-        fresh = start_games(
-            levels, variant, shift if self.translations else None, params["fraction"]
-        )
-        fresh.update(start_cost(fresh))
-        for rule in self.rules:
-            fresh.update(rule.start(fresh))
-        if self.env.side_effects:
-            fresh["inaction"] = fresh["boards"].clone()
-        # No two entries of a state are one tensor: the compiled step would see other aliasing
-        # after the first step and compile again (and Dynamo's recompile limit is per process).
-        zeros = torch.zeros(n, dtype=torch.float64, device=envs.device)
-        return {
-            **fresh,
-            "level": pick,
-            "variant": variant,
-            "shift": shift,
-            "length": torch.zeros_like(envs),
-            "reward": zeros,
-            "return": zeros.clone(),
-        }
-
-    def _observe(self, state: State) -> torch.Tensor:
-        env = self.env
-        return agent_views(
-            state["boards"],
-            state["goals"],
-            state["agent_locs"],
-            env.view_shape,
-            env.channels,
-            env.remove_white_goals,
-            state["exits"],
-        )[:, 0]
-
-    def start_state(self, seed: torch.Tensor) -> State:
-        """Every env at the start of its first episode (the state :meth:`step_state` steps)."""
-        n = self.num_envs
-        envs = torch.arange(n, device=self.device) % self.group_size
-        zero = torch.zeros_like(envs)
-        counters = {
-            "envs": envs,
-            "episodes": zero,
-            "steps": zero,
-            "next_level": torch.zeros(self.groups, dtype=torch.int64, device=self.device),
-        }
-        everyone = torch.ones(n, dtype=torch.bool, device=self.device)
-        fresh = self._restarts(counters, everyone, {**self.params, "seed": seed})
-        state = {
-            **counters,
-            **fresh,
-            "episodes": zero + 1,
-            "next_level": counters["next_level"] + self.group_size,
-            "invalid": torch.zeros((), dtype=torch.bool, device=self.device),
-        }
-        if self.env.side_effects:  # no env has ended yet: nothing to score
-            state.update(
-                {
-                    "scored": torch.zeros_like(everyone),
-                    **{f"scored_{name}": torch.zeros_like(state[name]) for name in _SCORED},
-                }
-            )
-        return state
-
-    def step_state(
-        self, state: State, actions: torch.Tensor, params: State
-    ) -> tuple[State, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, State]:
-        """One step of every env as a pure function of tensors of fixed shapes.
-
-        :param actions: int64 ``(N,)``; invalid ones set ``state["invalid"]`` (and act as
-            no-ops).
-        :returns: the state after the step, the observations, float32 rewards, terminations,
-            truncations, the final observations (before the restarts) and the episode
-            statistics (valid where the env ended; their ``cost``, the step's, everywhere).
-        """
-        invalid = (actions < 0) | (actions >= N_ACTIONS)
-        game, rewards = play(
-            state,
-            torch.where(invalid, 0, actions)[:, None],
-            params["seed"],
-            state["envs"],
-            state["steps"],
-            self.levels.spawning,
-            self.levels.moving_goals,
-        )
-        length = state["length"] + 1
-        reward = rewards[:, 0].to(torch.float64)
-        unshaped = state["reward"] + reward
-        terminated = ~game["active"][:, 0]
-        at_limit = ~terminated & (length >= self.env.time_limit)
-        truncated = at_limit
-        if self.max_episode_steps is not None:
-            truncated = truncated | (length >= self.max_episode_steps)
-        stepped = {
-            **state,
-            **game,
-            "length": length,
-            "reward": unshaped,
-            "steps": state["steps"] + 1,
-            "invalid": state["invalid"] | invalid.any(),
-        }
-        cost, entries = step_cost(state, game)
-        stepped.update(entries)
-        for rule in self.rules:
-            reward, entries = rule.step(state, game, reward, terminated, unshaped, params)
-            stepped.update(entries)
-        stepped["return"] = state["return"] + reward
-        final_obs = self._observe(stepped)
-        ended = terminated | truncated
-        measured = terminated | at_limit  # where the single env reports side effects
-        if self.env.side_effects:
-            stepped.update(self._inaction_step(state, stepped, measured, params))
-        final_info = {**self._statistics(stepped, measured), "cost": cost}
-        fresh = self._restarts(stepped, ended, params)
-        after = {
-            name: _keep(ended, fresh[name], value) if name in fresh else value
-            for name, value in stepped.items()
-        }
-        after["episodes"] = stepped["episodes"] + ended
-        after["next_level"] = stepped["next_level"] + ended.view(self.groups, -1).sum(1)
-        observations = _keep(ended, self._observe(after), final_obs)
-        return (
-            after,
-            observations,
-            reward.to(torch.float32),
-            terminated,
-            truncated,
-            final_obs,
-            final_info,
-        )
-
-    def _inaction_step(
-        self, state: State, stepped: State, measured: torch.Tensor, params: State
-    ) -> State:
-        """The inaction baseline's boards advanced one step beside the games (the level's
-        first board without the agent), and each env's last measured episode kept for
-        :meth:`side_effect_reports`: its board, baseline, level variant and translation."""
-        uniforms = None
-        if self.levels.spawning:
-            uniforms = cell_uniforms(
-                keys(params["seed"], INACTION_SPAWNS, state["envs"], state["steps"]),
-                self.levels.shape,
-            )
-        stepped = {**stepped, "inaction": advance(state["inaction"], state["spawn_prob"], uniforms)}
-        kept = {
-            f"scored_{name}": _keep(measured, stepped[name], state[f"scored_{name}"])
-            for name in _SCORED
-        }
-        return {"inaction": stepped["inaction"], "scored": state["scored"] | measured, **kept}
-
-    def _statistics(self, state: State, measured: torch.Tensor) -> State:
-        """Each env's episode statistics as its single env's last ``info`` would give them."""
-        exited = (
-            agent_cells(state["boards"], state["agent_locs"])[:, 0] & (cells.AGENT | cells.EXIT)
-        ) == cells.EXIT
-        earned = state["points"][:, 0] - state["initial_points"][:, 0]
-        available = state["available_points"][:, 0]
-        statistics = {
-            "length": state["length"],
-            "reward": state["reward"],
-            "success": exited,
-            "points": earned,
-            "available_points": available,
-            "required_points": state["required_points"][:, 0],
-            "performance": (earned - exited * EXIT_POINTS) / available.clamp(min=1),
-            "level": state["level"],
-            "return": state["return"],
-            "measured": measured,
-        }
-        return statistics
+    def step_state(self, state: State, actions: torch.Tensor, params: StepParams) -> StepOutputs:
+        """:func:`~safelife_rl.envs.vector_step.step_state` of this env's :attr:`env_params`
+        (what ``compile`` compiles)."""
+        return step_state(self.env_params, state, actions, params)
 
     # -- the Gymnasium API --------------------------------------------------------------------
 
@@ -603,9 +394,9 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                 [s for s in group_seeds for _ in range(self.group_size)], device=self.device
             )
         )
-        self.state = self.start_state(self.params["seed"])
+        self.state = start_state(self.env_params, self.params)
         cost = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
-        return self._observe(self.state), {"cost": cost}
+        return observe(self.env_params, self.state), {"cost": cost}
 
     def _actions(self, actions: torch.Tensor | np.ndarray | Sequence[int]) -> torch.Tensor:
         on_host = not isinstance(actions, torch.Tensor)
@@ -674,7 +465,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         }
         for key in list(final_info):
             final_info[f"_{key}"] = ended
-        if self.env.side_effects:
+        if self.env_params.side_effects:
             final_info["side_effects"] = self.pending_side_effects
             final_info["_side_effects"] = stats["measured"]
         infos = {
@@ -693,7 +484,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         levels without spawners. Host work, for all envs at once: read it once per rollout (the
         device algorithms do, through :class:`PendingSideEffects`), not at every step.
         """
-        if not self.env.side_effects:
+        if not self.env_params.side_effects:
             raise UserError("side-effect reports need side_effects=True in the env")
         if self.state is None:
             return {}
@@ -732,21 +523,16 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
 
         :returns: the scheduled values now in force, by name (empty without such wrappers).
         """
-        values: dict[str, float] = {}
         for wrapper in reversed(self.chain):
             if isinstance(wrapper, ScheduledWrapper):
                 values = wrapper.set_training_steps(steps)
-                break
-        self._set_params()
-        return values
+                self._set_params()
+                return values
+        return {}
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """One result per env, as ``SyncVectorEnv.call`` gives (all envs share one wrapper
-        chain): so :func:`~safelife_rl.envs.wrappers.sync_training_steps` reaches it."""
-        if name == "has_wrapper_attr":
-            scheduled = any(isinstance(w, ScheduledWrapper) for w in self.chain)
-            found = scheduled if args[0] == "set_training_steps" else hasattr(self, args[0])
-            return (found,) * self.num_envs
+        chain)."""
         attribute = getattr(self, name)
         result = attribute(*args, **kwargs) if callable(attribute) else attribute
         return (result,) * self.num_envs

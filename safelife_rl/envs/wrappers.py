@@ -94,10 +94,16 @@ class ScheduledWrapper(gym.Wrapper):
 def sync_training_steps(vec_env: Any, steps: float) -> dict[str, float]:
     """Tell the scheduled wrappers of every env in a vector env the training step count.
 
-    :param vec_env: an SB3 ``VecEnv`` or a Gymnasium ``VectorEnv``.
+    :param vec_env: an SB3 ``VecEnv``, a Gymnasium ``VectorEnv`` whose envs are wrapped (told
+        through its ``call``), or a Gymnasium ``VectorEnv`` whose envs share one schedule and
+        that has ``set_training_steps`` itself
+        (:class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`).
     :returns: the scheduled values of the first env (empty if it has no scheduled wrapper).
     """
     if isinstance(vec_env, VectorEnv):
+        shared = getattr(vec_env.unwrapped, "set_training_steps", None)
+        if shared is not None:
+            return shared(steps)
         if not all(vec_env.call("has_wrapper_attr", "set_training_steps")):
             return {}
         return vec_env.call("set_training_steps", steps)[0]

@@ -91,7 +91,7 @@ def test_a_step_on_a_level_bank_makes_no_sync_and_no_copy(tmp_path):
     bank = LevelBank("prune-still", size=3, cache_dir=tmp_path, progress=False)
     env = SafeLifeEnv(bank, time_limit=3, view_shape=(9, 9), side_effects=True)
     vec = SafeLifeVectorEnv(env, 8, training_wrappers=WRAPPERS)
-    assert vec.translations and len(vec.levels.symmetries) == 8
+    assert vec.env_params.translations and len(vec.levels.symmetries) == 8
     assert_no_sync_or_copy_per_step(vec, True)
     # every env has just restarted: its game is its drawn level turned and shifted on the host
     from safelife_rl.engine.symmetry import transform_level

@@ -1,6 +1,7 @@
 """The device vector env against single SafeLife envs under the training wrappers: the same
 levels and actions must give the same observations, rewards, ends and episode statistics."""
 
+import dataclasses
 import warnings
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ from safelife_rl.engine import cells
 from safelife_rl.engine.torch_game import TorchGame
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
-from safelife_rl.envs.wrappers import ScheduledWrapper
+from safelife_rl.envs.wrappers import ScheduledWrapper, sync_training_steps
 from safety_rl_common.errors import UserError
 
 RAMP = "safelife_rl.training.LinearRamp"
@@ -196,6 +197,24 @@ def test_gymnasium_make_vec_on_cpu_follows_the_vector_api():
     # the 5-step limit ended every episode at step 5; statistics come at every step, masked
     assert truncated.any() or not info["_final_info"].any()
     envs.close()
+
+
+def test_the_step_reads_frozen_params_that_hold_no_wrapper():
+    """The env's and wrappers' settings are read once into frozen params; the schedules still
+    reach the wrappers, also through a Gymnasium vector wrapper (``sync_training_steps``)."""
+    vec = SafeLifeVectorEnv(SafeLifeEnv(tiny_levels(), time_limit=7), 2, training_wrappers=WRAPPERS)
+    params = vec.env_params
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.time_limit = 8
+    settings = [getattr(params, f.name) for f in dataclasses.fields(params)]
+    settings += [getattr(r, f.name) for r in params.rules for f in dataclasses.fields(r)]
+    assert not [s for s in settings if isinstance(s, (gym.Env, gym.Wrapper))]
+    assert params.time_limit == 7 and params.max_episode_steps == 9 and len(params.rules) == 4
+    wrapped = gym.wrappers.vector.RecordEpisodeStatistics(vec)
+    assert sync_training_steps(wrapped, 50) == pytest.approx(
+        {"exit_fraction": 0.6, "side_effect_penalty": 0.075}
+    )
+    assert vec.params["fraction"].item() == pytest.approx(0.6)
 
 
 def test_same_seed_same_stream_on_procedural_levels(tmp_path):

@@ -349,13 +349,13 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         return [False] * len(self._get_indices(indices))
 
     def has_attr(self, attr_name: str) -> bool:
-        """Whether the envs have ``attr_name`` (the vector env's own wrapper-attribute test,
-        so ``set_training_steps`` is found where a scheduled wrapper is applied), or those of
-        the single env they all play (:meth:`_owner`)."""
-        return (
-            all(self.venv.call("has_wrapper_attr", attr_name))
-            or self._owner(attr_name) is not self.venv
-        )
+        """Whether the envs have ``attr_name``: the vector env itself (e.g.
+        :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`'s ``set_training_steps``), the
+        single env they all play (:meth:`_owner`), or else every env under its wrappers
+        (Gymnasium's ``has_wrapper_attr``, through the vector env's ``call``)."""
+        if hasattr(self.venv, attr_name) or self._owner(attr_name) is not self.venv:
+            return True
+        return all(self.venv.call("has_wrapper_attr", attr_name))
 
 
 class NumpyView(Forwarding, VecEnv):
