@@ -261,3 +261,18 @@ def test_a_rollout_step_and_a_minibatch_make_no_sync_and_no_copy(lagrangian):
     # a rollout's: timeouts (2), invalid actions, losses (and the safety scalars)
     assert base.syncs <= 2 * (4 + lagrangian), base.named
     assert longer.kernels > base.kernels and more_minibatches.kernels > base.kernels
+
+
+@pytest.mark.parametrize("batching", ["vmap", "unfold"])
+def test_a_batched_update_launches_as_many_kernels_for_more_members(batching):
+    """Batched, an update's kernels do not grow with the members: one pass of the stacked
+    networks per minibatch, one optimizer step over the stacked parameters."""
+
+    def update_kernels(size: int) -> int:
+        pop = population(list(range(size)), [0.0] * size, batching=batching)
+        pop.learn(N_ENVS * N_STEPS)
+        with counting() as counts:
+            pop._train()
+        return counts.kernels
+
+    assert update_kernels(2) == update_kernels(4)

@@ -52,10 +52,10 @@ BATCHING = ("auto", "vmap", "unfold", "loop")
 
 
 class UnfoldConv2d(nn.Module):
-    """A :class:`torch.nn.Conv2d`'s convolution (one group, zero padding) as an unfold of its
-    input and one matrix product with its weight; under ``vmap`` over stacked weights, one
-    batched product of each member's weight with all its samples' columns, where ``vmap`` of
-    ``conv2d`` makes a grouped convolution of one group per member (in cuDNN, slow to
+    """A :class:`torch.nn.Conv2d`'s convolution (one group, zero padding) as its input's
+    patches (strided views) contracted with its weight; under ``vmap`` over stacked weights,
+    one batched product of each member's weight with all its samples' patches, where ``vmap``
+    of ``conv2d`` makes a grouped convolution of one group per member (in cuDNN, slow to
     differentiate for many groups). The same parameters (``weight``, ``bias``) by name."""
 
     def __init__(self, conv: nn.Conv2d):
@@ -67,21 +67,17 @@ class UnfoldConv2d(nn.Module):
         self.padding, self.dilation = conv.padding, conv.dilation
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        batch, _, height, width = images.shape
-        columns = F.unfold(images, self.kernel_size, self.dilation, self.padding, self.stride)
-        size = columns.shape[1]
-        # (C*k*k, batch * positions): one product for all samples
-        flat = columns.transpose(0, 1).reshape(size, -1)
-        out = (self.weight.flatten(1) @ flat).view(len(self.weight), batch, -1).transpose(0, 1)
+        (pad_h, pad_w), (dil_h, dil_w) = self.padding, self.dilation
+        if pad_h or pad_w:
+            images = F.pad(images, (pad_w, pad_w, pad_h, pad_h))
+        (k_h, k_w), (s_h, s_w) = self.kernel_size, self.stride
+        # (batch, channels, rows, cols, k_h, k_w): views, which vmap batches as views
+        patches = images.unfold(2, dil_h * (k_h - 1) + 1, s_h).unfold(3, dil_w * (k_w - 1) + 1, s_w)
+        patches = patches[..., ::dil_h, ::dil_w]
+        out = torch.einsum("bchwij,ocij->bohw", patches, self.weight)
         if self.bias is not None:
-            out = out + self.bias[:, None]
-        rows, cols = (
-            (extent + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
-            for extent, pad, dilation, kernel, stride in zip(
-                (height, width), self.padding, self.dilation, self.kernel_size, self.stride
-            )
-        )
-        return out.reshape(batch, -1, rows, cols)
+            out = out + self.bias[:, None, None]
+        return out
 
 
 def _unfolded(network: nn.Module) -> nn.Module:
@@ -177,17 +173,17 @@ def _called(
 class StackedOptimizer:
     """The members' optimizers of one :class:`StackedNetworks`, stepped as one.
 
-    Under ``vmap``: one optimizer (the members' kind and settings) over the stacked parameters;
-    each member's optimizer state is made views of its slices of it (after the first step), so
-    that a member's save holds its own moments. Member by member: each member's own optimizer
-    steps its slices (a fused Adam's vector loop and scalar tail round a slice's elements
-    otherwise than a single run's, unless run on it alone).
+    Batched (``vmap``, ``unfold``): one optimizer (the members' kind and settings) over the
+    stacked parameters; each member's optimizer state is made views of its slices of it (after
+    the first step), so that a member's save holds its own moments. Member by member: each
+    member's own optimizer steps its slices (a fused Adam's vector loop and scalar tail round a
+    slice's elements otherwise than a single run's, unless run on it alone).
     """
 
     def __init__(self, stacked: StackedNetworks, optimizers: Sequence[torch.optim.Optimizer]):
         self.stacked, self.optimizers = stacked, list(optimizers)
         self.optimizer: torch.optim.Optimizer | None = None
-        if stacked.batching == "vmap":
+        if stacked.batching != "loop":  # batched: vmap or unfold
             first = self.optimizers[0]
             self.optimizer = type(first)(stacked.parameters(), **first.defaults)
         self._linked = False
