@@ -296,7 +296,7 @@ def test_the_comparison_trains_its_batchable_methods_as_populations(tmp_path, ca
     compare.main([*argv, "--seeds", "1", "--out", str(out)])
     printed = capsys.readouterr().out
     assert "[run] prune-still: training 2 runs as one population" in printed
-    assert "[run] prune-still: training 1 runs as one population" in printed
+    assert "[run] prune-still: training 1 run as one population" in printed
     for method, penalty in (("ppo", 0.0), ("penalty", 0.3), ("ppo_lagrangian", 0.0)):
         config = yaml.safe_load(
             (Run("prune-still", method, 0).folder(out) / "config.yaml").read_text()

@@ -189,7 +189,8 @@ def _population_job(cfg: DictConfig, choices: Mapping[str, Any]) -> list[Run]:
         print(f"{MARK} {run}: resuming on its own", flush=True)
         train(member_config(training_config(member)), run.folder(out), resume=True)
     if fresh:
-        print(f"{MARK} {task}: training {len(fresh)} runs as one population", flush=True)
+        runs = f"{len(fresh)} runs" if len(fresh) > 1 else "1 run"
+        print(f"{MARK} {task}: training {runs} as one population", flush=True)
         train_population(
             [training_config(member) for _, member in fresh],
             [run.folder(out) for run, _ in fresh],
