@@ -3,15 +3,16 @@
 benchmarked on the original v1.0 suites, sized to finish by a deadline.
 
     python benchmarks/gpu_table1.py [--seconds 480] [--steps N] [--seeds 3] [--levels 10]
-        [--episodes 1] [--bank-size 200] [--jobs 4] [--batching auto unfold] [--out DIR]
-        [--device cuda]
+        [--episodes 1] [--bank-size 200] [--jobs 4] [--batching auto unfold]
+        [--graph-members 72] [--out DIR] [--device cuda]
     python benchmarks/gpu_table1.py --tiny --device cpu   # the same on a CPU in a minute (CI)
 
 1. **speed**: env steps/s of populations of 18 (one task's penalties x seeds) and 72 (the whole
    grid as one batch) members in the paper's setup (16 envs x 20 steps a member, 3 epochs, 4
    minibatches, the SafeLife CNN), on the prune-still suite's levels, for each ``--batching``
    of the members' networks (``auto``: vmap on CUDA; ``unfold``: convolutions as batched
-   matrix products);
+   matrix products), and at ``--graph-members`` with the env's step replayed as a CUDA graph
+   (``compile=cudagraphs``: an eager step is some 800-1,000 kernel launches at 18-72 members);
 2. **grid**: ``safelife-rl reproduce table1 --population`` with the paper's settings, each run
    ``--steps`` long (default: as many as the measured speed allows by the deadline, with the
    impact-penalty and exit-curriculum schedules squeezed into the run in their proportions of
@@ -89,6 +90,13 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=4, help="tasks trained at once")
     parser.add_argument("--members", type=int, nargs="+", default=[18, 72])
     parser.add_argument(
+        "--graph-members",
+        type=int,
+        nargs="*",
+        default=[72],
+        help="populations also timed with the env's step as a CUDA graph (compile=cudagraphs)",
+    )
+    parser.add_argument(
         "--batching",
         nargs="+",
         default=["auto", "unfold"],
@@ -110,8 +118,8 @@ def main() -> int:
         f"# Table 1 on one lease: {name}, torch {torch.__version__}, Python "
         f"{sys.version.split()[0]}, pandas {pandas.__version__}, {os.cpu_count()} cores\n",
         "## Population training speed (env steps/s, all members together)\n",
-        "| members | envs | batching | env steps/s | per CPU-s |",
-        "|---|---|---|---|---|",
+        "| members | envs | batching | env step | env steps/s | per CPU-s |",
+        "|---|---|---|---|---|---|",
     ]
     report.write_text("\n".join(lines) + "\n")
     overrides = [f"device={args.device}"]
@@ -122,22 +130,25 @@ def main() -> int:
             "policy.kwargs.features_extractor_kwargs.features_dim=16",
         ]
         args.members = [2]
+        args.graph_members = []
     cfg = config(overrides)
     rates = {}
-    for count in args.members:
-        for batching in args.batching:
-            try:
-                wall, cpu = population_rates(cfg, count, 1 if args.tiny else 3, batching)
-            except Exception:  # reported; the grid is still tried
-                lines += ["", "FAILED:", "```", traceback.format_exc()[-3000:], "```", ""]
-                report.write_text("\n".join(lines) + "\n")
-                continue
-            if batching == "auto":  # the grid's
-                rates[count] = wall
-            lines.append(
-                f"| {count} | {count * cfg.n_envs:,} | {batching} | {wall:,.0f} | {cpu:,.0f} |"
-            )
+    plan = [(count, batching, "eager") for count in args.members for batching in args.batching]
+    plan += [(count, "auto", "cudagraphs") for count in args.graph_members]
+    for count, batching, step in plan:
+        try:
+            step_cfg = cfg if step == "eager" else config([*overrides, f"compile={step}"])
+            wall, cpu = population_rates(step_cfg, count, 1 if args.tiny else 3, batching)
+        except Exception:  # reported; the grid is still tried
+            lines += ["", "FAILED:", "```", traceback.format_exc()[-3000:], "```", ""]
             report.write_text("\n".join(lines) + "\n")
+            continue
+        if batching == "auto" and step == "eager":  # the grid's
+            rates[count] = wall
+        lines.append(
+            f"| {count} | {count * cfg.n_envs:,} | {batching} | {step} | {wall:,.0f} | {cpu:,.0f} |"
+        )
+        report.write_text("\n".join(lines) + "\n")
     left = args.seconds - (time.perf_counter() - start)
     steps = args.steps
     if steps is None:  # what the grid's rate gives 72 runs in 60% of the time left
