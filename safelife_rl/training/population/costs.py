@@ -16,6 +16,7 @@ from safelife_rl.training.device.adapters import TensorStep
 from safelife_rl.training.methods.ppo_lagrangian.algorithm import (
     MULTIPLIER,
     TensorCostRolloutBuffer,
+    count_costs,
     penalised,
 )
 from safelife_rl.training.methods.ppo_lagrangian.checks import check_reports_cost
@@ -58,17 +59,12 @@ class PopulationCosts:
 
     def count(self, step: TensorStep) -> tuple[torch.Tensor, torch.Tensor]:
         """Add a step's costs to the episodes' sums, and the sums of the episodes it ended to
-        each member's total since its last update; the step's costs and ends."""
+        each member's total since its last update (:func:`count_costs`); the step's costs and
+        ends."""
         if step.costs is None:
             check_reports_cost({}, "the population's env")
-        device = self.ended.device
-        costs = step.costs.to(device)
-        dones = (step.terminated | step.truncated).to(device)
-        self.episode_costs += costs
-        ended = torch.where(dones, self.episode_costs, 0.0).view(self.size, -1)
-        counts = dones.view(self.size, -1).sum(1, dtype=torch.float64)
-        self.ended += torch.stack([ended.sum(1), counts], 1)
-        self.episode_costs.masked_fill_(dones, 0.0)
+        costs, dones = step.costs, step.terminated | step.truncated
+        count_costs(self.episode_costs, self.ended, costs, dones)
         return costs, dones
 
     def record(self, buffer: TensorCostRolloutBuffer, obs: torch.Tensor, step: TensorStep) -> None:

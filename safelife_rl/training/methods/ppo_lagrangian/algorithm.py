@@ -136,6 +136,21 @@ def penalised(
     return (rewards - multiplier * costs) / (1.0 + multiplier)
 
 
+def count_costs(
+    episode_costs: th.Tensor, ended: th.Tensor, costs: th.Tensor, dones: th.Tensor
+) -> None:
+    """Add a step's ``costs`` to the running episodes' sums ``episode_costs`` (float64
+    ``(R * n,)``: ``R`` runs of ``n`` envs, in place), and the summed costs and count of the
+    episodes it ended (``dones``) to each run's totals since its last update, ``ended``
+    (float64 ``(R, 2)``, in place)."""
+    costs, dones = costs.to(ended.device), dones.to(ended.device)
+    episode_costs += costs
+    finished = th.where(dones, episode_costs, 0.0).view(len(ended), -1)
+    counts = dones.view(len(ended), -1).sum(1, dtype=th.float64)
+    ended += th.stack([finished.sum(1), counts], 1)
+    episode_costs.masked_fill_(dones, 0.0)
+
+
 class TensorCostRolloutBuffer(TensorRolloutBuffer):
     """:class:`CostRolloutBuffer` on the training device (for :class:`DevicePPOLagrangian`):
     the same fields as tensors, the same GAE, the same minibatches."""
@@ -370,11 +385,7 @@ class LagrangianMixin:
     def _count_costs(self, costs: th.Tensor, dones: th.Tensor) -> None:
         """Add a step's costs to the episodes' sums, and the sums of the episodes it ended to
         the total since the last multiplier update."""
-        costs, dones = costs.to(self._ended.device), dones.to(self._ended.device)
-        self._episode_costs += costs
-        ended = th.where(dones, self._episode_costs, 0.0)
-        self._ended += th.stack([ended.sum(), dones.sum(dtype=th.float64)])
-        self._episode_costs.masked_fill_(dones, 0.0)
+        count_costs(self._episode_costs, self._ended.view(1, 2), costs, dones)
 
     def replayed_step(self, locals_: dict[str, Any]) -> None:
         """Count a step replayed by an exact resume
