@@ -79,14 +79,11 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"reset got {len(seeds)} seeds for {self.num_envs} envs")
-        infos: dict[str, Any] = {}
-        observations = []
-        for i, env in enumerate(self.envs):
-            obs, info = env.reset(seed=seeds[i], options=options)
-            observations.append(obs)
-            infos = self._add_info(infos, info, i)
+        observations, infos = zip(
+            *(env.reset(seed=seeds[i], options=options) for i, env in enumerate(self.envs))
+        )
         self._autoreset[:] = False
-        return np.stack(observations), infos
+        return np.stack(observations), batch_infos(infos)
 
     def step(
         self, actions: Any
@@ -108,7 +105,7 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
         reward_out = np.zeros(self.num_envs, np.float64)
         terminated = np.zeros(self.num_envs, bool)
         truncated = np.zeros(self.num_envs, bool)
-        infos: dict[str, Any] = {}
+        infos: list[dict[str, Any]] = []
         same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
         for i, (env, step) in enumerate(zip(self.envs, steps)):
             if step is None:
@@ -120,10 +117,10 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
                     obs, info = env.reset()
                     info = {**info, "final_obs": final_obs, "final_info": final_info}
             obs_out[i] = obs
-            infos = self._add_info(infos, info, i)
+            infos.append(info)
         if not same_step:
             self._autoreset = terminated | truncated
-        return obs_out, reward_out, terminated, truncated, infos
+        return obs_out, reward_out, terminated, truncated, batch_infos(infos)
 
     def step_envs(self, actions: np.ndarray, stepping: np.ndarray) -> list[tuple | None]:
         """Step every game of the batch at once, then each env ``i`` where ``stepping[i]``
@@ -157,6 +154,33 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
+
+
+def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The envs' infos as Gymnasium's ``VectorEnv._add_info`` batches them (``final_obs`` and
+    objects in object arrays, scalars and arrays stacked with the dtype of the first env's value,
+    nested dicts batched alike, ``_key`` marks the envs with ``key``), one array per key rather
+    than one call per env: with 64 envs that call took a tenth of a step."""
+    batched: dict[str, Any] = {}
+    for key in dict.fromkeys(key for info in infos for key in info):
+        has = [key in info for info in infos]
+        first = infos[has.index(True)][key]
+        if key != "final_obs" and isinstance(first, dict):
+            array: Any = batch_infos([info.get(key, {}) for info in infos])
+        elif key != "final_obs" and (
+            type(first) in (int, float, bool) or isinstance(first, np.number)
+        ):
+            array = np.array([info.get(key, 0) for info in infos], type(first))
+        else:
+            if key != "final_obs" and isinstance(first, np.ndarray):
+                array = np.zeros((len(infos), *first.shape), first.dtype)
+            else:
+                array = np.full(len(infos), None, object)
+            for i, info in enumerate(infos):
+                if has[i]:
+                    array[i] = info[key]
+        batched[key], batched[f"_{key}"] = array, np.array(has)
+    return batched
 
 
 def make_task_vector_env(

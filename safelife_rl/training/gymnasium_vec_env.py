@@ -116,7 +116,9 @@ def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
             values = value.tolist()
         else:
             values = value
-        for i in range(num_envs):
-            if has is None or has[i]:
-                per_env[i][key] = values[i]
+        for info, env_value, present in zip(
+            per_env, values, [True] * num_envs if has is None else has.tolist()
+        ):
+            if present:
+                info[key] = env_value
     return per_env

@@ -7,7 +7,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv
+from safelife_rl.envs.batched_vector_env import batch_infos
+from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, unbatch_infos
 
 
 def cartpole() -> gym.Env:
@@ -44,3 +45,21 @@ def test_steps_as_dummy_vec_env():
 def test_needs_same_step_autoreset():
     with pytest.raises(ValueError, match="SAME_STEP"):
         GymnasiumVecEnv(SyncVectorEnv([cartpole] * 2))
+
+
+def test_batch_infos_batches_as_gymnasium_add_info():
+    infos = [
+        {"n": 1, "x": 0.5, "ok": True, "name": "a", "flag": np.bool_(True), "episode": {"r": 1.0}},
+        {"x": 2, "grid": np.ones((2, 3), np.uint8), "f32": np.float32(1.5), "final_obs": [1]},
+        {"n": 2.7, "episode": {"r": 2.0, "l": 3}, "name": None, "final_info": {"n": 4}},
+    ]
+    vector = SyncVectorEnv([cartpole] * 3)
+    want: dict = {}
+    for i, info in enumerate(infos):
+        want = vector._add_info(want, info, i)
+    got = batch_infos(infos)
+    assert repr(got) == repr(want)
+    assert unbatch_infos(got, 3)[1]["x"] == 2 and unbatch_infos(got, 3)[2]["episode"] == {
+        "r": 2.0,
+        "l": 3,
+    }
