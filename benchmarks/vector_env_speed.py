@@ -9,12 +9,13 @@ random actions under the training wrappers of ``safelife_rl/conf/wrappers/safeli
 impact penalty switched on, schedules at their end). One env step is everything an agent gets: the
 game step, its observation, the shaped reward, episode ends and restarts. Columns:
 ``SafeLifeVectorEnv`` on the CPU and, when there is one, on CUDA (observations left on the device),
-and ``BatchedSafeLifeVecEnv`` (the Numba engine, each env with its Gymnasium wrapper chain and SB3's
-``Monitor``) at N up to 1024. Beside them, the original SafeLife environment's steps/s on the same
-suite with the same observations (``baselines.sh safelife-env``, run in the same run; one env,
-random actions, no wrappers). ``--compile`` adds the compiled step (``compile=True``; compiling
-takes a minute or more per size, not timed). Under each size, what one step of the vector env asks
-of the device (:mod:`safety_rl_common.torch_counts`): kernel ops, syncs and host<->device copies.
+and ``vec_env=batched`` (``BatchedVectorEnv``: the Numba engine, each env with its Gymnasium wrapper
+chain and SB3's ``Monitor``) at N up to 1024. Beside them, the original SafeLife environment's
+steps/s on the same suite with the same observations (``baselines.sh safelife-env``, run in the
+same run; one env, random actions, no wrappers). ``--compile`` adds the compiled step
+(``compile=True``; compiling takes a minute or more per size, not timed). Under each size, what one
+step of the vector env asks of the device (:mod:`safety_rl_common.torch_counts`): kernel ops,
+syncs and host<->device copies.
 """
 
 from __future__ import annotations

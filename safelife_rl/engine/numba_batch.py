@@ -1,6 +1,7 @@
 """N single-agent SafeLife games in stacked arrays, stepped and observed in one Numba call each.
 
-:class:`SlotBatch` is the engine under :class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`:
+:class:`SlotBatch` is the engine under
+:class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv` (``vec_env=batched``):
 each slot is one env's game, whose state arrays become views of the batch's, so the env still
 sees (and renders, scores and resets) its own game.
 """

@@ -4,8 +4,8 @@
 batch (:class:`~safelife_rl.engine.numba_batch.SlotBatch`) steps together with others: the
 batch computes every game's step at once and hands each slot its result, and the env's wrappers
 above the slot step as they would on the env alone. Used by the Gymnasium vector env
-:class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv` and by SB3's
-:class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`.
+:class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv` (SB3's ``vec_env=batched``
+through :class:`~safelife_rl.training.gymnasium_vec_env.GymnasiumVecEnv`).
 """
 
 from __future__ import annotations

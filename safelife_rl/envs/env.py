@@ -269,7 +269,7 @@ class SafeLifeEnv(BoardRenderModes, gym.Env):
 
     def record_step(self, reward: float, done: bool) -> tuple[float, bool, bool, dict[str, Any]]:
         """The episode's bookkeeping once its game has stepped (here, or in a batch of games
-        that holds it, see :mod:`safelife_rl.training.batched`): ``(reward, terminated,
+        that holds it, see :mod:`safelife_rl.envs.batched_vector_env`): ``(reward, terminated,
         truncated, info)``, with side effects in ``info`` at the episode's end if asked for."""
         self._length += 1
         self._reward += reward

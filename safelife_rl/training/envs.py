@@ -13,13 +13,15 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.vector import AutoresetMode
 from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from safelife_rl.envs.batch_slot import BatchSlot
-from safelife_rl.training.batched import BatchedSafeLifeVecEnv
+from safelife_rl.envs.batched_vector_env import BatchedVectorEnv
 from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv
 from safety_rl_common.errors import UserError
 from safety_rl_common.workers import in_worker
 
@@ -98,8 +100,8 @@ def make_env(
     wrapper config in order (``None`` skips one), then SB3's ``Monitor`` for episode totals.
     A multi-agent id gives its PettingZoo env (no wrappers, no ``Monitor``).
 
-    :param batch_slot: put a :class:`~safelife_rl.training.batched.BatchSlot` directly on the
-        SafeLife env, for :class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`.
+    :param batch_slot: put a :class:`~safelife_rl.envs.batch_slot.BatchSlot` directly on the
+        SafeLife env, for :class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv`.
     """
     task = multi_agent_task(env_id)
     if task is not None:
@@ -141,9 +143,10 @@ def make_vec_env(
     """``n_envs`` copies of :func:`make_env`. Seed them through the algorithm.
 
     :param kind: ``"batched"``: in this process, the SafeLife games of all envs stepped as
-        one batch (:class:`~safelife_rl.training.batched.BatchedSafeLifeVecEnv`, SafeLife envs
-        only); ``"subproc"``: one worker process per env (when ``n_envs`` > 1); ``"dummy"``: in
-        this process one after the other; ``"auto"``: batched for SafeLife envs, else subproc;
+        one batch (:class:`~safelife_rl.training.gymnasium_vec_env.GymnasiumVecEnv` over a
+        :class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv`, SafeLife envs only);
+        ``"subproc"``: one worker process per env (when ``n_envs`` > 1); ``"dummy"``: in this
+        process one after the other; ``"auto"``: batched for SafeLife envs, else subproc;
         ``"device"``: a :class:`~safelife_rl.training.device.TensorVecEnv` on ``device`` for
         the device algorithms (:func:`make_device_vec_env`).
     :param device: torch device of a ``"device"`` vector env.
@@ -176,7 +179,7 @@ def make_vec_env(
         partial(make_env, env_id, kwargs, wrappers, kind == "batched") for _ in range(n_envs)
     ]
     if kind == "batched":
-        return BatchedSafeLifeVecEnv(factories)
+        return GymnasiumVecEnv(BatchedVectorEnv(factories, AutoresetMode.SAME_STEP))
     if kind == "subproc" and n_envs > 1:
         return SubprocVecEnv([partial(in_worker, f) for f in factories], start_method=start_method)
     return DummyVecEnv(factories)

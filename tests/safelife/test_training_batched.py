@@ -10,8 +10,8 @@ from hypothesis.extra.numpy import arrays
 from safelife_rl.engine import cells
 from safelife_rl.engine.numba_batch import batch_observations
 from safelife_rl.engine.observation import DEFAULT_CHANNELS, agent_view, to_channels
-from safelife_rl.training.batched import BatchedSafeLifeVecEnv
 from safelife_rl.training.envs import make_vec_env
+from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv
 
 WRAPPERS = {
     "movement_bonus": {"_target_": "safelife_rl.training.MovementBonus"},
@@ -66,7 +66,7 @@ def test_batched_vec_env_plays_the_same_episodes_as_separate_envs(task, kwargs, 
     env_id = f"safelife_rl/{''.join(p.capitalize() for p in task.split('-'))}-v1"
     batched, got = play("batched", env_id, kwargs, wrappers, 3, steps, seed=5)
     _, expected = play("dummy", env_id, kwargs, wrappers, 3, steps, seed=5)
-    assert isinstance(batched, BatchedSafeLifeVecEnv)
+    assert isinstance(batched, GymnasiumVecEnv)
     np.testing.assert_array_equal(got[0], expected[0])
     episodes = 0
     for (obs, rewards, dones, terminal, infos), want in zip(got[1:], expected[1:]):
@@ -125,7 +125,7 @@ def test_batch_observations_equal_agent_view_of_each_board(boards, view, seed):
 
 def test_auto_batches_safelife_envs_only_and_batched_refuses_others():
     safelife = make_vec_env("safelife_rl/AppendStill-v1", {"view_shape": [17, 17]}, None, 2, "auto")
-    assert isinstance(safelife, BatchedSafeLifeVecEnv)
+    assert isinstance(safelife, GymnasiumVecEnv)
     safelife.close()
     with pytest.raises(TypeError, match="not a SafeLife env"):
         make_vec_env("CartPole-v1", None, None, 2, "batched")

@@ -1,0 +1,65 @@
+"""SB3's VecEnv over a Gymnasium vector env steps exactly as SB3's DummyVecEnv of the same envs."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from safelife_rl.envs.batched_vector_env import batch_infos
+from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, unbatch_infos
+
+
+def cartpole() -> gym.Env:
+    return Monitor(gym.make("CartPole-v1", max_episode_steps=15))
+
+
+def play(venv, steps: int) -> list:
+    venv.seed(3)
+    history = [(venv.reset(), [dict(i) for i in venv.reset_infos])]
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+        obs, rewards, dones, infos = venv.step(rng.integers(2, size=venv.num_envs))
+        for info in infos:
+            info.get("episode", {}).pop("t", None)  # Monitor's wall-clock time
+        history.append((obs, rewards, dones, infos, [dict(i) for i in venv.reset_infos]))
+    return history
+
+
+def test_steps_as_dummy_vec_env():
+    vector = SyncVectorEnv([cartpole] * 3, autoreset_mode=AutoresetMode.SAME_STEP)
+    venv = GymnasiumVecEnv(vector)
+    got, want = play(venv, 60), play(DummyVecEnv([cartpole] * 3), 60)
+    assert sum(step[2].sum() for step in got[1:]) >= 6  # episodes ended, by failing and by time
+    for step, expected in zip(got, want):
+        assert repr(step) == repr(expected)  # arrays, dtypes, info keys, values and their types
+    assert venv.env_is_wrapped(Monitor) == [True] * 3
+    assert venv.env_is_wrapped(gym.wrappers.RecordVideo, indices=[1]) == [False]
+    assert venv.get_attr("spec", [2])[0].id == "CartPole-v1"
+    venv.set_attr("marker", 7, indices=[0])
+    assert venv.env_method("get_wrapper_attr", "marker", indices=0) == [7]
+    venv.close()
+
+
+def test_needs_same_step_autoreset():
+    with pytest.raises(ValueError, match="SAME_STEP"):
+        GymnasiumVecEnv(SyncVectorEnv([cartpole] * 2))
+
+
+def test_batch_infos_batches_as_gymnasium_add_info():
+    infos = [
+        {"n": 1, "x": 0.5, "ok": True, "name": "a", "flag": np.bool_(True), "episode": {"r": 1.0}},
+        {"x": 2, "grid": np.ones((2, 3), np.uint8), "f32": np.float32(1.5), "final_obs": [1]},
+        {"n": 2.7, "episode": {"r": 2.0, "l": 3}, "name": None, "final_info": {"n": 4}},
+    ]
+    vector = SyncVectorEnv([cartpole] * 3)
+    want: dict = {}
+    for i, info in enumerate(infos):
+        want = vector._add_info(want, info, i)
+    got = batch_infos(infos)
+    assert repr(got) == repr(want)
+    assert unbatch_infos(got, 3)[1]["x"] == 2 and unbatch_infos(got, 3)[2]["episode"] == {
+        "r": 2.0,
+        "l": 3,
+    }
