@@ -68,13 +68,13 @@ def main() -> None:
     finally:
         env.close()
     rate = statistics.median(rates)
-    kind = type(env).__name__
+    kind = type(getattr(env, "vector", env)).__name__  # the Gymnasium vector env under SB3's
     print(
         f"PPO training, {cfg.env.id}, {cfg.n_envs} envs ({kind}), "
         f"{tuple(cfg.env.kwargs.view_shape)} view, {cfg.torch_threads} torch thread(s): "
         f"{rate:,.0f} env steps/s (runs: {', '.join(f'{r:,.0f}' for r in rates)})"
     )
-    if kind != "SubprocVecEnv":
+    if kind != "AsyncVectorEnv":
         print(
             f"per second of this process's CPU time: {statistics.median(cpu_rates):,.0f} env steps"
         )

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -30,10 +31,19 @@ def detach_from_signals() -> None:
         ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def in_worker(factory: Callable[[], Any]) -> Any:
-    """Call ``factory`` in a worker after :func:`detach_from_signals`."""
-    detach_from_signals()
-    return factory()
+@dataclass(frozen=True)
+class InWorker:
+    """``factory``, called after :func:`detach_from_signals` when called in another process than
+    the one that made this (a worker). In the maker's own process it is only called: Gymnasium's
+    ``AsyncVectorEnv`` makes one env there first, to read its spaces."""
+
+    factory: Callable[[], Any]
+    home: int = field(default_factory=os.getpid)
+
+    def __call__(self) -> Any:
+        if os.getpid() != self.home:
+            detach_from_signals()
+        return self.factory()
 
 
 def exit_with_parent(grace: float = 60.0, poll: float = 0.2) -> None:

@@ -1,7 +1,7 @@
 """Building training and evaluation environments from plain config dictionaries.
 
 Everything here takes plain Python containers (not OmegaConf nodes) so that the env factories
-pickle into ``SubprocVecEnv`` workers. An env id may name the module that registers it, as
+pickle into ``AsyncVectorEnv`` workers. An env id may name the module that registers it, as
 Gymnasium allows: ``drest:drest/Example-v0`` imports :mod:`drest` first (in every worker too).
 """
 
@@ -13,17 +13,17 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.vector import AutoresetMode
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from safelife_rl.envs.batch_slot import BatchSlot
 from safelife_rl.envs.batched_vector_env import BatchedVectorEnv
 from safelife_rl.training.device.adapters import TensorVecEnv
-from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv
+from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, reachable
 from safety_rl_common.errors import UserError
-from safety_rl_common.workers import in_worker
+from safety_rl_common.workers import InWorker
 
 VEC_ENV_KINDS = ("auto", "batched", "subproc", "dummy", "device")
 
@@ -142,11 +142,13 @@ def make_vec_env(
 ) -> VecEnv:
     """``n_envs`` copies of :func:`make_env`. Seed them through the algorithm.
 
-    :param kind: ``"batched"``: in this process, the SafeLife games of all envs stepped as
-        one batch (:class:`~safelife_rl.training.gymnasium_vec_env.GymnasiumVecEnv` over a
-        :class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv`, SafeLife envs only);
-        ``"subproc"``: one worker process per env (when ``n_envs`` > 1); ``"dummy"``: in this
-        process one after the other; ``"auto"``: batched for SafeLife envs, else subproc;
+    :param kind: each a Gymnasium vector env under SB3's
+        :class:`~safelife_rl.training.gymnasium_vec_env.GymnasiumVecEnv`: ``"batched"``: in this
+        process, the SafeLife games of all envs stepped as one batch
+        (:class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv`, SafeLife envs only);
+        ``"subproc"``: one worker process per env (``AsyncVectorEnv``, when ``n_envs`` > 1);
+        ``"dummy"``: in this process one after the other (``SyncVectorEnv``); ``"auto"``:
+        batched for SafeLife envs, else subproc;
         ``"device"``: a :class:`~safelife_rl.training.device.TensorVecEnv` on ``device`` for
         the device algorithms (:func:`make_device_vec_env`).
     :param device: torch device of a ``"device"`` vector env.
@@ -181,8 +183,13 @@ def make_vec_env(
     if kind == "batched":
         return GymnasiumVecEnv(BatchedVectorEnv(factories, AutoresetMode.SAME_STEP))
     if kind == "subproc" and n_envs > 1:
-        return SubprocVecEnv([partial(in_worker, f) for f in factories], start_method=start_method)
-    return DummyVecEnv(factories)
+        workers = [InWorker(partial(reachable, f, i)) for i, f in enumerate(factories)]
+        vector: VectorEnv = AsyncVectorEnv(
+            workers, context=start_method, autoreset_mode=AutoresetMode.SAME_STEP
+        )
+    else:
+        vector = SyncVectorEnv(factories, autoreset_mode=AutoresetMode.SAME_STEP)
+    return GymnasiumVecEnv(vector)
 
 
 def make_device_vec_env(

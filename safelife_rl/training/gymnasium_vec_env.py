@@ -9,8 +9,8 @@ observation and info under ``final_obs`` and ``final_info``) steps as SB3's vect
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -21,11 +21,13 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 
 
 class GymnasiumVecEnv(VecEnv):
-    """SB3's ``VecEnv`` over ``vector``, which resets ended envs in the same step and holds its
-    envs in this process (``vector.envs``, as ``SyncVectorEnv`` and
-    :class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv` do): ``get_attr``,
-    ``env_method`` and ``env_is_wrapped`` (SB3's ``evaluate_policy`` looks for ``Monitor``)
-    reach each env's wrapper chain.
+    """SB3's ``VecEnv`` over ``vector``, which resets ended envs in the same step.
+
+    ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` (SB3's ``evaluate_policy``
+    looks for ``Monitor``) reach each env's wrapper chain: directly where the vector env holds
+    its envs in this process (``vector.envs``, as ``SyncVectorEnv`` and
+    :class:`~safelife_rl.envs.batched_vector_env.BatchedVectorEnv` do), else through Gymnasium's
+    ``call`` (``AsyncVectorEnv``), whose envs must then be made by :func:`reachable`.
 
     :param vector: a NumPy ``VectorEnv`` with ``autoreset_mode`` ``SAME_STEP``.
     """
@@ -35,7 +37,12 @@ class GymnasiumVecEnv(VecEnv):
         if mode != AutoresetMode.SAME_STEP:
             raise ValueError(f"GymnasiumVecEnv needs autoreset_mode=SAME_STEP, got {mode}")
         self.vector = vector
-        self.envs: list[gym.Env] = list(vector.envs)  # type: ignore[attr-defined]
+        self._envs: list[gym.Env] | None = getattr(vector, "envs", None)
+        if self._envs is None and not all(vector.call("has_wrapper_attr", _SERVE)):
+            raise ValueError(
+                f"the envs of {type(vector).__name__} live in other processes: make each with "
+                "safelife_rl.training.gymnasium_vec_env.reachable(factory, index)"
+            )
         super().__init__(
             vector.num_envs, vector.single_observation_space, vector.single_action_space
         )
@@ -77,28 +84,88 @@ class GymnasiumVecEnv(VecEnv):
         return list(self.vector.render())  # type: ignore[arg-type]
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [env.get_wrapper_attr(attr_name) for env in self._targets(indices)]
+        return self._ask(indices, "get", attr_name)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        for env in self._targets(indices):
-            setattr(env, attr_name, value)
+        self._ask(indices, "set", attr_name, value)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:  # fmt: skip
-        return [
-            env.get_wrapper_attr(method_name)(*method_args, **method_kwargs)
-            for env in self._targets(indices)
-        ]
+        return self._ask(indices, "call", method_name, *method_args, **method_kwargs)
 
     def env_is_wrapped(
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None
     ) -> list[bool]:
-        return [is_wrapped(env, wrapper_class) for env in self._targets(indices)]
+        return self._ask(indices, "is_wrapped", "", wrapper_class)
 
-    def _targets(self, indices: VecEnvIndices) -> list[gym.Env]:
-        return [self.envs[i] for i in self._get_indices(indices)]
+    def has_attr(self, attr_name: str) -> bool:
+        return all(self._ask(None, "has", attr_name))
+
+    def _ask(self, indices: VecEnvIndices, op: str, name: str, *args: Any, **kwargs: Any) -> list:
+        """``op`` (see :func:`serve`) on the envs at ``indices``, in their order."""
+        chosen = self._get_indices(indices)
+        if self._envs is not None:
+            return [serve(self._envs[i], op, name, args, kwargs) for i in chosen]
+        answers = self.vector.call(_SERVE, frozenset(chosen), op, name, args, kwargs)
+        for answer in answers:
+            if isinstance(answer, Failed):
+                raise answer.error
+        return [answers[i] for i in chosen]
+
+
+def serve(env: gym.Env, op: str, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """One of SB3's requests to a single env, as ``DummyVecEnv`` answers it: ``"get"`` an
+    attribute or ``"call"`` a method anywhere in the wrapper chain, ``"set"`` an attribute on
+    the outermost wrapper, whether the chain ``"has"`` an attribute or ``"is_wrapped"`` by the
+    class ``args[0]``."""
+    if op == "get":
+        return env.get_wrapper_attr(name)
+    if op == "call":
+        return env.get_wrapper_attr(name)(*args, **kwargs)
+    if op == "set":
+        return setattr(env, name, args[0])
+    if op == "has":
+        return env.has_wrapper_attr(name)
+    if op == "is_wrapped":
+        return is_wrapped(env, args[0])
+    raise ValueError(f"unknown request {op!r}")
+
+
+_SERVE = "serve_sb3"
+
+
+class Failed(NamedTuple):
+    """A worker's answer that raised: raised again in the main process, as an env in this
+    process would raise it (Gymnasium ends a worker whose ``call`` raises)."""
+
+    error: Exception
+
+
+class Reachable(gym.Wrapper):
+    """The outermost wrapper of env ``index`` of a vector env in worker processes: answers
+    :class:`GymnasiumVecEnv`'s requests (:func:`serve`, on the env inside it) that reach it
+    through Gymnasium's ``call``, which asks every env; the others answer ``None``."""
+
+    def __init__(self, env: gym.Env, index: int):
+        super().__init__(env)
+        self.index = index
+
+    def serve_sb3(
+        self, indices: frozenset[int], op: str, name: str, args: tuple, kwargs: dict[str, Any]
+    ) -> Any:
+        if self.index not in indices:
+            return None
+        try:
+            return serve(self.env, op, name, args, kwargs)
+        except Exception as error:  # raised again in the main process
+            return Failed(error)
+
+
+def reachable(factory: Callable[[], gym.Env], index: int) -> Reachable:
+    """``factory()`` as env ``index`` of an ``AsyncVectorEnv`` under :class:`GymnasiumVecEnv`."""
+    return Reachable(factory(), index)
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:

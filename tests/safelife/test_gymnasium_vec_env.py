@@ -1,14 +1,18 @@
 """SB3's VecEnv over a Gymnasium vector env steps exactly as SB3's DummyVecEnv of the same envs."""
 
+import signal
+from functools import partial
+
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from safelife_rl.envs.batched_vector_env import batch_infos
-from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, unbatch_infos
+from safelife_rl.training.envs import make_vec_env
+from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, reachable, unbatch_infos
 
 
 def cartpole() -> gym.Env:
@@ -27,9 +31,18 @@ def play(venv, steps: int) -> list:
     return history
 
 
-def test_steps_as_dummy_vec_env():
-    vector = SyncVectorEnv([cartpole] * 3, autoreset_mode=AutoresetMode.SAME_STEP)
-    venv = GymnasiumVecEnv(vector)
+def in_workers() -> AsyncVectorEnv:
+    envs = [partial(reachable, cartpole, i) for i in range(3)]
+    return AsyncVectorEnv(envs, context="fork", autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: SyncVectorEnv([cartpole] * 3, autoreset_mode=AutoresetMode.SAME_STEP), in_workers],
+    ids=["sync", "async"],
+)
+def test_steps_as_dummy_vec_env(make):
+    venv = GymnasiumVecEnv(make())
     got, want = play(venv, 60), play(DummyVecEnv([cartpole] * 3), 60)
     assert sum(step[2].sum() for step in got[1:]) >= 6  # episodes ended, by failing and by time
     for step, expected in zip(got, want):
@@ -45,6 +58,23 @@ def test_steps_as_dummy_vec_env():
 def test_needs_same_step_autoreset():
     with pytest.raises(ValueError, match="SAME_STEP"):
         GymnasiumVecEnv(SyncVectorEnv([cartpole] * 2))
+
+
+def test_envs_in_workers_must_be_reachable():
+    vector = AsyncVectorEnv([cartpole] * 2, autoreset_mode=AutoresetMode.SAME_STEP)
+    with pytest.raises(ValueError, match="reachable"):
+        GymnasiumVecEnv(vector)
+    vector.close()
+
+
+def test_subproc_workers_leave_the_main_process_signals():
+    """The main process makes one env of an AsyncVectorEnv itself (for its spaces): only the
+    workers ignore Ctrl-C and SIGTERM."""
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    venv = make_vec_env("CartPole-v1", {}, {}, 2, "subproc")
+    assert type(venv.vector) is AsyncVectorEnv
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    venv.close()
 
 
 def test_batch_infos_batches_as_gymnasium_add_info():
@@ -63,3 +93,13 @@ def test_batch_infos_batches_as_gymnasium_add_info():
         "r": 2.0,
         "l": 3,
     }
+
+
+def test_a_request_that_raises_in_a_worker_raises_here_and_leaves_the_worker():
+    venv = GymnasiumVecEnv(in_workers())
+    assert not venv.has_attr("set_training_steps") and venv.has_attr("np_random")
+    with pytest.raises(AttributeError, match="no_such_method"):
+        venv.env_method("no_such_method", indices=[1])
+    venv.reset()
+    assert venv.step(np.zeros(3, np.int64))[0].shape == (3, 4)
+    venv.close()
