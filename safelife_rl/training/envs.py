@@ -204,12 +204,12 @@ def make_device_vec_env(
     """``n_envs`` envs stepped with tensors on ``device``, for
     :class:`~safelife_rl.training.device.DevicePPO` and ``DeviceA2C``: SafeLife envs as one
     :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` (games, observations and rewards
-    stay on the device; the wrappers applied there in batch), other envs as a ``DummyVecEnv``
-    of :func:`make_env` behind :class:`~safelife_rl.training.device.NumpyVecEnvAdapter`;
-    ``compile`` and ``groups`` (the vector env's: a population's members) are only for
-    SafeLife envs.
+    stay on the device; the wrappers applied there in batch), other envs of :func:`make_env`
+    stepped in this process by Gymnasium's ``SyncVectorEnv``
+    (:func:`~safelife_rl.training.device.tensor_vec_env`); ``compile`` and ``groups`` (the
+    vector env's: a population's members) are only for SafeLife envs.
     """
-    from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter
+    from safelife_rl.training.device import GymnasiumTensorVecEnv, tensor_vec_env
 
     if not batchable(env_id, kwargs):
         if groups != 1:
@@ -217,10 +217,10 @@ def make_device_vec_env(
         if compile:
             raise UserError(
                 f"compile={compile} compiles the SafeLife vector env's step; "
-                f"{env_id} steps through a NumPy adapter: leave compile=false"
+                f"{env_id} steps as separate NumPy envs: leave compile=false"
             )
         factories = [partial(make_env, env_id, kwargs, wrappers) for _ in range(n_envs)]
-        return NumpyVecEnvAdapter(DummyVecEnv(factories), device)
+        return tensor_vec_env(factories, device)
     vector = gym.make_vec(
         registered_id(env_id),
         num_envs=n_envs,

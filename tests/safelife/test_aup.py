@@ -16,7 +16,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from torch import nn
 
 from safelife_rl.apps.train import resume_config
-from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyVecEnvAdapter, NumpyView
+from safelife_rl.training.device import GymnasiumTensorVecEnv, NumpyView, tensor_vec_env
 from safelife_rl.training.methods.aup import (
     AUXILIARY_FILE,
     AUPPenalty,
@@ -157,8 +157,8 @@ def test_the_statistics_split_the_q_differences_of_costly_and_cost_free_steps(de
     """On an env that reports ``info["cost"]`` the rollout's statistics add the mean Q
     difference of its costly and of its cost-free steps (on both paths); the penalty is the
     same."""
-    venv = DummyVecEnv([CostlyWalk, CostlyWalk])
-    env = DeviceAUPPenalty(NumpyVecEnvAdapter(venv)) if device_path else AUPPenalty(venv)
+    walks = [CostlyWalk, CostlyWalk]
+    env = DeviceAUPPenalty(tensor_vec_env(walks)) if device_path else AUPPenalty(DummyVecEnv(walks))
     env.q_network, env.coefficient = TableQ(), 0.25
     env.reset()
     for actions, expected in WALK_STEPS:
@@ -172,9 +172,9 @@ def test_the_statistics_split_the_q_differences_of_costly_and_cost_free_steps(de
 
 
 def test_on_the_device_path_the_penalty_is_taken_off_the_reward_tensor():
-    """DeviceAUPPenalty on the same walks (through the NumPy adapter): the same rewards, and
+    """DeviceAUPPenalty on the same walks (as separate envs on the device): the same rewards, and
     the means of the rollout's Q differences and penalties read once."""
-    env = DeviceAUPPenalty(NumpyVecEnvAdapter(DummyVecEnv([WalkWithNoop, WalkWithNoop])))
+    env = DeviceAUPPenalty(tensor_vec_env([WalkWithNoop, WalkWithNoop]))
     env.q_network, env.coefficient = TableQ(), 0.25
     env.reset()
     for actions, expected in WALK_STEPS:

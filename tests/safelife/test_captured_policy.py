@@ -12,22 +12,30 @@ import numpy as np
 import pytest
 import torch
 from stable_baselines3.common.policies import ActorCriticCnnPolicy
-from stable_baselines3.common.vec_env import DummyVecEnv
 from torch._dynamo.utils import counters
 
-from safelife_rl.training.device import DevicePPO, NumpyVecEnvAdapter, algorithms
+from safelife_rl.training.device import (
+    DevicePPO,
+    GymnasiumTensorVecEnv,
+    algorithms,
+    tensor_vec_env,
+)
 from safelife_rl.training.device.captured_policy import CapturedPolicy
 from safelife_rl.training.features import SafeLifeCNN
 
 
-class GraphedCartPoles(NumpyVecEnvAdapter):
+class GraphedCartPoles(GymnasiumTensorVecEnv):
     """Reports a CUDA-graphed step, so that the algorithm captures its policy."""
 
     cuda_graphs = True
 
 
-def cartpoles() -> DummyVecEnv:
-    return DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=20)] * 4)
+def cartpoles() -> GymnasiumTensorVecEnv:
+    return tensor_vec_env([lambda: gym.make("CartPole-v1", max_episode_steps=20)] * 4)
+
+
+def graphed_cartpoles() -> GraphedCartPoles:
+    return GraphedCartPoles(cartpoles().venv)
 
 
 def test_the_captured_cnn_policy_samples_the_eager_policys_actions_bit_for_bit():
@@ -71,10 +79,10 @@ def test_a_rollout_with_the_captured_policy_makes_the_eager_updates(monkeypatch)
         "seed": 0,
         "policy_kwargs": {"net_arch": [16]},
     }
-    eager = DevicePPO("MlpPolicy", NumpyVecEnvAdapter(cartpoles()), **settings)
+    eager = DevicePPO("MlpPolicy", cartpoles(), **settings)
     initial = copy.deepcopy(eager.policy.state_dict())
     eager.learn(96)
-    graphed = DevicePPO("MlpPolicy", GraphedCartPoles(cartpoles()), **settings)
+    graphed = DevicePPO("MlpPolicy", graphed_cartpoles(), **settings)
     graphed.policy.load_state_dict(initial)
     graphed.learn(96)
     assert eager._captured is None and isinstance(graphed._captured, CapturedPolicy)
@@ -84,9 +92,9 @@ def test_a_rollout_with_the_captured_policy_makes_the_eager_updates(monkeypatch)
     assert "_captured" in graphed._excluded_save_params()
 
 
-@pytest.mark.parametrize("env,expected", [(NumpyVecEnvAdapter, False), (GraphedCartPoles, True)])
+@pytest.mark.parametrize("env,expected", [(cartpoles, False), (graphed_cartpoles, True)])
 def test_only_an_env_that_replays_cuda_graphs_has_the_policy_captured(env, expected):
-    model = DevicePPO("MlpPolicy", env(cartpoles()), n_steps=8, batch_size=32, seed=0)
+    model = DevicePPO("MlpPolicy", env(), n_steps=8, batch_size=32, seed=0)
     forward = model._forward(model.env)
     assert isinstance(forward, CapturedPolicy) is expected
     assert model._forward(model.env) is forward  # captured once

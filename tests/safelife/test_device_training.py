@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from functools import partial
 
 import gymnasium as gym
 import numpy as np
@@ -12,14 +13,15 @@ import pytest
 import torch
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from safelife_rl.training.device import (
     DeviceA2C,
     DevicePPO,
     GymnasiumTensorVecEnv,
-    NumpyVecEnvAdapter,
     TensorRolloutBuffer,
+    tensor_vec_env,
 )
 from safelife_rl.training.evaluation import episode_scalars
 
@@ -29,9 +31,13 @@ PAIRS = [
 ]
 
 
-def cartpoles() -> DummyVecEnv:
+def cartpole() -> gym.Env:
     # a 20-step time limit, so rollouts hold timeouts that bootstrap from the value function
-    return DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=20)] * 4)
+    return gym.make("CartPole-v1", max_episode_steps=20)
+
+
+def cartpoles() -> DummyVecEnv:
+    return DummyVecEnv([cartpole] * 4)
 
 
 def trained(
@@ -55,7 +61,7 @@ def test_device_algorithms_make_the_updates_of_stock_sb3(stock, device, settings
     reference, initial = trained(stock, cartpoles(), settings, steps, device=torch_device)
     model, _ = trained(
         device,
-        NumpyVecEnvAdapter(cartpoles(), torch_device),
+        tensor_vec_env([cartpole] * 4, torch_device),
         settings,
         steps,
         initial,
@@ -244,6 +250,151 @@ def test_ended_infos_are_each_ended_envs_final_info():
         },
     }
     assert type(infos[1]["length"]) is int and type(infos[1]["success"]) is bool
+
+
+def test_ended_infos_follow_gymnasiums_masks_and_give_python_values():
+    """Separate envs' ``final_info`` (NumPy, ``_key`` masks): each env gets the keys its own
+    final info had, NumPy scalars as Python's."""
+    from safelife_rl.training.device.adapters import ended_infos
+
+    final_info = {
+        "cost": np.array([0.5, 0.0, 1.0]),
+        "_cost": np.array([True, False, True]),
+        "name": np.array(["a", None, "c"], dtype=object),
+        "_name": np.array([True, False, True]),
+        "episode": {"r": np.array([1.5, 0.0, 3.0]), "l": np.array([2, 0, 4]), "_r": np.ones(3)},
+        "_episode": np.array([True, False, True]),
+    }
+    infos = ended_infos(final_info, torch.tensor([True, True, True]))
+    assert infos == {
+        0: {"cost": 0.5, "name": "a", "episode": {"r": 1.5, "l": 2}},
+        1: {},
+        2: {"cost": 1.0, "name": "c", "episode": {"r": 3.0, "l": 4}},
+    }
+    assert type(infos[0]["episode"]["l"]) is int and type(infos[0]["cost"]) is float
+
+
+class Countdown(gym.Env):
+    """Counts down from ``length`` (plus 0-2 drawn at each reset); action 1 earns 1 and costs
+    0.5 (with ``cost``); its last info names it, and has ``odd`` for an odd ``length``."""
+
+    observation_space = gym.spaces.Box(0, 10, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int, cost: bool = True):
+        self.length, self.cost = length, cost
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.left], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.left = self.length + int(self.np_random.integers(3))
+        return self._obs(), {}
+
+    def step(self, action):
+        self.left -= 1
+        info: dict = {"cost": 0.5 * int(action)} if self.cost else {}
+        if self.left == 0:
+            info["name"] = f"countdown {self.length}"
+            if self.length % 2:
+                info["odd"] = self.length
+        return self._obs(), float(action), self.left == 0, False, info
+
+    def lengthen(self, by: int) -> int:
+        self.length += by
+        return self.length
+
+
+def countdown(length: int, cost: bool = True) -> gym.Env:
+    # a time limit of 4 steps cuts the longer countdowns
+    return Monitor(gym.wrappers.TimeLimit(Countdown(length, cost), 4))
+
+
+COUNTDOWNS = [partial(countdown, n) for n in (1, 2, 3, 5)]
+
+
+def sb3_info(info: dict) -> dict:
+    """An info as compared: Monitor's wall-clock time left out."""
+    info = dict(info)
+    if "episode" in info:
+        info["episode"] = {k: v for k, v in info["episode"].items() if k != "t"}
+    return info
+
+
+def test_separate_envs_on_the_device_step_as_sb3s_dummy_vec_env():
+    """:func:`tensor_vec_env`: seeded as SB3 seeds, the same observations, rewards and ends;
+    the step's costs (an ended env's from its final info); as SB3 infos (``NumpyView``) and as
+    a rollout's episodes (``EpisodeRecorder``) each ended env's own final info."""
+    from safelife_rl.training.device import NumpyView
+    from safelife_rl.training.device.episodes import EpisodeRecorder
+
+    reference, tensors = DummyVecEnv(COUNTDOWNS), tensor_vec_env(COUNTDOWNS)
+    view = NumpyView(tensor_vec_env(COUNTDOWNS))
+    for env in (reference, tensors, view):
+        env.seed(3)
+    first = reference.reset()
+    assert np.array_equal(tensors.reset().numpy(), first) and np.array_equal(view.reset(), first)
+    recorder, ended = EpisodeRecorder(), []
+    rng = np.random.default_rng(0)
+    for t in range(1, 31):
+        actions = rng.integers(0, 2, 4)
+        expected = reference.step(actions)
+        step = tensors.step(torch.as_tensor(actions))
+        recorder.add(t, step)
+        obs, rewards, dones, infos = view.step(actions)
+        for got in (obs, step.observations.numpy()):
+            assert np.array_equal(got, expected[0])
+        assert rewards.tolist() == step.rewards.tolist() == expected[1].tolist()
+        assert dones.tolist() == (step.terminated | step.truncated).tolist()
+        assert dones.tolist() == expected[2].tolist()
+        assert step.costs.tolist() == [info["cost"] for info in expected[3]]
+        for k in range(4):
+            mine, theirs = dict(infos[k]), dict(expected[3][k])
+            if dones[k]:
+                final = mine.pop("terminal_observation")
+                assert np.array_equal(final, theirs.pop("terminal_observation"))
+                assert np.array_equal(step.final_observations[k].numpy(), final)
+                assert step.truncated[k] == mine.pop("TimeLimit.truncated")
+                assert step.truncated[k] == theirs.pop("TimeLimit.truncated")
+                ended.append((t, sb3_info(theirs)))
+            else:
+                theirs.pop("TimeLimit.truncated")  # SB3's at every step, NumpyView's at the ends
+            assert sb3_info(mine) == sb3_info(theirs)
+    names = {info.get("name") for _, info in ended}  # None: cut by the time limit
+    assert names == {"countdown 1", "countdown 2", "countdown 3", None}
+    assert any("odd" in info for _, info in ended)
+    assert [(t, sb3_info(info)) for t, info in recorder.read()] == ended
+
+
+def test_separate_envs_without_a_cost_each_give_no_costs():
+    env = tensor_vec_env([partial(countdown, 1), partial(countdown, 2, cost=False)])
+    env.reset()
+    assert all(env.step(torch.tensor([1, 1])).costs is None for _ in range(6))
+
+
+def test_separate_envs_are_reached_each_under_its_wrappers():
+    env = tensor_vec_env(COUNTDOWNS)
+    assert env.get_attr("length") == [1, 2, 3, 5] and env.get_attr("length", [2]) == [3]
+    assert env.env_method("lengthen", 2, indices=[0, 3]) == [3, 7]
+    env.set_attr("label", "x", indices=[1])
+    assert env.get_attr("label", [1]) == ["x"] and not env.has_attr("label")
+    assert env.has_attr("lengthen") and not env.has_attr("nothing")
+    assert env.env_is_wrapped(Monitor) == [True] * 4
+    assert env.env_is_wrapped(gym.wrappers.RecordEpisodeStatistics) == [False] * 4
+    assert env.seed(7) == [7, 8, 9, 10]
+
+
+def test_monitor_episodes_reach_sb3s_episode_statistics():
+    """Separate envs' Monitor totals reach ``ep_info_buffer`` as stock SB3 gets them (the
+    runs make the same updates: see the first test)."""
+    envs = [lambda: Monitor(cartpole())] * 4
+    reference, initial = trained(A2C, DummyVecEnv(envs), {"n_steps": 8}, 192)
+    model, _ = trained(DeviceA2C, tensor_vec_env(envs), {"n_steps": 8}, 192, initial)
+    episodes = [(e["r"], e["l"]) for e in model.ep_info_buffer]
+    assert len(episodes) > 5
+    assert episodes == [(e["r"], e["l"]) for e in reference.ep_info_buffer]
+    assert all(type(r) is float and type(n) is int for r, n in episodes)
 
 
 def test_the_device_path_refuses_algorithms_without_a_device_twin(tmp_path, train_config):

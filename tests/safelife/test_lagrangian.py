@@ -18,7 +18,7 @@ from stable_baselines3.common.logger import configure
 
 from safelife_rl.apps.train import resume_config
 from safelife_rl.training import PPOLagrangian
-from safelife_rl.training.device import NumpyVecEnvAdapter
+from safelife_rl.training.device import tensor_vec_env
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
 from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, restore
 from safelife_rl.training.run import train
@@ -164,7 +164,7 @@ class Multipliers(BaseCallback):
 
 
 def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
-    """DevicePPOLagrangian on the same envs (through the NumPy adapter), seed and initial
+    """DevicePPOLagrangian on the same envs (as separate envs on the device), seed and initial
     weights: the same multiplier at every update, bit for bit, and the same policy."""
     fused = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
     numpy_agent = model(policy_kwargs=fused)
@@ -176,7 +176,7 @@ def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
     numpy_agent.learn(2000, callback=numpy_path)
     device_agent = DevicePPOLagrangian(  # seeded as it is built, as the first was
         "MlpPolicy",
-        NumpyVecEnvAdapter(make_vec_env(Schedule, n_envs=4, seed=0)),
+        make_vec_env(Schedule, n_envs=4, seed=0, vec_env_cls=tensor_vec_env),
         **{**SETTINGS, "policy_kwargs": fused},
     )
     device_agent.policy.load_state_dict(initial[0])
@@ -200,8 +200,9 @@ def test_an_exact_resume_counts_the_costs_of_the_episodes_in_progress(tmp_path, 
     cls = DevicePPOLagrangian if device else PPOLagrangian
 
     def envs():
-        venv = make_vec_env(Schedule, n_envs=4, seed=0)
-        return NumpyVecEnvAdapter(venv) if device else venv
+        return make_vec_env(
+            Schedule, n_envs=4, seed=0, vec_env_cls=tensor_vec_env if device else None
+        )
 
     agent = cls("MlpPolicy", envs(), **{**SETTINGS, "n_steps": 15, "batch_size": 60})
     record = RolloutRecord()

@@ -17,7 +17,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import safelife_rl  # noqa: F401  (registers the ids)
 from safelife_rl.envs.registration import suite_file
-from safelife_rl.training.device import NumpyVecEnvAdapter
+from safelife_rl.training.device import tensor_vec_env
 from safelife_rl.training.methods import registry
 from safelife_rl.training.methods.cost_penalty import CostPenalty, DeviceCostPenalty
 from safelife_rl.training.run import train
@@ -91,7 +91,7 @@ def _env():
 
 def test_the_cost_penalty_takes_the_cost_off_the_reward_on_both_paths():
     plain, penalised = DummyVecEnv([_env] * 2), CostPenalty(DummyVecEnv([_env] * 2), 0.5)
-    tensors = DeviceCostPenalty(NumpyVecEnvAdapter(DummyVecEnv([_env] * 2)), 0.5)
+    tensors = DeviceCostPenalty(tensor_vec_env([_env] * 2), 0.5)
     for env in (plain, penalised, tensors):
         env.seed(3)
         env.reset()

@@ -3,10 +3,11 @@ actions, buffer) stay tensors on the training device, stepped from a tensor vect
 
 from safelife_rl.training.device.adapters import (
     GymnasiumTensorVecEnv,
-    NumpyVecEnvAdapter,
+    NumpyToTorchArrays,
     NumpyView,
     TensorStep,
     TensorVecEnv,
+    tensor_vec_env,
 )
 from safelife_rl.training.device.algorithms import (
     DeviceA2C,
@@ -21,10 +22,11 @@ __all__ = [
     "DevicePPO",
     "DeviceRollouts",
     "GymnasiumTensorVecEnv",
-    "NumpyVecEnvAdapter",
+    "NumpyToTorchArrays",
     "NumpyView",
     "TensorRolloutBuffer",
     "TensorStep",
     "TensorVecEnv",
     "device_algorithm",
+    "tensor_vec_env",
 ]

@@ -5,11 +5,11 @@
 give torch tensors on :attr:`~TensorVecEnv.device`, as a :class:`TensorStep`. A device env's
 episode statistics stay on the device until the rollout ends.
 
-- :class:`NumpyVecEnvAdapter` makes any SB3 NumPy ``VecEnv`` one (tests compare the device
-  algorithms with stock SB3 through it; non-SafeLife envs train with ``vec_env=device`` so);
-- :class:`GymnasiumTensorVecEnv` makes one of a Gymnasium ``VectorEnv`` that already steps
-  tensors with same-step autoreset, such as
-  :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`;
+- :class:`GymnasiumTensorVecEnv` makes one of a Gymnasium ``VectorEnv`` that steps tensors
+  with same-step autoreset: :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`, or
+  separate envs made by :func:`tensor_vec_env` (Gymnasium's ``SyncVectorEnv`` under
+  :class:`NumpyToTorchArrays`; tests compare the device algorithms with stock SB3 through it,
+  and non-SafeLife envs train with ``vec_env=device`` so);
 - :class:`NumpyView` goes the other way: a tensor env as a NumPy ``VecEnv`` for SB3's own
   algorithms (one host copy per step).
 """
@@ -17,12 +17,15 @@ episode statistics stay on the device until the rollout ends.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.wrappers.vector import NumpyToTorch
+from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 
@@ -36,12 +39,12 @@ class TensorStep(NamedTuple):
     :ivar truncated: bool, the episode was cut short (a time limit); not where ``terminated``.
     :ivar final_observations: the observations before the restarts, valid where
         ``terminated | truncated``; ``None`` when no env ended.
-    :ivar infos: a host env's SB3-style info dicts (``"episode"``: ``{"r", "l"}``, the env's
-        statistics) of the envs that ended, by env index (empty for a device env).
-    :ivar final_info: a device env's episode statistics as per-env tensors (Gymnasium's
-        ``final_info``, valid where ``ended``), or ``None``; read them once per rollout
-        (:class:`~.episodes.EpisodeRecorder`), not at every step.
-    :ivar ended: bool, the envs whose episodes ended, where ``final_info`` is given.
+    :ivar final_info: the ended episodes' last infos as the vector env gives them (Gymnasium's
+        ``final_info``: per-env tensors, e.g. a device env's episode statistics, or a NumPy
+        env's per-env arrays with ``_key`` masks; valid where ``ended``), or ``None``; read
+        them once per rollout (:class:`~.episodes.EpisodeRecorder`), not at every step.
+    :ivar ended: bool, the envs whose episodes ended, where ``final_info`` is given (on the
+        device of ``final_info``'s tensors; on the host for a NumPy env's).
     :ivar costs: float64 per-env step costs (``info["cost"]``, Safety-Gymnasium's convention),
         or ``None`` where the env reports none.
     """
@@ -51,7 +54,6 @@ class TensorStep(NamedTuple):
     terminated: torch.Tensor
     truncated: torch.Tensor
     final_observations: torch.Tensor | None
-    infos: dict[int, dict[str, Any]]
     final_info: dict[str, Any] | None = None
     ended: torch.Tensor | None = None
     costs: torch.Tensor | None = None
@@ -159,88 +161,49 @@ class TensorVecEnvWrapper(Forwarding, TensorVecEnv):
         self.venv.check_actions()
 
 
-class NumpyVecEnvAdapter(Forwarding, TensorVecEnv):
-    """An SB3 NumPy ``VecEnv`` as a :class:`TensorVecEnv`: actions go to the CPU, observations
-    and rewards come back as tensors on ``device``; timeouts (``TimeLimit.truncated``) become
-    ``truncated``, ``terminal_observation`` the final observations.
-
-    :param venv: the vector env (e.g. a ``DummyVecEnv``).
-    :param device: where the tensors go.
-    """
-
-    def __init__(self, venv: VecEnv, device: torch.device | str = "cpu"):
-        self.venv = venv
-        super().__init__(venv.num_envs, venv.observation_space, venv.action_space, device)
-
-    def reset(self) -> torch.Tensor:  # type: ignore[override]
-        return torch.as_tensor(self.venv.reset(), device=self.device)
-
-    def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
-        observations, rewards, dones, infos = self.venv.step(actions.cpu().numpy())
-        truncated = np.array(
-            [
-                bool(done and info.get("TimeLimit.truncated", False))
-                for done, info in zip(dones, infos)
-            ]
-        )
-        ended = {int(k): infos[k] for k in np.flatnonzero(dones)}
-        final = None
-        if ended:
-            final = np.array(observations)
-            for k, info in ended.items():
-                if info.get("terminal_observation") is not None:
-                    final[k] = info["terminal_observation"]
-            final = torch.as_tensor(final, device=self.device)
-        costs = None
-        if all("cost" in info for info in infos):
-            costs = torch.tensor(
-                [info["cost"] for info in infos], dtype=torch.float64, device=self.device
-            )
-        return TensorStep(
-            torch.as_tensor(observations, device=self.device),
-            torch.as_tensor(rewards, device=self.device),
-            torch.as_tensor(dones & ~truncated, device=self.device),
-            torch.as_tensor(truncated, device=self.device),
-            final,
-            ended,
-            costs=costs,
-        )
-
-
 def ended_infos(final_info: dict[str, Any], ended: torch.Tensor) -> dict[int, dict[str, Any]]:
     """The single-env infos of the envs ``ended`` (a bool tensor) from a vector env's
-    ``final_info`` (per-env tensors, arrays, or dicts of them; ``_``-keys are masks), with
-    Python values; ``None`` entries (e.g. side effects not measured) are left out. All tensors
-    come to the host in one copy."""
+    ``final_info`` (per-env tensors, arrays or lists, or dicts of them), with Python values. A
+    ``_key`` entry marks the envs that have ``key`` (Gymnasium's masks: an env's info lacks the
+    keys its own final info did not have); ``None`` entries (e.g. side effects not measured)
+    are left out too. All tensors come to the host in one copy."""
     leaves: dict[tuple[str, ...], Any] = {}
+    masks: dict[tuple[str, ...], list[Any]] = {}
 
-    def collect(values: dict[str, Any], path: tuple[str, ...]) -> None:
+    def collect(values: dict[str, Any], path: tuple[str, ...], marks: list[Any]) -> None:
         for key, value in values.items():
+            if key.startswith("_"):
+                continue
+            mask = values.get(f"_{key}")
+            own = marks if mask is None or mask is ended else [*marks, mask]
             if isinstance(value, dict):
-                collect(value, (*path, key))
-            elif not key.startswith("_"):
+                collect(value, (*path, key), own)
+            else:
                 leaves[(*path, key)] = value
+                masks[(*path, key)] = own
 
-    collect(final_info, ())
+    collect(final_info, (), [])
+    columns = {id(c): c for c in [*leaves.values(), *(m for ms in masks.values() for m in ms)]}
+    tensors = {k: c for k, c in columns.items() if isinstance(c, torch.Tensor)}
     index = ended.nonzero()[:, 0]
-    tensors = {path: v for path, v in leaves.items() if isinstance(v, torch.Tensor)}
-    columns = torch.stack(
-        [index.to(torch.float64), *(v[index].to(torch.float64) for v in tensors.values())]
+    stacked = torch.stack(
+        [index.to(torch.float64), *(c[index].to(torch.float64) for c in tensors.values())]
     ).cpu()
-    rows = columns[0].long().tolist()
-    values: dict[tuple[str, ...], list[Any]] = {}
-    for column, (path, tensor) in zip(columns[1:].tolist(), tensors.items()):
+    rows = stacked[0].long().tolist()
+    read: dict[int, list[Any]] = {}
+    for column, (key, tensor) in zip(stacked[1:].tolist(), tensors.items()):
         convert = (
             bool if tensor.dtype == torch.bool else float if tensor.is_floating_point() else int
         )
-        values[path] = [convert(x) for x in column]  # exact: counts stay under 2**53
-    for path, array in leaves.items():
-        if path not in tensors:
-            values[path] = list(np.asarray(array, dtype=object)[rows])
+        read[key] = [convert(x) for x in column]  # exact: counts stay under 2**53
+    for key, column in columns.items():
+        if key not in read:
+            read[key] = _host_rows(column, rows)
     infos: dict[int, dict[str, Any]] = {k: {} for k in rows}
-    for path, column in values.items():
-        for k, value in zip(rows, column):
-            if value is not None:
+    for path, leaf in leaves.items():
+        present = [all(row) for row in zip(*(read[id(m)] for m in masks[path]))] or None
+        for n, (k, value) in enumerate(zip(rows, read[id(leaf)])):
+            if value is not None and (present is None or present[n]):
                 info = infos[k]
                 for key in path[:-1]:
                     info = info.setdefault(key, {})
@@ -248,15 +211,33 @@ def ended_infos(final_info: dict[str, Any], ended: torch.Tensor) -> dict[int, di
     return infos
 
 
+def _host_rows(column: Any, rows: list[int]) -> list[Any]:
+    """The entries ``rows`` of a per-env array or list, NumPy scalars as Python's."""
+    array = column if isinstance(column, np.ndarray) else np.asarray(column, dtype=object)
+    picked = array[rows]
+    if picked.ndim > 1:
+        return list(picked)
+    return [v.item() if isinstance(v, np.generic) else v for v in picked.tolist()]
+
+
 class GymnasiumTensorVecEnv(TensorVecEnv):
     """A Gymnasium ``VectorEnv`` that steps tensors with same-step autoreset (``info`` keys
-    ``final_obs`` and ``final_info``, the latter a dict of per-env tensors or arrays) as a
-    :class:`TensorVecEnv`, e.g. :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`.
+    ``final_obs`` and ``final_info``) as a :class:`TensorVecEnv`: one that steps a batch, e.g.
+    :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` (its ``final_obs`` one tensor, its
+    ``final_info`` per-env tensors), or separate envs (:func:`tensor_vec_env`: Gymnasium's
+    per-env infos, ``final_obs`` a per-env object array, the arrays masked by ``_key``).
 
-    Each step's ``final_info`` stays as the env gives it (device tensors, valid where
-    ``ended``); :class:`~.episodes.EpisodeRecorder` turns the rollout's into info dicts with
-    Python values (``None`` entries, e.g. side effects not measured, left out), as the single
-    env's last info gives them, and level indices into names.
+    Each step's ``final_info`` stays as the env gives it (device tensors or host arrays, valid
+    where ``ended``); :class:`~.episodes.EpisodeRecorder` turns the rollout's into info dicts
+    with Python values (``None`` entries, e.g. side effects not measured, left out), as the
+    single env's last info gives them, and level indices into names. ``info["cost"]`` becomes
+    the step's costs: a batch's tensor as it is; of separate envs, each env's step cost (an
+    ended env's from its ``final_info``: Gymnasium puts its new episode's reset info at the
+    top), or ``None`` unless every env reported one.
+
+    ``get_attr``, ``set_attr``, ``env_method``, ``env_is_wrapped`` and ``has_attr`` reach each
+    of separate envs (the vector env's ``envs``, as SB3's ``DummyVecEnv`` reaches them), or
+    the vector env that steps a batch and the single env all its envs play.
 
     :param venv: the vector env; its ``device`` attribute (if any) is the tensors' device.
     """
@@ -271,6 +252,11 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
             getattr(venv, "device", "cpu"),
         )
 
+    def _envs(self) -> list[gym.Env] | None:
+        """The vector env's separate envs (``SyncVectorEnv.envs``), or ``None`` for a vector
+        env that steps a batch."""
+        return getattr(self.venv.unwrapped, "envs", None)
+
     def reset(self) -> torch.Tensor:  # type: ignore[override]
         observations, _ = self.venv.reset(seed=self._seed)
         self._seed = None
@@ -279,25 +265,53 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
     def step(self, actions: torch.Tensor) -> TensorStep:  # type: ignore[override]
         observations, rewards, terminated, truncated, info = self.venv.step(actions)
         terminated = torch.as_tensor(terminated, device=self.device)
-        truncated = torch.as_tensor(truncated, device=self.device) & ~terminated
+        truncated = torch.as_tensor(truncated, device=self.device)
         observations = torch.as_tensor(observations, device=self.device)
         rewards = torch.as_tensor(rewards, device=self.device)
-        costs = info.get("cost")
-        if costs is not None:
-            costs = torch.as_tensor(costs, dtype=torch.float64, device=self.device)
-        if "final_obs" not in info:
-            return TensorStep(observations, rewards, terminated, truncated, None, {}, costs=costs)
+        if rewards.dtype != torch.float32:
+            rewards = rewards.float()
+        costs = self._costs(info)
+        if "final_obs" not in info:  # no env ended
+            return TensorStep(observations, rewards, terminated, truncated, None, costs=costs)
         return TensorStep(
             observations,
             rewards,
             terminated,
-            truncated,
-            torch.as_tensor(info["final_obs"], device=self.device),
-            {},
+            truncated & ~terminated,
+            self._final_observations(info["final_obs"]),
             info["final_info"],
-            torch.as_tensor(info["_final_info"], device=self.device),
+            torch.as_tensor(info["_final_info"]),
             costs,
         )
+
+    def _final_observations(self, final_obs: Any) -> torch.Tensor:
+        """``info["final_obs"]`` as one tensor: a batch's as it is; Gymnasium's per-env object
+        array (``None`` where no env ended) stacked, zeros where ``None``."""
+        if isinstance(final_obs, np.ndarray) and final_obs.dtype == object:
+            space = self.observation_space
+            stacked = np.zeros((self.num_envs, *space.shape), space.dtype)  # type: ignore[misc]
+            for k, obs in enumerate(final_obs):
+                if obs is not None:
+                    stacked[k] = obs
+            final_obs = torch.from_numpy(stacked)
+        return torch.as_tensor(final_obs, device=self.device)
+
+    def _costs(self, info: dict[str, Any]) -> torch.Tensor | None:
+        """The step's costs, float64 on the device (see the class docstring)."""
+        costs = info.get("cost")
+        if costs is not None and "_cost" not in info:  # a batch's tensor: every env's
+            return torch.as_tensor(costs, dtype=torch.float64, device=self.device)
+        final = info.get("final_info", {})
+        if costs is None and not isinstance(final.get("cost"), np.ndarray):
+            return None  # no env reported one
+        ended = np.asarray(info.get("_final_info", False))
+        values, given = np.zeros(self.num_envs), np.zeros(self.num_envs, bool)
+        for infos, envs in ((info, ~ended), (final, ended)):
+            if "cost" in infos:
+                take = envs & np.asarray(infos.get("_cost", True))
+                values[take] = np.asarray(infos["cost"])[take]
+                given |= take
+        return torch.as_tensor(values, device=self.device) if given.all() else None
 
     @property
     def level_names(self) -> list[str] | None:
@@ -313,9 +327,12 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
             check()
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
-        """Seed the next :meth:`reset` (one seed for the whole batch)."""
+        """Seed the next :meth:`reset`: separate envs as SB3 seeds them (env ``i`` gets
+        ``seed + i``), a vector env that steps a batch with the one seed."""
         self._seed = seed
-        return [seed] * self.num_envs
+        if seed is None or self._envs() is None:
+            return [seed] * self.num_envs
+        return [seed + i for i in range(self.num_envs)]
 
     def close(self) -> None:
         self.venv.close()
@@ -329,11 +346,22 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
             return single
         return self.venv
 
+    def _targets(self, indices: VecEnvIndices) -> list[gym.Env]:
+        envs = self._envs()
+        assert envs is not None
+        return [envs[i] for i in self._get_indices(indices)]
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        if self._envs() is not None:
+            return [env.get_wrapper_attr(attr_name) for env in self._targets(indices)]
         return [getattr(self._owner(attr_name), attr_name)] * len(self._get_indices(indices))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self.venv, attr_name, value)
+        if self._envs() is None:
+            setattr(self.venv, attr_name, value)
+            return
+        for env in self._targets(indices):
+            setattr(env, attr_name, value)
 
     def env_method(
         self,
@@ -342,20 +370,86 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         indices: VecEnvIndices = None,
         **method_kwargs: Any,
     ) -> list[Any]:
+        if self._envs() is not None:
+            return [
+                env.get_wrapper_attr(method_name)(*method_args, **method_kwargs)
+                for env in self._targets(indices)
+            ]
         results = self.venv.call(method_name, *method_args, **method_kwargs)
         return [results[k] for k in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        if self._envs() is not None:
+            return [is_wrapped(env, wrapper_class) for env in self._targets(indices)]
         return [False] * len(self._get_indices(indices))
 
     def has_attr(self, attr_name: str) -> bool:
-        """Whether the envs have ``attr_name``: the vector env itself (e.g.
-        :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`'s ``set_training_steps``), the
-        single env they all play (:meth:`_owner`), or else every env under its wrappers
-        (Gymnasium's ``has_wrapper_attr``, through the vector env's ``call``)."""
+        """Whether the envs have ``attr_name``: each of separate envs under its wrappers; else
+        the vector env itself (e.g. :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv`'s
+        ``set_training_steps``), the single env they all play (:meth:`_owner`), or every env
+        under its wrappers (Gymnasium's ``has_wrapper_attr``, through the vector env's
+        ``call``)."""
+        if self._envs() is not None:
+            return all(env.has_wrapper_attr(attr_name) for env in self._targets(None))
         if hasattr(self.venv, attr_name) or self._owner(attr_name) is not self.venv:
             return True
         return all(self.venv.call("has_wrapper_attr", attr_name))
+
+
+class NumpyToTorchArrays(NumpyToTorch):
+    """Gymnasium's ``NumpyToTorch`` for the arrays of a step (observations, rewards as
+    float32, as SB3's vector envs give them, terminations, truncations; the actions back to
+    NumPy), the infos left as the NumPy vector env gives them. ``NumpyToTorch`` converts the
+    infos too: it cannot convert an object array (same-step autoreset's ``final_obs`` per env,
+    any info that is not a number), and a step's infos are read on the host anyway
+    (:class:`GymnasiumTensorVecEnv` reads the costs and final observations,
+    :class:`~.episodes.EpisodeRecorder` the episodes once per rollout).
+
+    :param env: the NumPy vector env.
+    :param device: where the tensors go.
+    """
+
+    def __init__(self, env: VectorEnv, device: torch.device | str = "cpu"):
+        super().__init__(env, device=torch.device(device))
+
+    def _to_torch(self, value: Any) -> torch.Tensor:
+        """``value`` as a tensor on the device (on the CPU sharing the array, as NumpyToTorch's
+        DLPack conversion does; ``from_numpy`` is the fastest way there)."""
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            tensor = torch.from_numpy(value)
+            return tensor if self.device.type == "cpu" else tensor.to(self.device)
+        return torch.as_tensor(value, device=self.device)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        observations, info = self.env.reset(seed=seed, options=options)
+        return self._to_torch(observations), info
+
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        observations, rewards, terminated, truncated, info = self.env.step(
+            actions.numpy(force=True)
+        )
+        return (
+            self._to_torch(observations),
+            self._to_torch(np.asarray(rewards, np.float32)),
+            self._to_torch(terminated),
+            self._to_torch(truncated),
+            info,
+        )
+
+
+def tensor_vec_env(
+    env_fns: Sequence[Callable[[], gym.Env]], device: torch.device | str = "cpu"
+) -> GymnasiumTensorVecEnv:
+    """The envs of ``env_fns`` as a :class:`TensorVecEnv` on ``device``: stepped one after the
+    other in this process (Gymnasium's ``SyncVectorEnv``, same-step autoreset, as SB3's
+    ``DummyVecEnv`` steps them), their arrays converted by :class:`NumpyToTorchArrays`.
+    Seeded as SB3 seeds: env ``i`` gets ``seed + i``."""
+    vector = SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    return GymnasiumTensorVecEnv(NumpyToTorchArrays(vector, device))
 
 
 class NumpyView(Forwarding, VecEnv):
@@ -390,9 +484,9 @@ class NumpyView(Forwarding, VecEnv):
         if step.costs is not None:
             for info, cost in zip(infos, step.costs.tolist()):
                 info["cost"] = cost
-        ended = dict(step.infos)
+        ended: dict[int, dict[str, Any]] = {}
         if step.final_info is not None and bool(dones.any()):
-            ended.update(ended_infos(step.final_info, step.ended))
+            ended = ended_infos(step.final_info, step.ended)
         final = step.final_observations.cpu().numpy() if dones.any() else None
         for k in np.flatnonzero(dones):
             infos[k].update(ended.get(int(k), {}))

@@ -67,8 +67,8 @@ class DeviceRollouts:
     def _setup_learn(self, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(self.env, TensorVecEnv):
             raise TypeError(
-                f"{type(self).__name__} steps a TensorVecEnv (wrap an SB3 VecEnv in "
-                f"NumpyVecEnvAdapter), got {type(self.env).__name__}"
+                f"{type(self).__name__} steps a TensorVecEnv (e.g. tensor_vec_env(env_fns) "
+                f"of safelife_rl.training.device), got {type(self.env).__name__}"
             )
         result = super()._setup_learn(*args, **kwargs)
         self._last_episode_starts = torch.as_tensor(
