@@ -13,15 +13,20 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from hydra.utils import instantiate
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import VecEnv
 
 from safelife_rl.envs.batch_slot import BatchSlot
 from safelife_rl.envs.batched_vector_env import BatchedVectorEnv
 from safelife_rl.training.device.adapters import TensorVecEnv
-from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, reachable
+from safelife_rl.training.gymnasium_vec_env import (
+    GymnasiumVecEnv,
+    WideningAsyncVectorEnv,
+    WideningSyncVectorEnv,
+    reachable,
+)
 from safety_rl_common.errors import UserError
 from safety_rl_common.workers import InWorker
 
@@ -184,11 +189,11 @@ def make_vec_env(
         return GymnasiumVecEnv(BatchedVectorEnv(factories, AutoresetMode.SAME_STEP))
     if kind == "subproc" and n_envs > 1:
         workers = [InWorker(partial(reachable, f, i)) for i, f in enumerate(factories)]
-        vector: VectorEnv = AsyncVectorEnv(
+        vector: VectorEnv = WideningAsyncVectorEnv(
             workers, context=start_method, autoreset_mode=AutoresetMode.SAME_STEP
         )
     else:
-        vector = SyncVectorEnv(factories, autoreset_mode=AutoresetMode.SAME_STEP)
+        vector = WideningSyncVectorEnv(factories, autoreset_mode=AutoresetMode.SAME_STEP)
     return GymnasiumVecEnv(vector)
 
 

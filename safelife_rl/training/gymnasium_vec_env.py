@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
@@ -166,6 +166,32 @@ class Reachable(gym.Wrapper):
 def reachable(factory: Callable[[], gym.Env], index: int) -> Reachable:
     """``factory()`` as env ``index`` of an ``AsyncVectorEnv`` under :class:`GymnasiumVecEnv`."""
     return Reachable(factory(), index)
+
+
+class WideningInfos:
+    """For Gymnasium's vector envs: an env's info value that the array Gymnasium made from an
+    earlier env's value cannot hold exactly (an int cost, then a float one; a number, then
+    ``None``) widens the array instead of being cast into it, so that each env's values reach
+    SB3 as ``DummyVecEnv`` gives them (an int beside a float comes back as that float)."""
+
+    def _add_info(
+        self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int
+    ) -> dict[str, Any]:
+        for key, value in env_info.items():
+            array = vector_infos.get(key)
+            if isinstance(array, np.ndarray) and not isinstance(value, dict):
+                wide = np.result_type(array.dtype, np.asarray(value).dtype)
+                if wide != array.dtype:
+                    vector_infos[key] = array.astype(wide)
+        return super()._add_info(vector_infos, env_info, env_num)  # type: ignore[misc]
+
+
+class WideningSyncVectorEnv(WideningInfos, SyncVectorEnv):
+    """Gymnasium's ``SyncVectorEnv`` with :class:`WideningInfos`."""
+
+
+class WideningAsyncVectorEnv(WideningInfos, AsyncVectorEnv):
+    """Gymnasium's ``AsyncVectorEnv`` with :class:`WideningInfos`."""
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:

@@ -12,7 +12,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from safelife_rl.envs.batched_vector_env import batch_infos
 from safelife_rl.training.envs import make_vec_env
-from safelife_rl.training.gymnasium_vec_env import GymnasiumVecEnv, reachable, unbatch_infos
+from safelife_rl.training.gymnasium_vec_env import (
+    GymnasiumVecEnv,
+    WideningAsyncVectorEnv,
+    WideningSyncVectorEnv,
+    reachable,
+    unbatch_infos,
+)
 
 
 def cartpole() -> gym.Env:
@@ -72,7 +78,7 @@ def test_subproc_workers_leave_the_main_process_signals():
     workers ignore Ctrl-C and SIGTERM."""
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     venv = make_vec_env("CartPole-v1", {}, {}, 2, "subproc")
-    assert type(venv.vector) is AsyncVectorEnv
+    assert isinstance(venv.vector, AsyncVectorEnv)
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     venv.close()
 
@@ -103,3 +109,46 @@ def test_a_request_that_raises_in_a_worker_raises_here_and_leaves_the_worker():
     venv.reset()
     assert venv.step(np.zeros(3, np.int64))[0].shape == (3, 4)
     venv.close()
+
+
+class Mixed(gym.Env):
+    """Info values of one type in one env and another type in the next: an int cost here, a
+    float one there; rewards that sum to an int in one env and a float in the other."""
+
+    observation_space = gym.spaces.Box(0, 1, (1,))
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, whole: bool):
+        self.whole, self.t = whole, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {"note": 1 if self.whole else None}
+
+    def step(self, action):
+        self.t += 1
+        cost = 1 if self.whole else 0.25
+        reward = 1 if self.whole else 0.5
+        return np.zeros(1, np.float32), reward, self.t == 3, False, {"cost": cost}
+
+
+def mixed(whole: bool) -> gym.Env:
+    return Monitor(Mixed(whole))
+
+
+@pytest.mark.parametrize("vector", [WideningSyncVectorEnv, WideningAsyncVectorEnv])
+def test_an_info_of_another_type_in_a_later_env_keeps_its_value(vector):
+    fns = [partial(mixed, True), partial(mixed, False)]
+    if vector is WideningAsyncVectorEnv:
+        fns = [partial(reachable, fn, i) for i, fn in enumerate(fns)]
+    got = play(GymnasiumVecEnv(vector(fns, autoreset_mode=AutoresetMode.SAME_STEP)), 7)
+    want = play(DummyVecEnv([partial(mixed, True), partial(mixed, False)]), 7)
+    for step, expected in zip(got, want):
+        for mine, theirs in zip(step, expected):
+            if isinstance(theirs, np.ndarray):
+                assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs)
+            else:
+                assert mine == theirs  # equal values (an int beside a float comes as a float)
+    assert [info["cost"] for info in got[1][3]] == [1, 0.25]
+    assert [info["note"] for info in got[0][1]] == [1, None]

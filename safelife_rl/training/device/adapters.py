@@ -23,11 +23,12 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.wrappers.vector import NumpyToTorch
-from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
+
+from safelife_rl.training.gymnasium_vec_env import WideningSyncVectorEnv, serve
 
 
 class TensorStep(NamedTuple):
@@ -346,22 +347,23 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
             return single
         return self.venv
 
-    def _targets(self, indices: VecEnvIndices) -> list[gym.Env]:
+    def _ask(self, indices: VecEnvIndices, op: str, name: str, *args: Any, **kwargs: Any) -> list:
+        """``op`` (:func:`~safelife_rl.training.gymnasium_vec_env.serve`) on the separate envs
+        at ``indices``."""
         envs = self._envs()
         assert envs is not None
-        return [envs[i] for i in self._get_indices(indices)]
+        return [serve(envs[i], op, name, args, kwargs) for i in self._get_indices(indices)]
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         if self._envs() is not None:
-            return [env.get_wrapper_attr(attr_name) for env in self._targets(indices)]
+            return self._ask(indices, "get", attr_name)
         return [getattr(self._owner(attr_name), attr_name)] * len(self._get_indices(indices))
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         if self._envs() is None:
             setattr(self.venv, attr_name, value)
             return
-        for env in self._targets(indices):
-            setattr(env, attr_name, value)
+        self._ask(indices, "set", attr_name, value)
 
     def env_method(
         self,
@@ -371,16 +373,13 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         **method_kwargs: Any,
     ) -> list[Any]:
         if self._envs() is not None:
-            return [
-                env.get_wrapper_attr(method_name)(*method_args, **method_kwargs)
-                for env in self._targets(indices)
-            ]
+            return self._ask(indices, "call", method_name, *method_args, **method_kwargs)
         results = self.venv.call(method_name, *method_args, **method_kwargs)
         return [results[k] for k in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
         if self._envs() is not None:
-            return [is_wrapped(env, wrapper_class) for env in self._targets(indices)]
+            return self._ask(indices, "is_wrapped", "", wrapper_class)
         return [False] * len(self._get_indices(indices))
 
     def has_attr(self, attr_name: str) -> bool:
@@ -390,7 +389,7 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         under its wrappers (Gymnasium's ``has_wrapper_attr``, through the vector env's
         ``call``)."""
         if self._envs() is not None:
-            return all(env.has_wrapper_attr(attr_name) for env in self._targets(None))
+            return all(self._ask(None, "has", attr_name))
         if hasattr(self.venv, attr_name) or self._owner(attr_name) is not self.venv:
             return True
         return all(self.venv.call("has_wrapper_attr", attr_name))
@@ -445,10 +444,11 @@ def tensor_vec_env(
     env_fns: Sequence[Callable[[], gym.Env]], device: torch.device | str = "cpu"
 ) -> GymnasiumTensorVecEnv:
     """The envs of ``env_fns`` as a :class:`TensorVecEnv` on ``device``: stepped one after the
-    other in this process (Gymnasium's ``SyncVectorEnv``, same-step autoreset, as SB3's
-    ``DummyVecEnv`` steps them), their arrays converted by :class:`NumpyToTorchArrays`.
+    other in this process (Gymnasium's ``SyncVectorEnv``, same-step autoreset, infos widened
+    as needed: as SB3's ``DummyVecEnv`` steps them), their arrays converted by
+    :class:`NumpyToTorchArrays`.
     Seeded as SB3 seeds: env ``i`` gets ``seed + i``."""
-    vector = SyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    vector = WideningSyncVectorEnv(env_fns, autoreset_mode=AutoresetMode.SAME_STEP)
     return GymnasiumTensorVecEnv(NumpyToTorchArrays(vector, device))
 
 
