@@ -179,11 +179,25 @@ class WideningInfos:
     ) -> dict[str, Any]:
         for key, value in env_info.items():
             array = vector_infos.get(key)
-            if isinstance(array, np.ndarray) and not isinstance(value, dict):
-                wide = np.result_type(array.dtype, np.asarray(value).dtype)
+            if isinstance(array, np.ndarray) and array.dtype != object:
+                wide = _widened(array.dtype, value)
                 if wide != array.dtype:
                     vector_infos[key] = array.astype(wide)
         return super()._add_info(vector_infos, env_info, env_num)  # type: ignore[misc]
+
+
+_WIDENED: dict[tuple[np.dtype, type], np.dtype] = {}
+
+
+def _widened(dtype: np.dtype, value: Any) -> np.dtype:
+    """The dtype that holds an array of ``dtype`` and ``value`` (by the value's type, looked up
+    once: this runs for every info value of every env at every step)."""
+    if isinstance(value, np.ndarray):
+        return np.result_type(dtype, value.dtype)
+    key = (dtype, type(value))
+    if key not in _WIDENED:
+        _WIDENED[key] = np.result_type(dtype, np.asarray(value).dtype)
+    return _WIDENED[key]
 
 
 class WideningSyncVectorEnv(WideningInfos, SyncVectorEnv):
