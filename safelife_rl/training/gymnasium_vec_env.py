@@ -64,8 +64,9 @@ class GymnasiumVecEnv(VecEnv):
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, terminated, truncated, vector_infos = self.vector.step(self._actions)
         infos = unbatch_infos(vector_infos, self.num_envs)
-        for i, info in enumerate(infos):
-            if terminated[i] or truncated[i]:
+        dones = terminated | truncated
+        for i, (info, done) in enumerate(zip(infos, dones.tolist())):
+            if done:
                 terminal_obs = info.pop("final_obs")
                 self.reset_infos[i] = info
                 info = infos[i] = info.pop("final_info")
@@ -73,7 +74,7 @@ class GymnasiumVecEnv(VecEnv):
                 info["terminal_observation"] = terminal_obs
             else:
                 info["TimeLimit.truncated"] = False
-        return obs, np.asarray(rewards, np.float32), terminated | truncated, infos
+        return obs, np.asarray(rewards, np.float32), dones, infos
 
     def close(self) -> None:
         self.vector.close()

@@ -83,22 +83,33 @@ def test_subproc_workers_leave_the_main_process_signals():
     venv.close()
 
 
-def test_batch_infos_batches_as_gymnasium_add_info():
-    infos = [
-        {"n": 1, "x": 0.5, "ok": True, "name": "a", "flag": np.bool_(True), "episode": {"r": 1.0}},
-        {"x": 2, "grid": np.ones((2, 3), np.uint8), "f32": np.float32(1.5), "final_obs": [1]},
-        {"n": 2.7, "episode": {"r": 2.0, "l": 3}, "name": None, "final_info": {"n": 4}},
-    ]
+SOME_KEYS = [  # an episode ended in some envs: keys missing, values of other types
+    {"n": 1, "x": 0.5, "ok": True, "name": "a", "flag": np.bool_(True), "episode": {"r": 1.0}},
+    {"x": 2, "grid": np.ones((2, 3), np.uint8), "f32": np.float32(1.5), "final_obs": [1]},
+    {"n": 2.7, "episode": {"r": 2.0, "l": 3}, "name": None, "final_info": {"n": 4}},
+]
+EVERY_KEY = [  # most steps: every env has the same keys
+    {"n": i, "x": i / 2, "ok": i > 0, "name": f"l{i}", "grid": np.full(2, i), "d": {"r": -i}}
+    for i in range(3)
+]
+
+
+@pytest.mark.parametrize("infos", [SOME_KEYS, EVERY_KEY])
+def test_batch_infos_batches_as_gymnasium_add_info(infos):
     vector = SyncVectorEnv([cartpole] * 3)
     want: dict = {}
     for i, info in enumerate(infos):
         want = vector._add_info(want, info, i)
     got = batch_infos(infos)
     assert repr(got) == repr(want)
-    assert unbatch_infos(got, 3)[1]["x"] == 2 and unbatch_infos(got, 3)[2]["episode"] == {
-        "r": 2.0,
-        "l": 3,
-    }
+    masks = [value for key, value in got.items() if key.startswith("_")]
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(masks) for b in masks[:i])
+
+
+def test_unbatch_infos_gives_each_env_its_info():
+    some = unbatch_infos(batch_infos(SOME_KEYS), 3)
+    assert some[1]["x"] == 2 and some[2]["episode"] == {"r": 2.0, "l": 3}
+    assert repr(unbatch_infos(batch_infos(EVERY_KEY), 3)) == repr(EVERY_KEY)
 
 
 def test_a_request_that_raises_in_a_worker_raises_here_and_leaves_the_worker():
