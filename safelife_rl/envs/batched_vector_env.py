@@ -158,7 +158,8 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
 
 def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The envs' infos as Gymnasium's ``VectorEnv._add_info`` batches them (``final_obs`` and
-    objects in object arrays, scalars and arrays stacked with the dtype of the first env's value,
+    objects in object arrays, scalars and arrays stacked with the dtype of the first env's value
+    where every env's value fits it, else widened (:func:`_scalar_dtype`),
     nested dicts batched alike, ``_key`` marks the envs with ``key``), one array per key rather
     than one call per env: with 64 envs that call took a tenth of a step. In most steps every
     env has the same keys (no episode ended), and then no env is asked which keys it has."""
@@ -175,13 +176,16 @@ def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
         else:
             present = [key in info for info in infos]
             has, first = np.array(present), infos[present.index(True)][key]
-        if key != "final_obs" and isinstance(first, dict):
-            array: Any = batch_infos([info.get(key, {}) for info in infos])
-        elif key != "final_obs" and (
+        dtype = None
+        if key != "final_obs" and (
             type(first) in (int, float, bool) or isinstance(first, np.number)
         ):
-            array = np.array([info.get(key, 0) for info in infos], type(first))
-        elif key != "final_obs" and isinstance(first, np.ndarray):
+            dtype = _scalar_dtype([info[key] for info in infos if key in info])
+        if key != "final_obs" and isinstance(first, dict):
+            array: Any = batch_infos([info.get(key, {}) for info in infos])
+        elif dtype is not None and dtype.kind != "O":
+            array = np.array([info.get(key, 0) for info in infos], dtype)
+        elif dtype is None and key != "final_obs" and isinstance(first, np.ndarray):
             array = np.zeros((len(infos), *first.shape), first.dtype)
             for i, info in enumerate(infos):
                 if key in info:
@@ -190,6 +194,16 @@ def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
             array = np.fromiter([info.get(key) for info in infos], object, len(infos))
         batched[key], batched[f"_{key}"] = array, has
     return batched
+
+
+def _scalar_dtype(values: list[Any]) -> np.dtype:
+    """The dtype of the envs' scalar ``values`` of one key: Gymnasium's (the type they all have)
+    or, where an env's value would not fit the first one's type (an int beside a float, a
+    number beside ``None``), one that holds each exactly: Gymnasium would cast it."""
+    types = set(map(type, values))
+    if len(types) == 1:
+        return np.dtype(types.pop())
+    return np.result_type(*(np.asarray(value).dtype for value in values))
 
 
 def make_task_vector_env(

@@ -19,6 +19,8 @@ from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
+from safelife_rl.envs.batched_vector_env import batch_infos
+
 
 class GymnasiumVecEnv(VecEnv):
     """SB3's ``VecEnv`` over ``vector``, which resets ended envs in the same step.
@@ -169,44 +171,52 @@ def reachable(factory: Callable[[], gym.Env], index: int) -> Reachable:
     return Reachable(factory(), index)
 
 
-class WideningInfos:
-    """For Gymnasium's vector envs: an env's info value that the array Gymnasium made from an
-    earlier env's value cannot hold exactly (an int cost, then a float one; a number, then
-    ``None``) widens the array instead of being cast into it, so that each env's values reach
-    SB3 as ``DummyVecEnv`` gives them (an int beside a float comes back as that float)."""
+class OneBatchOfInfos:
+    """For Gymnasium's ``SyncVectorEnv`` and ``AsyncVectorEnv``: each env's infos of a step are
+    kept as they are and batched once, by
+    :func:`~safelife_rl.envs.batched_vector_env.batch_infos`, where Gymnasium batches them env
+    by env (``_add_info``, most of a vector step's own cost). The same batched dict, except that
+    a value that the first env's type cannot hold exactly (an int cost, then a float one; a
+    number, then ``None``) widens its array rather than being cast into it: each env's values
+    reach SB3 as ``DummyVecEnv`` gives them (an int beside a float comes back as that float)."""
+
+    num_envs: int
 
     def _add_info(
         self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int
     ) -> dict[str, Any]:
-        for key, value in env_info.items():
-            array = vector_infos.get(key)
-            if isinstance(array, np.ndarray) and array.dtype != object:
-                wide = _widened(array.dtype, value)
-                if wide != array.dtype:
-                    vector_infos[key] = array.astype(wide)
-        return super()._add_info(vector_infos, env_info, env_num)  # type: ignore[misc]
+        envs = vector_infos.setdefault(_PER_ENV, [{} for _ in range(self.num_envs)])
+        envs[env_num].update(env_info)  # an ended env: its final info, then its reset info
+        return vector_infos
+
+    def _batched(self, result: tuple) -> tuple:
+        """``result`` (a step's or reset's) with its infos batched."""
+        *arrays, infos = result
+        per_env = infos.get(_PER_ENV)
+        return (*arrays, batch_infos(per_env) if per_env else {})
 
 
-_WIDENED: dict[tuple[np.dtype, type], np.dtype] = {}
+_PER_ENV = "per env"
 
 
-def _widened(dtype: np.dtype, value: Any) -> np.dtype:
-    """The dtype that holds an array of ``dtype`` and ``value`` (by the value's type, looked up
-    once: this runs for every info value of every env at every step)."""
-    if isinstance(value, np.ndarray):
-        return np.result_type(dtype, value.dtype)
-    key = (dtype, type(value))
-    if key not in _WIDENED:
-        _WIDENED[key] = np.result_type(dtype, np.asarray(value).dtype)
-    return _WIDENED[key]
+class WideningSyncVectorEnv(OneBatchOfInfos, SyncVectorEnv):
+    """Gymnasium's ``SyncVectorEnv`` with :class:`OneBatchOfInfos`."""
+
+    def reset(self, **kwargs: Any) -> tuple:
+        return self._batched(super().reset(**kwargs))
+
+    def step(self, actions: Any) -> tuple:
+        return self._batched(super().step(actions))
 
 
-class WideningSyncVectorEnv(WideningInfos, SyncVectorEnv):
-    """Gymnasium's ``SyncVectorEnv`` with :class:`WideningInfos`."""
+class WideningAsyncVectorEnv(OneBatchOfInfos, AsyncVectorEnv):
+    """Gymnasium's ``AsyncVectorEnv`` with :class:`OneBatchOfInfos`."""
 
+    def reset_wait(self, *args: Any, **kwargs: Any) -> tuple:
+        return self._batched(super().reset_wait(*args, **kwargs))
 
-class WideningAsyncVectorEnv(WideningInfos, AsyncVectorEnv):
-    """Gymnasium's ``AsyncVectorEnv`` with :class:`WideningInfos`."""
+    def step_wait(self, *args: Any, **kwargs: Any) -> tuple:
+        return self._batched(super().step_wait(*args, **kwargs))
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:
