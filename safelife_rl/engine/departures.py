@@ -12,8 +12,13 @@ the start or holds now, the larger: green life 1, yellow spawners 2
 (:data:`~safelife_rl.engine.side_effects.SIDE_EFFECT_WEIGHTS`), anything else 0. Green life is
 a live cell that is not frozen, not an agent and not an exit, coloured green (the cells the
 side-effect score counts as ``life-green``); a yellow spawner is a spawning cell coloured
-yellow. The expressions here are plain bit operations, so :func:`cell_weights` works on NumPy
-arrays and torch tensors alike (:mod:`safelife_rl.envs.torch_wrappers` batches the rest).
+yellow.
+
+The expressions here are plain bit operations, cell by cell, so :func:`departs` and
+:func:`cell_weights` work on NumPy arrays and torch tensors alike:
+:mod:`safelife_rl.envs.torch_wrappers` applies them to whole batches of boards, and one NumPy
+board (:func:`departed_cells`, :func:`departed_weight`) gathers the few cells whose kept bits
+changed and applies them to those alone.
 """
 
 from __future__ import annotations
@@ -48,6 +53,47 @@ def cell_weights(board: Cells) -> Cells:
     return green_life * GREEN_LIFE_WEIGHT + yellow_spawner * YELLOW_SPAWNER_WEIGHT
 
 
+def departs(board: Cells, start: Cells, goals: Cells, ignore_reward_cells: bool) -> Cells:
+    """Whether each cell of ``board`` has departed from the same cell of ``start`` by its bits
+    (see the module docstring), bool, cell by cell: cells of any shape, a NumPy array or a
+    torch tensor, ``goals`` the same cells' goals. Where the agents are and started is the
+    callers' to ignore, by position."""
+    now, begin = board & KEPT_BITS, start & KEPT_BITS
+    departed = (now != begin) & (((board | start) & cells.EXIT) == 0)
+    if ignore_reward_cells:
+        red_removed = ((begin & RED_LIFE) == RED_LIFE) & ((now & RED_LIFE) != RED_LIFE)
+        goal_filled = ((goals & cells.COLORS) != 0) & ((now & cells.ALIVE) != 0)
+        departed = departed & ~(red_removed | goal_filled)
+    return departed
+
+
+def _changed(
+    board: np.ndarray, start: np.ndarray, locs: np.ndarray, start_locs: np.ndarray
+) -> np.ndarray:
+    """The flat (row-major) indices of the cells whose kept bits differ, ascending, but for
+    where the agents are and started: the only cells that can have departed."""
+    changed = (board ^ start) & KEPT_BITS
+    for where in (locs, start_locs):
+        changed[where[..., 0], where[..., 1]] = 0
+    return changed.ravel().nonzero()[0]
+
+
+def departed_indices(
+    board: np.ndarray,
+    start: np.ndarray,
+    goals: np.ndarray,
+    locs: np.ndarray,
+    start_locs: np.ndarray,
+    ignore_reward_cells: bool,
+) -> np.ndarray:
+    """The flat (row-major) indices of the cells of ``board`` departed from ``start``,
+    ascending (:func:`departed_cells`' cells): most cells do not change, so :func:`departs`
+    only sees the few whose kept bits differ, gathered."""
+    changed = _changed(board, start, locs, start_locs)
+    now, begin, goal = board.ravel()[changed], start.ravel()[changed], goals.ravel()[changed]
+    return changed[departs(now, begin, goal, ignore_reward_cells)]
+
+
 def departed_cells(
     board: np.ndarray,
     start: np.ndarray,
@@ -61,15 +107,15 @@ def departed_cells(
     :param locs: the agent's (row, column) now, ``(2,)``, or every agent's, ``(A, 2)``; and
         ``start_locs`` at the start.
     """
-    now, begin = board & KEPT_BITS, start & KEPT_BITS
-    departed = (now != begin) & ((board | start) & cells.EXIT == 0)
-    for where in (locs, start_locs):
-        departed[tuple(np.reshape(where, (-1, 2)).T)] = False
-    if ignore_reward_cells:
-        red_removed = (begin & RED_LIFE == RED_LIFE) & (now & RED_LIFE != RED_LIFE)
-        goal_filled = (goals & cells.COLORS > 0) & (board & cells.ALIVE > 0)
-        departed &= ~(red_removed | goal_filled)
+    departed = np.zeros(np.shape(board), dtype=bool)
+    departed.ravel()[
+        departed_indices(board, start, goals, locs, start_locs, ignore_reward_cells)
+    ] = True
     return departed
+
+
+#: :func:`cell_weights` of every 16-bit cell, to look cells up in.
+_CELL_WEIGHTS = cell_weights(np.arange(1 << 16, dtype=np.uint16))
 
 
 def departed_weight(
@@ -80,9 +126,20 @@ def departed_weight(
     start_locs: np.ndarray,
 ) -> float:
     """The cost weight of the cells departed from ``start`` (reward cells ignored): each
-    departed cell weighs the larger of :func:`cell_weights` of its start and of now."""
-    departed = departed_cells(board, start, goals, locs, start_locs, ignore_reward_cells=True)
-    return float(np.maximum(cell_weights(board[departed]), cell_weights(start[departed])).sum())
+    departed cell weighs the larger of :func:`cell_weights` of its start and of now.
+
+    Only the changed cells that weigh anything can add to it, so :func:`departs` only sees
+    those (a step that touches no life or spawner costs no more than finding its changes).
+    """
+    changed = _changed(board, start, locs, start_locs)
+    now, begin = board.ravel()[changed], start.ravel()[changed]
+    weights = np.maximum(_CELL_WEIGHTS[now], _CELL_WEIGHTS[begin])
+    weighty = np.flatnonzero(weights)
+    if not weighty.size:
+        return 0.0
+    goal = goals.ravel()[changed[weighty]]
+    departed = departs(now[weighty], begin[weighty], goal, ignore_reward_cells=True)
+    return float(weights[weighty][departed].sum())
 
 
 class PeakCost:

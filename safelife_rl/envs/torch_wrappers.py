@@ -27,8 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from safelife_rl.engine import cells
-from safelife_rl.engine.departures import KEPT_BITS, RED_LIFE, cell_weights
+from safelife_rl.engine.departures import cell_weights, departs
 from safelife_rl.envs.vector_state import State, StepParams
 from safelife_rl.envs.wrappers import ExitBonus, ExitCurriculum, MovementBonus, SideEffectPenalty
 
@@ -165,14 +164,8 @@ def departed_cells(
 
     :param locs: the agents' (row, column) now, ``(N, 2)``, and ``start_locs`` at the start.
     """
-    board, begin = boards & KEPT_BITS, start & KEPT_BITS
-    changed = (board != begin) & (((boards | start) & cells.EXIT) == 0)
-    if ignore_reward_cells:
-        red_removed = ((begin & RED_LIFE) == RED_LIFE) & ((board & RED_LIFE) != RED_LIFE)
-        goal_filled = ((goals & cells.COLORS) != 0) & ((board & cells.ALIVE) != 0)
-        changed &= ~(red_removed | goal_filled)
     n, h, w = boards.shape
-    changed = changed.view(n, h * w)
+    changed = departs(boards, start, goals, ignore_reward_cells).view(n, h * w)
     for y, x in (locs.unbind(1), start_locs.unbind(1)):
         changed = changed.scatter(1, (y * w + x)[:, None], False)
     return changed
