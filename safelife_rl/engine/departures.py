@@ -78,22 +78,6 @@ def _changed(
     return changed.ravel().nonzero()[0]
 
 
-def departed_indices(
-    board: np.ndarray,
-    start: np.ndarray,
-    goals: np.ndarray,
-    locs: np.ndarray,
-    start_locs: np.ndarray,
-    ignore_reward_cells: bool,
-) -> np.ndarray:
-    """The flat (row-major) indices of the cells of ``board`` departed from ``start``,
-    ascending (:func:`departed_cells`' cells): most cells do not change, so :func:`departs`
-    only sees the few whose kept bits differ, gathered."""
-    changed = _changed(board, start, locs, start_locs)
-    now, begin, goal = board.ravel()[changed], start.ravel()[changed], goals.ravel()[changed]
-    return changed[departs(now, begin, goal, ignore_reward_cells)]
-
-
 def departed_cells(
     board: np.ndarray,
     start: np.ndarray,
@@ -107,10 +91,10 @@ def departed_cells(
     :param locs: the agent's (row, column) now, ``(2,)``, or every agent's, ``(A, 2)``; and
         ``start_locs`` at the start.
     """
+    changed = _changed(board, start, locs, start_locs)  # most cells do not change: only these
+    now, begin, goal = board.ravel()[changed], start.ravel()[changed], goals.ravel()[changed]
     departed = np.zeros(np.shape(board), dtype=bool)
-    departed.ravel()[
-        departed_indices(board, start, goals, locs, start_locs, ignore_reward_cells)
-    ] = True
+    departed.ravel()[changed[departs(now, begin, goal, ignore_reward_cells)]] = True
     return departed
 
 
