@@ -61,6 +61,7 @@ from engine_speed import (
     torch_rate,
 )
 from hydra import compose, initialize_config_dir
+from precision import TRAINER_PRECISIONS, flags_text, refusal, use_precision
 from torch.utils._pytree import tree_leaves
 from vector_env_speed import wrapper_config
 
@@ -71,7 +72,7 @@ from safelife_rl.envs.vector_env import SafeLifeVectorEnv, bytes_per_env
 from safelife_rl.procgen.bank import LevelBank
 from safelife_rl.training.envs import make_device_vec_env
 from safelife_rl.training.models import build_model
-from safelife_rl.training.run import plain
+from safelife_rl.training.run import cudnn_kernels, plain
 from safety_rl_common.torch_counts import OpCounts, count_ops, counting
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,9 +113,9 @@ def same(first: object, second: object) -> bool:
 class Report:
     """The markdown report, rewritten whole after every section (a crash keeps what ran)."""
 
-    def __init__(self, path: Path, device: torch.device):
+    def __init__(self, path: Path, device: torch.device, title: str = "GPU suite"):
         self.path = path
-        self.sections = [f"# GPU suite\n\nMachine: {machine(device)}"]
+        self.sections = [f"# {title}\n\nMachine: {machine(device)}"]
         self.failed: list[str] = []
         path.parent.mkdir(parents=True, exist_ok=True)
         self._write()
@@ -204,14 +205,14 @@ def _workers() -> int:
     return max(1, min(16, (os.cpu_count() or 2) - 1))
 
 
-def _actions(n: int, device: torch.device, count: int = 64) -> torch.Tensor:
+def random_actions(n: int, device: torch.device, count: int = 64) -> torch.Tensor:
     return torch.randint(
         0, 9, (count, n), generator=torch.Generator(device).manual_seed(0), device=device
     )
 
 
 def vector_rate(envs: SafeLifeVectorEnv, n: int, seconds: float) -> float:
-    actions = _actions(n, envs.device)
+    actions = random_actions(n, envs.device)
     calls = iter(range(1 << 62))
     sync = torch.cuda.synchronize if envs.device.type == "cuda" else (lambda: None)
     envs.step(actions[0])  # compiles, if compiling
@@ -228,7 +229,7 @@ def compared(
     runs, envs = [], None
     for compile in (False, mode):
         envs = vector_envs(source, n, device, compile, bank_size)
-        steps = [envs.step(actions)[:4] for actions in _actions(n, device, _COMPARED_STEPS)]
+        steps = [envs.step(actions)[:4] for actions in random_actions(n, device, _COMPARED_STEPS)]
         outputs = {
             name: torch.stack([step[k] for step in steps])
             for k, name in enumerate(("observations", "rewards", "terminated", "truncated"))
@@ -258,7 +259,7 @@ def vector_section(
             if n in sizes:
                 envs = vector_envs(source, n, device, False, bank_size)
                 eager = vector_rate(envs, n, seconds)
-                counted[f"{source}, N={n:,}"] = count_ops(envs.step, _actions(n, device)[1])
+                counted[f"{source}, N={n:,}"] = count_ops(envs.step, random_actions(n, device)[1])
                 envs.close()
             row.append(rate_text(eager))
             for mode in modes:
@@ -311,6 +312,7 @@ def ppo_rate(
     env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device), compile)
     try:
         model = build_model(cfg, env)
+        cudnn_kernels(cfg.get("cudnn_deterministic", False))  # as a run: not SB3's seeding's
         steps = n * model.n_steps
         model.learn(steps)  # warm up
         _, callback = model._setup_learn(10**12, reset_num_timesteps=False)
@@ -326,14 +328,16 @@ def ppo_rate(
 
 
 def ppo_section(
-    sizes: list[int], compile_sizes: list[int], device: torch.device, seconds: float
+    sizes: list[int], compile_sizes: list[int], device: torch.device, seconds: float, precision: str
 ) -> str:
-    """Eager, and on CUDA with the env's step and the policy's network as CUDA graphs."""
+    """Eager, and on CUDA with the env's step and the policy's network as CUDA graphs, at
+    ``precision`` with cuDNN's kernels as a training run chooses them."""
+    use_precision(precision)
     graphs = device.type == "cuda"
     rows = []
     for n in sizes:
         if n * _PPO_BYTES_PER_ENV > free_bytes(device):
-            rows.append([f"{n:,}", "does not fit", "-", "", ""])
+            rows.append([f"{n:,}", "does not fit", "-", "", "", precision])
             continue
         rate, (rollout, update) = ppo_rate(n, device, seconds)
         graphed = "-"
@@ -349,6 +353,7 @@ def ppo_section(
                 graphed,
                 f"{rollout.syncs} syncs, {rollout.copies} copies",
                 f"{update.syncs} syncs, {update.copies} copies",
+                f"{precision}; {flags_text()}",
             ]
         )
     text = (
@@ -357,7 +362,7 @@ def ppo_section(
         "and one whole update ask of the device beside each rate. CUDA graphs: the env's "
         "compiled step and the policy's network each replayed as a CUDA graph "
         "(`compile=cudagraphs`).\n\n"
-        + table(["N", "env steps/s", "CUDA graphs", "one rollout", "one update"], rows)
+        + table(["N", "env steps/s", "CUDA graphs", "one rollout", "one update", "precision"], rows)
     )
     if any("FAILED" in row[2] for row in rows):
         raise AssertionError(text)
@@ -458,7 +463,8 @@ def training_section(
             shutil.copyfile(evaluations, out.with_name(out.stem + "_evaluations.json"))
     text = (
         f"## Training: prune-still, {steps:,} steps, {n_envs:,} envs on {device.type}\n\n"
-        f"`safelife-rl train {' '.join(overrides[:-1])}`\n\n{ended} after {wall:.0f} s"
+        f"`safelife-rl train {' '.join(overrides[:-1])}`\n\n{ended} after {wall:.0f} s "
+        "(precision: torch's defaults, a training run's: convolutions TF32, matmuls FP32)"
     )
     if ended == "FAILED" or not history:
         raise AssertionError(f"{text}; no evaluation:\n\n```\n{stderr[-2000:]}\n```")
@@ -498,6 +504,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--ppo-sizes", type=int, nargs="+", default=[16, 1152, 16384])
     parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
+    parser.add_argument(
+        "--precision", default="fp32", help="of the PPO section (benchmarks/precision.py)"
+    )
     parser.add_argument("--train-steps", type=int, default=5_000_000)
     parser.add_argument("--train-envs", type=int, default=1024)
     parser.add_argument("--bank-size", type=int, default=1000)
@@ -524,8 +533,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     begun = time.perf_counter()
     device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        print("gpu_suite: --device cuda, but torch sees no CUDA device", file=sys.stderr)
+    reason = refusal(args.device, [args.precision], TRAINER_PRECISIONS)
+    if reason:
+        print(f"gpu_suite: {reason}", file=sys.stderr)
         return 2
     if device.type == "cuda":  # a CUDA graph torch would skip is an error, not a warning
         torch._inductor.config.triton.cudagraph_or_error = True
@@ -545,7 +555,9 @@ def main(argv: list[str] | None = None) -> int:
         "vector": lambda: vector_section(
             args.sizes, args.compile_sizes, device, args.seconds, args.bank_size
         ),
-        "ppo": lambda: ppo_section(args.ppo_sizes, args.compile_sizes, device, args.seconds),
+        "ppo": lambda: ppo_section(
+            args.ppo_sizes, args.compile_sizes, device, args.seconds, args.precision
+        ),
         "conformance": lambda: conformance_section(
             device, TINY_CONFORMANCE if args.tiny else CONFORMANCE
         ),

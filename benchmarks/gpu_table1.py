@@ -4,7 +4,7 @@ benchmarked on the original v1.0 suites, sized to finish by a deadline.
 
     python benchmarks/gpu_table1.py [--seconds 480] [--steps N] [--seeds 3] [--levels 10]
         [--episodes 1] [--bank-size 200] [--jobs 4] [--batching auto unfold]
-        [--graph-members 72] [--out DIR] [--device cuda]
+        [--graph-members 72] [--out DIR] [--device cuda] [--precision fp32]
     python benchmarks/gpu_table1.py --tiny --device cpu   # the same on a CPU in a minute (CI)
 
 1. **speed**: env steps/s of populations of 18 (one task's penalties x seeds) and 72 (the whole
@@ -40,7 +40,8 @@ import traceback
 from pathlib import Path
 
 import torch
-from population_speed import config, population_rates
+from population_speed import TINY, config, population_rates
+from precision import TRAINER_PRECISIONS, flags_text, refusal, use_precision
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The paper's run length, and where its schedules move within it (steps).
@@ -103,11 +104,16 @@ def main() -> int:
         help="how the members' networks run, each timed (the grid trains with auto's)",
     )
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--precision", default="fp32", help="of the speed rows (not the grid's)")
     parser.add_argument("--tiny", action="store_true", help="a smoke run on a CPU")
     parser.add_argument(
         "--out", type=Path, default=Path(os.environ.get("OUT", "outputs/gpu_table1"))
     )
     args = parser.parse_args()
+    reason = refusal(args.device, [args.precision], TRAINER_PRECISIONS)
+    if reason:
+        parser.exit(2, f"gpu_table1.py: {reason}\n")
+    use_precision(args.precision)
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     report = args.out / "table1_lease.md"
@@ -118,17 +124,13 @@ def main() -> int:
         f"# Table 1 on one lease: {name}, torch {torch.__version__}, Python "
         f"{sys.version.split()[0]}, pandas {pandas.__version__}, {os.cpu_count()} cores\n",
         "## Population training speed (env steps/s, all members together)\n",
-        "| members | envs | batching | env step | env steps/s | per CPU-s |",
-        "|---|---|---|---|---|---|",
+        "| members | envs | batching | env step | env steps/s | per CPU-s | precision |",
+        "|---|---|---|---|---|---|---|",
     ]
     report.write_text("\n".join(lines) + "\n")
     overrides = [f"device={args.device}"]
     if args.tiny:
-        overrides += [
-            "n_envs=2",
-            "algo.n_steps=4",
-            "policy.kwargs.features_extractor_kwargs.features_dim=16",
-        ]
+        overrides += TINY
         args.members = [2]
         args.graph_members = []
     cfg = config(overrides)
@@ -146,7 +148,8 @@ def main() -> int:
         if batching == "auto" and step == "eager":  # the grid's
             rates[count] = wall
         lines.append(
-            f"| {count} | {count * cfg.n_envs:,} | {batching} | {step} | {wall:,.0f} | {cpu:,.0f} |"
+            f"| {count} | {count * cfg.n_envs:,} | {batching} | {step} | {wall:,.0f} | {cpu:,.0f} "
+            f"| {args.precision}; {flags_text()} |"
         )
         report.write_text("\n".join(lines) + "\n")
     left = args.seconds - (time.perf_counter() - start)
@@ -157,7 +160,15 @@ def main() -> int:
         steps = max(steps, 10 * ROLLOUT)
     out = args.out / "grid" if args.tiny else Path("/tmp/table1_grid")
     command = grid_command(args, steps, out)
-    lines += ["", "## The grid", "", f"`{' '.join(command[2:])}`", ""]
+    lines += [
+        "",
+        "## The grid",
+        "",
+        f"`{' '.join(command[2:])}`",
+        "",
+        "(precision: torch's defaults, a training run's: convolutions TF32, matmuls FP32)",
+        "",
+    ]
     report.write_text("\n".join(lines) + "\n")
     begin = time.perf_counter()
     try:

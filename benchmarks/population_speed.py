@@ -4,13 +4,16 @@ the SafeLife CNN), beside single runs of the current paths measured in the same 
 device path (DevicePPO on the device vector env) and SB3's PPO on the batched NumPy env.
 
     .venv/bin/python benchmarks/population_speed.py [--members 18] [--rollouts 4]
-        [--single-rollouts 4] [--paths device batched] [--batching auto] [OVERRIDE ...]
+        [--single-rollouts 4] [--paths device batched] [--batching auto] [--precision fp32]
+        [OVERRIDE ...]
 
 P separate runs spend P times one run's CPU time, so the population's env steps per CPU-second
 (all members together) over one run's is the speed-up of training the grid as a population
 on the same cores. Levels: the task's fixed suite, shuffled (no level generation timed).
 Extra arguments are Hydra overrides of train.yaml over experiment=paper (e.g. device=cuda
-env=append-still n_envs=16).
+env=append-still n_envs=16). Every run at ``--precision`` (``benchmarks/precision.py``), its
+cuDNN kernels as a training run chooses them (autotuned, not deterministic: not the
+deterministic ones SB3's seeding turns on).
 """
 
 from __future__ import annotations
@@ -24,15 +27,22 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl 
 
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
+from precision import TRAINER_PRECISIONS, flags_text, use_precision
 
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.run import plain
+from safelife_rl.training.population.stacked import BATCHING
+from safelife_rl.training.run import cudnn_kernels, plain
 
 CONF = Path(__file__).resolve().parents[1] / "safelife_rl" / "conf"
 PENALTIES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+#: the ways of batching the members' networks kept to be measured (not ``auto``'s choice of
+#: one of them, not ``loop``'s member by member)
+KEPT_BATCHINGS = [batching for batching in BATCHING if batching not in ("auto", "loop")]
+#: the paper's setup at a size that runs in seconds on a CPU (``--tiny``: CI)
+TINY = ["n_envs=2", "algo.n_steps=4", "policy.kwargs.features_extractor_kwargs.features_dim=16"]
 
 
 def config(overrides: list[str]) -> DictConfig:
@@ -93,6 +103,7 @@ def single_rates(cfg: DictConfig, path: str, rollouts: int) -> tuple[float, floa
         with open_dict(cfg):
             cfg.vec_env = path
         model = build_model(cfg, env)
+        cudnn_kernels(cfg.get("cudnn_deterministic", False))  # as a run: not SB3's seeding's
         model.learn(per_rollout)
         wall, cpu = timed(model.learn, per_rollout * rollouts)
     finally:
@@ -110,17 +121,24 @@ def main() -> None:
         "--paths", nargs="*", default=["device", "batched"], help="single-run paths to time"
     )
     parser.add_argument(
-        "--batching", nargs="+", default=["auto"], help="how the networks run (each timed)"
+        "--batching",
+        nargs="+",
+        choices=BATCHING,
+        default=["auto"],
+        help="how the networks run (each timed)",
     )
+    parser.add_argument("--precision", choices=TRAINER_PRECISIONS, default="fp32")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
     cfg = config(args.overrides)
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
+    use_precision(args.precision)
     print(
         f"{cfg.env.id} on {cfg.device}, {cfg.n_envs} envs x {cfg.algo.n_steps} steps a run, "
-        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {args.precision} "
+        "(cuDNN: as a run sets it)"
     )
     singles = {}
     for path in args.paths:
@@ -135,6 +153,7 @@ def main() -> None:
                 f"population of {count:3d} ({batching:6s}) {wall:10,.0f} env steps/s  "
                 f"{cpu:10,.0f} per CPU-s" + (f"  (per CPU-s: {ratios})" if ratios else "")
             )
+    print(f"{args.precision}, {flags_text()}")
 
 
 if __name__ == "__main__":
