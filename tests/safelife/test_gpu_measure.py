@@ -1,0 +1,122 @@
+"""Issue 43's measuring lease call runs whole on a CPU as the lease runs it (``--device cpu
+--tiny``): every section reported, each figure with its precision and cuDNN flags, the CUDA graph
+rows stated as not available; bad input is refused in one line before anything runs."""
+
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import gpu_measure  # noqa: E402
+import precision  # noqa: E402
+
+
+def lease(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["benchmarks/gpu_lease.sh", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)},
+    )
+
+
+def test_the_measuring_call_runs_whole_on_a_cpu(tmp_path):
+    result = lease(tmp_path, "measure", "--device", "cpu", "--tiny")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = (tmp_path / "measure.md").read_text()
+    assert "Precisions: fp32, bf16 (not measured here: tf32)" in report
+    assert "FAILED" not in report and "skipped" not in report
+    for title in ("## Profile", "## The members' stacked CNN", "## The compiled env step",
+                  "## Population training speed"):  # fmt: skip
+        assert title in report
+    rows = list(csv.DictReader((tmp_path / "measure.csv").open()))
+    flags = ("cudnn_benchmark", "cudnn_deterministic", "cudnn_allow_tf32", "matmul_allow_tf32")
+    assert all(row["precision"] in ("fp32", "bf16") and all(row[f] for f in flags) for row in rows)
+    assert all(row["cudnn_allow_tf32"] == row["matmul_allow_tf32"] == "False" for row in rows)
+    by_section = {name: [r for r in rows if r["section"] == name] for name in gpu_measure.SECTIONS}
+    assert {r["batching"] for r in by_section["profile"]} == {"vmap", "unfold"}
+    network = by_section["network"]
+    assert len(network) == 2 * 2 * 2 * 2  # batchings x precisions x bodies x (eager, graph)
+    for row in network + by_section["env"]:  # eager measured; the graph stated, not dropped
+        if row["mode"] == "eager":
+            assert float(row["ms"]) > 0 and float(row["per_second"]) > 0
+        else:
+            assert row["mode"] == "CUDA graph" and row["note"] == gpu_measure.NO_GRAPH
+    assert [r["size"] for r in by_section["env"]] == ["8", "8"]
+    assert [(r["size"], r["precision"]) for r in by_section["speed"]] == [("2", "fp32")]
+    assert float(by_section["speed"][0]["per_second"]) > 0
+
+
+def test_the_profile_stage_runs_on_a_cpu(tmp_path):
+    result = lease(tmp_path, "profile", "--device", "cpu", "--tiny")
+    assert result.returncode == 0, result.stderr[-3000:]
+    profile = (tmp_path / "population_profile.txt").read_text()
+    for batching in ("vmap", "unfold"):
+        assert f"2 members, 2 envs each, on cpu (batching: {batching}): " in profile
+    assert profile.count("fp32: cuDNN benchmark on, deterministic off, TF32 off") == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["nope"], "unknown stage 'nope'"),
+        (["measure", "--device", "cpu", "--precisions", "tf32"], "precision tf32 needs a CUDA"),
+        (["measure", "--device", "tpu"], "unknown device 'tpu'"),
+        (["profile", "--device", "cpu", "--precision", "bf16"], "bf16 is not a setting"),
+        (["profile", "--precision", "fp32", "device=cuda"], "unknown precision 'device=cuda'"),
+        pytest.param(
+            ["measure", "--device", "cuda"],
+            "torch sees no CUDA device",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here"),
+        ),
+    ],
+)
+def test_bad_input_is_one_line_before_anything_runs(tmp_path, args, line):
+    begun = time.perf_counter()
+    result = lease(tmp_path / "out", *args, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and line in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()  # nothing ran
+    assert time.perf_counter() - begun < 30
+
+
+def test_bf16_is_refused_on_a_gpu_without_it(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 0))
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: False)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
+    assert precision.refusal("cuda", ["fp32"]) is None
+    assert precision.refusal("cuda", ["bf16"]) == (
+        "precision bf16: Tesla V100 has no bfloat16 arithmetic"
+    )
+    assert "compute capability 8.0" in precision.refusal("cuda", ["tf32"])
+    assert precision.available("cuda") == ["fp32"]
+
+
+def test_a_section_past_its_deadline_reports_what_it_skipped(tmp_path):
+    status = gpu_measure.main(
+        ["--device", "cpu", "--tiny", "--sections", "speed", "--budget", "speed=0",
+         "--out", str(tmp_path)]
+    )  # fmt: skip
+    assert status == 0
+    rows = list(csv.DictReader((tmp_path / "measure.csv").open()))
+    assert [r["note"] for r in rows] == [gpu_measure.SKIPPED]
+    assert gpu_measure.SKIPPED in (tmp_path / "measure.md").read_text()
+
+
+def test_a_section_overrunning_its_grace_is_stopped():
+    begun = time.perf_counter()
+    with pytest.raises(gpu_measure.Overran), gpu_measure.stopped_after(0.2):
+        time.sleep(5)
+    assert time.perf_counter() - begun < 2
