@@ -5,7 +5,7 @@ flags.
 
     python benchmarks/gpu_measure.py [--device cuda] [--sections profile network env speed]
         [--precisions fp32 tf32 bf16] [--batchings vmap unfold] [--profile-members 72]
-        [--network-members 72] [--env-sizes 1152 4608] [--members 18 72] [--seconds 1]
+        [--network-members 72] [--env-sizes 1152 4608] [--members 18 72] [--seconds 0.5]
         [--budget SECTION=SECONDS ...] [--out DIR]
     python benchmarks/gpu_measure.py --device cpu --tiny   # the same in seconds on a CPU (CI)
 
@@ -82,7 +82,7 @@ from safelife_rl.training.run import cudnn_kernels
 
 SECTIONS = ("profile", "network", "env", "speed")
 #: each section's deadline, seconds from its start (about 5 minutes in all on an H100)
-BUDGET = {"profile": 70, "network": 80, "env": 80, "speed": 70}
+BUDGET = {"profile": 60, "network": 70, "env": 90, "speed": 60}
 #: seconds past its deadline after which a running section is stopped
 GRACE = 30
 NO_GRAPH = "n/a (no CUDA)"
@@ -192,6 +192,8 @@ def captured(body: Callable[[], Any], warmup: int = 3) -> tuple[torch.cuda.CUDAG
 def graph_ops(graph: torch.cuda.CUDAGraph) -> int | None:
     """The GPU ops (kernels, copies, sets) one replay runs as ``torch.profiler`` sees them
     (``None``: it sees none)."""
+    if not torch.cuda.is_available():
+        return None
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         graph.replay()
         torch.cuda.synchronize()
@@ -231,19 +233,24 @@ def bit_checks(
     return same(replayed, first), same(first, second)
 
 
+#: how a body becomes a graph: :func:`captured` on CUDA, ``None`` (no graph) on a CPU
+Capture = Callable[[Callable[[], Any]], tuple[Any, Any]] | None
+
+
 def eager_and_graph(
     body: Callable[[], Any],
     device: torch.device,
     seconds: float,
+    capture: Capture,
     live: Callable[[], list[torch.Tensor]] = list,
 ) -> tuple[float, dict[str, Any] | None]:
-    """Seconds per eager run of ``body`` and, on CUDA, its graph's: seconds per replay, GPU
-    ops and bit checks (``None`` on a CPU)."""
+    """Seconds per eager run of ``body`` and, given ``capture``, its graph's: seconds per
+    replay, GPU ops and bit checks (``None`` without)."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     eager = timed(body, sync, seconds)
-    if device.type != "cuda":
+    if capture is None:
         return eager, None
-    graph, outputs = captured(body)
+    graph, outputs = capture(body)
     replay = timed(graph.replay, sync, seconds)
     graph_equal, eager_equal = bit_checks(body, graph, outputs, live)
     return eager, {
@@ -404,7 +411,7 @@ def network_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> st
                 if deadline.passed():
                     rows.add("network", what, note=SKIPPED, **common)
                     continue
-                eager, graph = eager_and_graph(body, device, args.seconds, changed)
+                eager, graph = eager_and_graph(body, device, args.seconds, args.capture, changed)
                 add_pair(rows, "network", what, eager, graph, population.size * batch, **common)
     return ""
 
@@ -420,13 +427,15 @@ def env_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
         fresh_compiles()
         envs = vector_envs("suite", n, device, True, 1)
         try:
-            measure_env_step(envs, n, device, args.seconds, rows)
+            measure_env_step(envs, n, device, args.seconds, args.capture, rows)
         finally:
             envs.close()
     return ""
 
 
-def measure_env_step(envs, n: int, device: torch.device, seconds: float, rows: Rows) -> None:
+def measure_env_step(
+    envs, n: int, device: torch.device, seconds: float, capture: Capture, rows: Rows
+) -> None:
     """The compiled step as the env steps it (the state replaced), and on CUDA captured with
     the state written back into static buffers, compared bit for bit over
     :data:`COMPARED_STEPS` steps."""
@@ -445,7 +454,7 @@ def measure_env_step(envs, n: int, device: torch.device, seconds: float, rows: R
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     eager = timed(eager_step, sync, seconds)
     graph_figures = None
-    if device.type == "cuda":
+    if capture is not None:
         state = {key: value.clone() for key, value in start.items()}  # static buffers
         static_actions = actions[0].clone()
 
@@ -455,7 +464,7 @@ def measure_env_step(envs, n: int, device: torch.device, seconds: float, rows: R
                 state[key].copy_(value)
             return outputs
 
-        graph, outputs = captured(body)
+        graph, outputs = capture(body)
         replay = timed(graph.replay, sync, seconds)
 
         def replayed() -> list[torch.Tensor]:
@@ -555,7 +564,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env-sizes", type=int, nargs="+", default=[1152, 4608])
     parser.add_argument("--members", type=int, nargs="+", default=[18, 72])
     parser.add_argument("--rollouts", type=int, default=2, help="timed rollouts (profile, speed)")
-    parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    parser.add_argument("--seconds", type=float, default=0.5, help="time per measurement")
     parser.add_argument(
         "--budget", nargs="+", default=[], metavar="SECTION=SECONDS", help="section deadlines"
     )
@@ -585,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.precisions = args.precisions or available(args.device)
     device = torch.device(args.device)
+    args.capture = captured if device.type == "cuda" else None
     torch.manual_seed(0)
     begun = time.perf_counter()
     report = Report(args.out / "measure.md", device, "Issue 43's measuring lease")

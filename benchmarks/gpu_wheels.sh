@@ -8,7 +8,10 @@
 #       --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
 set -euo pipefail
 cd "$(dirname "$0")/.."
-freeze=$(${VENV_PIP:-.venv/bin/pip} freeze)
+pip=${VENV_PIP:-.venv/bin/pip}
+# in a git worktree, the main checkout's .venv
+[ -x "$pip" ] || pip=$(git rev-parse --path-format=absolute --git-common-dir)/../.venv/bin/pip
+freeze=$("$pip" freeze)
 # The image's own packages are not carried (a second copy would shadow them), but for pandas:
 # the image's 3.0 breaks arch 7.2 (rliable's bootstrap, the reproduction's intervals; found on
 # the second lease), so a pandas 2 (the newest with a CPython 3.12 wheel) and its needs travel.
@@ -18,7 +21,8 @@ packages="gymnasium farama-notifications stable-baselines3 sb3-contrib hydra-cor
 antlr4-python3-runtime hydra-joblib-launcher hydra-submitit-launcher submitit pettingzoo
 pyemd pot rliable arch array-api-compat"
 shadowing="pandas<3 pytz tzdata"
-grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)  # a worktree's too
+grep -qx '/.whl/' "$exclude" 2>/dev/null || echo '/.whl/' >> "$exclude"
 rm -rf .whl && mkdir .whl  # no stale wheel: two versions of one package stop the install
 for name in $packages; do
     pin=$(grep -i "^${name//-/[-_]}==" <<<"$freeze" || true)

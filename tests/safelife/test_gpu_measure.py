@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils._pytree import tree_leaves
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gpu_measure  # noqa: E402
+import gpu_suite  # noqa: E402
 import precision  # noqa: E402
 
 
@@ -120,3 +122,54 @@ def test_a_section_overrunning_its_grace_is_stopped():
     with pytest.raises(gpu_measure.Overran), gpu_measure.stopped_after(0.2):
         time.sleep(5)
     assert time.perf_counter() - begun < 2
+
+
+class Replayed:
+    """A CUDA graph's stand-in on a CPU: each replay runs the body eagerly and writes its
+    results into the outputs of the capture run, as a graph writes its static outputs;
+    ``perturbed``: a replay that gets one output wrong."""
+
+    def __init__(self, body, outputs, perturbed: bool):
+        self.body, self.outputs, self.perturbed = body, outputs, perturbed
+
+    def replay(self) -> None:
+        static = [t for t in tree_leaves(self.outputs) if isinstance(t, torch.Tensor)]
+        for target, value in zip(static, tree_leaves(self.body())):
+            target.copy_(value)
+        if self.perturbed:
+            static[0].add_(1)
+
+
+def capture_on_cpu(perturbed: bool = False):
+    def capture(body):
+        for _ in range(3):  # as captured() warms up
+            body()
+        outputs = body()
+        return Replayed(body, outputs, perturbed), outputs
+
+    return capture
+
+
+@pytest.mark.parametrize("perturbed", [False, True])
+def test_the_bit_checks_compare_a_replay_with_its_eager_body(perturbed):
+    """The CUDA-only path (capture, replay, restore the weights and Adam's state, compare) run
+    on a CPU with a stand-in graph: equal where the replay is the body, not where it is off."""
+    args = gpu_measure.parse(["--device", "cpu", "--tiny", "--precisions", "fp32"])
+    args.capture = capture_on_cpu(perturbed)
+    rows = gpu_measure.Rows(Path(os.devnull))
+    gpu_measure.network_part(args, rows, gpu_measure.Deadline(600))
+    graphs = [row for row in rows.rows if row["mode"] == "CUDA graph"]
+    assert len(graphs) == 2 * 2  # batchings x bodies
+    assert all(row["eager_equals_eager"] for row in graphs)
+    assert all(row["graph_equals_eager"] is not perturbed for row in graphs)
+
+
+def test_the_env_step_replayed_from_static_buffers_equals_stepping():
+    """The captured env step's body (the step on static state, written back) against the step
+    as the env takes it, with the CPU's stand-in graph (the eager step: the same body)."""
+    rows = gpu_measure.Rows(Path(os.devnull))
+    envs = gpu_suite.vector_envs("suite", 8, torch.device("cpu"), False, 1)
+    gpu_measure.measure_env_step(envs, 8, torch.device("cpu"), 0.05, capture_on_cpu(), rows)
+    eager, graph = rows.rows
+    assert (eager["mode"], graph["mode"]) == ("eager", "CUDA graph")
+    assert graph["graph_equals_eager"] and graph["eager_equals_eager"]
