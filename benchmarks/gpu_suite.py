@@ -4,7 +4,7 @@ conformance on the device and a real training run, written as one markdown repor
     python benchmarks/gpu_suite.py [--device cuda] [--sections engine vector ppo conformance
         training] [--sizes 1024 16384 65536] [--compile-sizes 16384] [--ppo-sizes 16 1152 16384]
         [--seconds 2] [--train-steps 5000000] [--train-envs 1024] [--bank-size 1000]
-        [--deadline SECONDS] [--out outputs/gpu_suite.md]
+        [--deadline SECONDS] [--precision fp32] [--out outputs/gpu_suite.md]
     python benchmarks/gpu_suite.py --tiny   # the same sections with tiny sizes (CI, on a CPU)
 
 Sections:
@@ -21,7 +21,8 @@ Sections:
 3. **ppo**: env steps/s of ``DevicePPO`` with the SafeLife CNN end to end (the paper's 20-step
    rollouts, 3 epochs, 4 minibatches) at ``--ppo-sizes`` envs (16: one paper run; 1,152: the
    Table 1 grid's 72 runs x 16 envs as one batch), eager and, at ``--compile-sizes`` on CUDA,
-   with the env's step and the policy's network replayed as CUDA graphs;
+   with the env's step and the policy's network replayed as CUDA graphs; at ``--precision``
+   (``benchmarks/precision.py``) with a training run's cuDNN kernels, each row stating them;
 4. **conformance**: the tests that run on each torch device (recorded traces bit for bit, both
    engines through one interface, the device algorithms against stock SB3) on this device;
 5. **training**: ``safelife-rl train experiment=paper env=prune-still vec_env=device`` for
