@@ -235,6 +235,16 @@ def bit_checks(
 
 #: how a body becomes a graph: :func:`captured` on CUDA, ``None`` (no graph) on a CPU
 Capture = Callable[[Callable[[], Any]], tuple[Any, Any]] | None
+CAPTURE_FAILED = "**capture FAILED**"
+
+
+def failed_capture(capture: Callable[[Callable[[], Any]], tuple[Any, Any]], body) -> Any:
+    """``capture(body)``, or the line saying why it failed: a graph that cannot be captured is
+    a failed row (and section), not a skipped one, and the other rows still run."""
+    try:
+        return capture(body)
+    except Exception as error:  # noqa: BLE001 - reported in its row
+        return f"{CAPTURE_FAILED}: {type(error).__name__}: {(str(error) or '-').splitlines()[0]}"
 
 
 def eager_and_graph(
@@ -250,7 +260,10 @@ def eager_and_graph(
     eager = timed(body, sync, seconds)
     if capture is None:
         return eager, None
-    graph, outputs = capture(body)
+    graphed = failed_capture(capture, body)
+    if isinstance(graphed, str):
+        return eager, {"note": graphed}
+    graph, outputs = graphed
     replay = timed(graph.replay, sync, seconds)
     graph_equal, eager_equal = bit_checks(body, graph, outputs, live)
     return eager, {
@@ -277,8 +290,8 @@ def add_pair(
         section, what, mode="eager", ms=eager * 1e3, per_second=items / eager, note=eager_note,
         **values,
     )  # fmt: skip
-    if graph is None:
-        rows.add(section, what, mode="CUDA graph", note=NO_GRAPH, **values)
+    if graph is None or "seconds" not in graph:  # no CUDA, or a failed capture
+        rows.add(section, what, mode="CUDA graph", **(graph or {"note": NO_GRAPH}), **values)
         return
     replay = graph.pop("seconds")
     rows.add(
@@ -294,19 +307,22 @@ def trainer_config(args: argparse.Namespace):
     return config([*(TINY if args.tiny else []), f"device={args.device}"])
 
 
+PROFILED = "rollouts and updates, profiled"
+
+
 def profile_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
     precision = "tf32" if "tf32" in args.precisions else "fp32"
     cfg = trainer_config(args)
     texts = []
     for batching in args.batchings:
         if deadline.passed():
-            rows.add("profile", "profile", batching=batching, note=SKIPPED)
+            rows.add("profile", PROFILED, batching=batching, note=SKIPPED)
             continue
         text, rate, seconds = profile_section(
             cfg, args.profile_members, batching, precision, args.rollouts, 25
         )
         rows.add(
-            "profile", "rollouts and updates, profiled", batching=batching, precision=precision,
+            "profile", PROFILED, batching=batching, precision=precision,
             mode="train", size=args.profile_members, ms=seconds["all"] * 1e3, per_second=rate,
             note=f"rollouts {seconds['rollouts']:.2f} s, updates {seconds['updates']:.2f} s",
         )  # fmt: skip
@@ -453,6 +469,7 @@ def measure_env_step(
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     eager = timed(eager_step, sync, seconds)
+    common = {"eager_note": f"compiled in {compile_seconds:.0f} s", "precision": "fp32", "size": n}
     graph_figures = None
     if capture is not None:
         state = {key: value.clone() for key, value in start.items()}  # static buffers
@@ -464,7 +481,11 @@ def measure_env_step(
                 state[key].copy_(value)
             return outputs
 
-        graph, outputs = capture(body)
+        graphed = failed_capture(capture, body)
+        if isinstance(graphed, str):
+            add_pair(rows, "env", "compiled env step", eager, {"note": graphed}, n, **common)
+            return
+        graph, outputs = graphed
         replay = timed(graph.replay, sync, seconds)
 
         def replayed() -> list[torch.Tensor]:
@@ -491,10 +512,7 @@ def measure_env_step(
             "graph_equals_eager": same(replayed(), first),
             "eager_equals_eager": same(first, stepped()),
         }
-    add_pair(
-        rows, "env", "compiled env step", eager, graph_figures, n,
-        f"compiled in {compile_seconds:.0f} s", precision="fp32", size=n,
-    )  # fmt: skip
+    add_pair(rows, "env", "compiled env step", eager, graph_figures, n, **common)
 
 
 def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
@@ -617,7 +635,10 @@ def main(argv: list[str] | None = None) -> int:
             report.failed.append(name)
             text += f"\n\n**FAILED**:\n\n```\n{traceback.format_exc()[-3000:]}```"
         section_rows = rows.of(name)
-        if any(row.get("graph_equals_eager") is False for row in section_rows):
+        if any(
+            row.get("graph_equals_eager") is False or CAPTURE_FAILED in (row.get("note") or "")
+            for row in section_rows
+        ):
             report.failed.append(name)
         parts = [INTROS[name], rows_table(section_rows) if section_rows else "", text.strip()]
         parts.append(f"({name}: {time.perf_counter() - start:.0f} s)")

@@ -173,3 +173,17 @@ def test_the_env_step_replayed_from_static_buffers_equals_stepping():
     eager, graph = rows.rows
     assert (eager["mode"], graph["mode"]) == ("eager", "CUDA graph")
     assert graph["graph_equals_eager"] and graph["eager_equals_eager"]
+
+
+def test_a_graph_that_cannot_be_captured_is_a_failed_row():
+    def capture(body):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    eager, graph = gpu_measure.eager_and_graph(
+        lambda: torch.ones(2) * 2, torch.device("cpu"), 0.01, capture
+    )
+    assert eager > 0
+    assert graph == {
+        "note": f"{gpu_measure.CAPTURE_FAILED}: RuntimeError: operation not permitted when "
+        "stream is capturing"
+    }
