@@ -6,7 +6,7 @@ flags.
     python benchmarks/gpu_measure.py [--device cuda] [--sections profile network env speed]
         [--precisions fp32 tf32 bf16] [--batchings vmap unfold] [--profile-members 72]
         [--network-members 72] [--env-sizes 1152 4608] [--members 18 72] [--seconds 0.5]
-        [--budget SECTION=SECONDS ...] [--out DIR]
+        [--budget SECTION=SECONDS ...] [--cudnn-deterministic] [--out DIR]
     python benchmarks/gpu_measure.py --device cpu --tiny   # the same in seconds on a CPU (CI)
 
 Sections, in this order, each under its own deadline (``--budget``, seconds; defaults in
@@ -22,7 +22,8 @@ running :data:`GRACE` seconds after it is stopped, so that the call always retur
    (captured by hand after 3 runs on a side stream; Adam ``capturable`` in both), with the GPU
    ops one replay runs (``torch.profiler``) and the bit checks: one replay equals one eager run
    of its body from the same state bit for bit, and two eager runs each other (a
-   nondeterministic kernel shows there, not as the graph's fault);
+   nondeterministic kernel shows there, not as the graph's fault; ``--cudnn-deterministic``
+   runs the section with cuDNN's deterministic kernels, a run's autotuned ones by default);
 3. **env**: the compiled env step (``compile=True``: without Inductor's own CUDA graphs, so its
    kernels are captured inside) at ``--env-sizes`` envs: time per step as the env steps it, and
    captured with the state written back into static buffers; the graph's GPU ops, and 16
@@ -420,7 +421,7 @@ def network_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> st
                 group["capturable"] = True
         for precision in args.precisions:
             use_precision(precision)
-            cudnn_kernels(False)
+            cudnn_kernels(args.cudnn_deterministic)
             bodies = network_bodies(stacked, optimizer, inputs, precision, device)
             for what, (body, changed, batch) in bodies.items():
                 common = {"batching": batching, "precision": precision, "size": population.size}
@@ -586,6 +587,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--budget", nargs="+", default=[], metavar="SECTION=SECONDS", help="section deadlines"
     )
+    parser.add_argument(
+        "--cudnn-deterministic",
+        action="store_true",
+        help="the network section with cuDNN's deterministic kernels (not a run's autotuned ones)",
+    )
     parser.add_argument("--tiny", action="store_true", help="tiny sizes: seconds on a CPU (CI)")
     parser.add_argument(
         "--out", type=Path, default=Path(os.environ.get("OUT", "outputs/gpu_measure"))
@@ -602,6 +608,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         args.profile_members = args.network_members = 2
         args.env_sizes, args.members, args.rollouts, args.seconds = [8], [2], 1, 0.05
     return args
+
+
+def graph_failed(row: dict[str, Any]) -> bool:
+    """Whether a row's graph failed: not captured, or unequal to its eager body where two
+    eager runs are equal (where they are not, a nondeterministic kernel is to blame:
+    ``--cudnn-deterministic`` tells)."""
+    unequal = row.get("graph_equals_eager") is False and row.get("eager_equals_eager")
+    return bool(unequal) or CAPTURE_FAILED in (row.get("note") or "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -635,10 +649,7 @@ def main(argv: list[str] | None = None) -> int:
             report.failed.append(name)
             text += f"\n\n**FAILED**:\n\n```\n{traceback.format_exc()[-3000:]}```"
         section_rows = rows.of(name)
-        if any(
-            row.get("graph_equals_eager") is False or CAPTURE_FAILED in (row.get("note") or "")
-            for row in section_rows
-        ):
+        if any(graph_failed(row) for row in section_rows):
             report.failed.append(name)
         parts = [INTROS[name], rows_table(section_rows) if section_rows else "", text.strip()]
         parts.append(f"({name}: {time.perf_counter() - start:.0f} s)")

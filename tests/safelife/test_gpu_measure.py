@@ -162,6 +162,9 @@ def test_the_bit_checks_compare_a_replay_with_its_eager_body(perturbed):
     assert len(graphs) == 2 * 2  # batchings x bodies
     assert all(row["eager_equals_eager"] for row in graphs)
     assert all(row["graph_equals_eager"] is not perturbed for row in graphs)
+    assert all(gpu_measure.graph_failed(row) is perturbed for row in graphs)
+    # unequal where the eager runs differ too: a nondeterministic kernel's, not the graph's
+    assert not gpu_measure.graph_failed({"graph_equals_eager": False, "eager_equals_eager": False})
 
 
 def test_the_env_step_replayed_from_static_buffers_equals_stepping():
