@@ -55,6 +55,7 @@ import numpy as np
 import torch
 from engine_speed import fresh_compiles, timed
 from gpu_suite import Report, random_actions, same, table, vector_envs
+from omegaconf import DictConfig
 from population_profile import profile_section
 from population_speed import KEPT_BATCHINGS, TINY, config, members, population_rates
 from precision import (
@@ -72,6 +73,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._pytree import tree_leaves
 
+from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population.runs import build_population
 from safelife_rl.training.population.stacked import (
@@ -239,7 +241,9 @@ Capture = Callable[[Callable[[], Any]], tuple[Any, Any]] | None
 CAPTURE_FAILED = "**capture FAILED**"
 
 
-def failed_capture(capture: Callable[[Callable[[], Any]], tuple[Any, Any]], body) -> Any:
+def failed_capture(
+    capture: Callable[[Callable[[], Any]], tuple[Any, Any]], body: Callable[[], Any]
+) -> tuple[Any, Any] | str:
     """``capture(body)``, or the line saying why it failed: a graph that cannot be captured is
     a failed row (and section), not a skipped one, and the other rows still run."""
     try:
@@ -304,7 +308,7 @@ def add_pair(
 # -- sections ----------------------------------------------------------------------------------
 
 
-def trainer_config(args: argparse.Namespace):
+def trainer_config(args: argparse.Namespace) -> DictConfig:
     return config([*(TINY if args.tiny else []), f"device={args.device}"])
 
 
@@ -451,7 +455,12 @@ def env_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
 
 
 def measure_env_step(
-    envs, n: int, device: torch.device, seconds: float, capture: Capture, rows: Rows
+    envs: SafeLifeVectorEnv,
+    n: int,
+    device: torch.device,
+    seconds: float,
+    capture: Capture,
+    rows: Rows,
 ) -> None:
     """The compiled step as the env steps it (the state replaced), and on CUDA captured with
     the state written back into static buffers, compared bit for bit over

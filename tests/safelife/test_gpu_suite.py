@@ -19,6 +19,7 @@ def test_the_gpu_lease_writes_its_whole_report_on_a_cpu(tmp_path):
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)},
+        timeout=1200,  # minutes of CPU: a hang fails here, not in CI's own limit
     )
     quick = (tmp_path / "quick.md").read_text()
     assert quick.startswith("# GPU suite\n\nMachine: no GPU (CPU run); torch ")
