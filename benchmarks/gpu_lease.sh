@@ -4,7 +4,7 @@
 #          population profile at 72 members, the stacked CNN at fp32/tf32/bf16 eager and as CUDA
 #          graphs with their bit checks, the compiled env step captured at 1,152 and 4,608 envs,
 #          the speed rows at 18 and 72 members; about 5 minutes on an H100, each section under
-#          its own deadline), stopped by MEASURE_SECONDS (default 480);
+#          its own deadline), stopped by MEASURE_SECONDS (default 420);
 #   quick: the GPU suite's engine, vector env, PPO and conformance sections, stopped by
 #          QUICK_SECONDS (default 300);
 #   train: the suite's training run, stopped by TRAIN_SECONDS (default 300);
@@ -77,7 +77,7 @@ if [ "$stage" = table1 ] || [ "$stage" = all ]; then
         "${table1_args[@]}" || status=1
 fi
 if [ "$stage" = measure ]; then
-    timeout -k 10 "${MEASURE_SECONDS:-480}" "$python" benchmarks/gpu_measure.py --out "$out" "$@" \
+    timeout -k 10 "${MEASURE_SECONDS:-420}" "$python" benchmarks/gpu_measure.py --out "$out" "$@" \
         || status=1
 fi
 if [ "$stage" = profile ]; then

@@ -85,7 +85,7 @@ from safelife_rl.training.run import cudnn_kernels
 
 SECTIONS = ("profile", "network", "env", "speed")
 #: each section's deadline, seconds from its start (about 5 minutes in all on an H100)
-BUDGET = {"profile": 60, "network": 70, "env": 90, "speed": 60}
+BUDGET = {"profile": 60, "network": 70, "env": 90, "speed": 75}
 #: seconds past its deadline after which a running section is stopped
 GRACE = 30
 NO_GRAPH = "n/a (no CUDA)"
