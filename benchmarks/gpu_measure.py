@@ -197,9 +197,12 @@ def graph_ops(graph: torch.cuda.CUDAGraph) -> int | None:
     (``None``: it sees none)."""
     if not torch.cuda.is_available():
         return None
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        graph.replay()
-        torch.cuda.synchronize()
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            graph.replay()
+            torch.cuda.synchronize()
+    except RuntimeError:  # a profiler that cannot trace the device: not measurable here
+        return None
     ops = sum(event.count for event in prof.key_averages() if event.device_type == DeviceType.CUDA)
     return ops or None
 
