@@ -29,11 +29,10 @@ from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import check_archive, check_readable_file, remove_in_folder
-from safety_rl_common.yaml_files import check_yaml_text, load_yaml
+from safety_rl_common.limits import YAML_SIZE_LIMIT
+from safety_rl_common.yaml_files import load_yaml, read_yaml_text
 
 CONFIG_FILE = "config.yaml"
-#: The most bytes a model's embedded config may inflate to (a run's config takes a few KB).
-MAX_CONFIG_BYTES = 1 << 20
 FINAL_MODEL = "final_model.zip"
 
 #: Settings a resumed run may change: none changes what the run learns (every vec_env plays the
@@ -81,9 +80,8 @@ def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
         raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
     check_run_files(run_dir)
     try:
-        check_yaml_text(path.read_bytes(), str(path))
-        config = OmegaConf.load(path)
-    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:
+        config = OmegaConf.create(read_yaml_text(path))
+    except (yaml.YAMLError, OmegaConfBaseException) as error:
         raise UserError(f"{path}: not a readable config ({error})") from None
     if not isinstance(config, DictConfig):
         raise UserError(f"{path}: not a config mapping")
@@ -133,11 +131,7 @@ def trained_config(path: Path) -> dict[str, Any] | None:
         if CONFIG_ENTRY not in archive.namelist():
             return None
         size = archive.getinfo(CONFIG_ENTRY).file_size
-        if size > MAX_CONFIG_BYTES:
-            raise UserError(
-                f"{path}: its {CONFIG_ENTRY} inflates to {size} bytes; a run's "
-                f"config takes a few KB (at most {MAX_CONFIG_BYTES})"
-            )
+        YAML_SIZE_LIMIT.check(-(-size // 1024), f"{path}: its {CONFIG_ENTRY}, inflated,")
         try:
             config = load_yaml(archive.read(CONFIG_ENTRY), f"{path} ({CONFIG_ENTRY})")
         except (yaml.YAMLError, zipfile.BadZipFile, OSError) as error:

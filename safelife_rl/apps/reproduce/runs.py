@@ -25,6 +25,7 @@ from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
 from safelife_rl.training.resume import CONFIG_FILE
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import check_readable_file, write_text
+from safety_rl_common.yaml_files import read_yaml
 
 #: Table 1's tasks (creation and removal, static and with spawners) and Table 2's.
 TABLE1_TASKS = ("append-still", "prune-still", "append-spawn", "prune-spawn")
@@ -211,7 +212,7 @@ def schedules(result: RunResult, out: Path) -> str:
     share 0 at 1,000,000 -> 1 at 2,000,000 steps, then held; exit curriculum ...``."""
     path = result.run.folder(out) / CONFIG_FILE
     try:
-        wrappers = yaml.safe_load(path.read_text(encoding="utf-8")).get("wrappers") or {}
+        wrappers = read_yaml(path).get("wrappers") or {}
     except (OSError, ValueError, AttributeError, yaml.YAMLError):
         raise UserError(
             f"{path}: not a run's config; delete the run's folder to rerun it"
