@@ -23,6 +23,7 @@ from safety_rl_common.errors import (
     ArgumentParser,
     UserError,
     describe,
+    reported,
     tracebacks_wanted,
 )
 
@@ -78,7 +79,7 @@ def _from_config(error: BaseException) -> bool:
 def _config_or_file_error(error: BaseException) -> bool:
     """Hydra's and OmegaConf's errors, file errors, and a user error raised while Hydra reads
     the configs (a file of the user's ``conf/`` past the YAML reader's bounds)."""
-    return _from_config(error) or isinstance(error, (UserError, *OS_ERRORS))
+    return _from_config(error) or reported(error, (UserError, *OS_ERRORS))
 
 
 def config_error(error: BaseException) -> str:
