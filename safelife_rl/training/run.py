@@ -43,6 +43,7 @@ from safelife_rl.training.methods import device_twins, method_of
 from safelife_rl.training.model_files import load_model
 from safelife_rl.training.models import build_model
 from safelife_rl.training.plots import plot_runs
+from safelife_rl.training.precision import PAPER, apply_precision
 from safelife_rl.training.resume import (
     CONFIG_FILE,
     SavedModel,
@@ -272,6 +273,7 @@ def _learn(
                 model = build_model(cfg, env)
             else:
                 model = load_model(saved.path, cfg, env, cfg.device, trusted)
+            apply_precision(cfg.get("precision", PAPER), model.policy)
             cudnn_kernels(cfg.get("cudnn_deterministic", False))
             callbacks = run_callbacks(cfg, run_dir, run_config, record)
         # Once the envs, model and callbacks are built (a refused setting leaves nothing

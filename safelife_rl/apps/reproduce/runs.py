@@ -207,16 +207,24 @@ def _ramp(name: str, wrapper: Any) -> str:
     return f"{name} {points} steps, then held"
 
 
+def saved_config(result: RunResult, out: Path) -> dict[str, Any]:
+    """The config a run saved (``config.yaml`` of its folder)."""
+    path = result.run.folder(out) / CONFIG_FILE
+    try:
+        config = read_yaml(path)
+    except (OSError, ValueError, yaml.YAMLError):
+        config = None
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a run's config; delete the run's folder to rerun it")
+    return config
+
+
 def schedules(result: RunResult, out: Path) -> str:
     """The schedules a run was trained with, as its saved config has them: ``impact penalty
     share 0 at 1,000,000 -> 1 at 2,000,000 steps, then held; exit curriculum ...``."""
-    path = result.run.folder(out) / CONFIG_FILE
-    try:
-        wrappers = read_yaml(path).get("wrappers") or {}
-    except (OSError, ValueError, AttributeError, yaml.YAMLError):
-        raise UserError(
-            f"{path}: not a run's config; delete the run's folder to rerun it"
-        ) from None
+    wrappers = saved_config(result, out).get("wrappers") or {}
+    if not isinstance(wrappers, dict):
+        wrappers = {}
     return (
         _ramp("impact penalty share", wrappers.get("side_effect_penalty"))
         + "; "

@@ -51,6 +51,7 @@ from safelife_rl.training.population.record import (
     set_member_state,
 )
 from safelife_rl.training.population.trainer import PopulationPPO
+from safelife_rl.training.precision import PAPER, apply_precision
 from safelife_rl.training.resume import (
     CONFIG_FILE,
     SavedModel,
@@ -239,6 +240,7 @@ def build_population(cfgs: Sequence[DictConfig], batching: str = "auto") -> Popu
             next(algos), policy=first.policy.name, env=view, policy_kwargs=policy_kwargs,
             seed=seed, device=device, verbose=0, _convert_="all",
         )  # fmt: skip
+        apply_precision(first.get("precision", PAPER), member.policy)  # before it is stacked
         if not built:  # before the others are built
             _check_memory(member, len(cfgs), vector.levels.shape)
         built.append(member)
