@@ -111,7 +111,7 @@ from extended_envs.checks import (
     is_int,
 )
 from extended_envs.hyperparams import Allowed, check_hyperparams
-from safety_rl_common.errors import UserError
+from safety_rl_common.errors import UnknownKeywords, UserError
 
 # Spawn key of environments' generators; agents seed theirs with the bare seed or spawn keys 0, 1.
 ENV_SPAWN_KEY = 0x5EED_E7
@@ -155,7 +155,7 @@ class Agent(ABC):
         unknown = sorted(set(hyperparams) - set(cls.default_hyperparams))
         if unknown:
             known = ", ".join(sorted(cls.default_hyperparams)) or "none"
-            raise UserError(
+            raise UnknownKeywords(
                 f"{cls.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
             )
         check_hyperparams(cls.__name__, cls.hyperparam_ranges, hyperparams)
@@ -360,7 +360,7 @@ def resolve_hyperparams(agent_class: type, hyperparams: dict[str, Any]) -> dict[
     )
     if unknown:
         known = ", ".join(sorted(defaults)) or "none"
-        raise UserError(
+        raise UnknownKeywords(
             f"{agent_class.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
         )
     check_hyperparams(

@@ -28,6 +28,12 @@ class UserError(ValueError):
     """Bad input; the message says what is wrong and what is allowed."""
 
 
+class UnknownKeywords(UserError, TypeError):
+    """Keywords a callable does not take: a ``TypeError`` as Python raises for them, so that
+    clients that try a keyword and fall back on ``TypeError`` (TorchRL's ``GymEnv`` tries
+    ``gym.make(id, frameskip=1)``) work, and a user error the commands report in one line."""
+
+
 #: The file errors that describe the user's input (a path) rather than a fault in the code.
 OS_ERRORS = (
     FileNotFoundError,
