@@ -59,8 +59,9 @@ def smooth(values: np.ndarray, window: int = 50) -> np.ndarray:
 
 
 def last_per_step(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The last value logged at each step: the episodes that end in one rollout are logged at
-    its last step, and drawn one above the other they would be a vertical line."""
+    """The last value logged at each step: the episodes that end in one step of the vector env
+    (all envs at their time limit together) are logged at that step, and drawn one above the
+    other they would be a vertical line."""
     last = np.append(steps[1:] != steps[:-1], True)
     return steps[last], values[last]
 

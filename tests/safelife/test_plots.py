@@ -46,8 +46,8 @@ def write_run(
 
 
 PPO = {"env_id": "safelife_rl/PruneStill-v1", "algo": "stable_baselines3.PPO", "method": "ppo"}
-LONG = [(64 * (i // 4 + 1), float(i % 7)) for i in range(400)]  # 4 episodes per rollout
-SHORT = [(60, 0.0), (60, 1.0), (60, 0.5)]  # one rollout: every episode at one step
+LONG = [(64 * (i // 4 + 1), float(i % 7)) for i in range(400)]  # 4 episodes end per step
+SHORT = [(60, 0.0), (60, 1.0), (60, 0.5)]  # every episode ended at one step
 
 
 def legend_texts(fig) -> list[str]:
@@ -108,8 +108,8 @@ def test_runs_of_the_same_name_add_their_folder_and_a_run_without_config_is_its_
 
 
 def test_a_short_series_is_drawn_as_points_and_a_long_one_as_a_line(tmp_path):
-    """A run whose episodes all end in one rollout is one point (their trailing mean), marked;
-    the episodes of each rollout of a long run are one point each, a plain line."""
+    """A run whose episodes all end at one step is one point (their trailing mean), marked;
+    a long run is one point per step at which episodes ended, a plain line."""
     short = write_run(tmp_path / "short", SHORT, config={**PPO, "seed": 0})
     long = write_run(tmp_path / "long", LONG, config={**PPO, "seed": 1})
     fig = learning_curves([short, long])
