@@ -10,7 +10,9 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from safelife_rl.envs.batched_vector_env import batch_infos
+from safelife_rl.envs.batch_slot import BatchSlot
+from safelife_rl.envs.batched_vector_env import BatchedVectorEnv, batch_infos
+from safelife_rl.envs.registration import make_task_env, suite_file
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.gymnasium_vec_env import (
     GymnasiumVecEnv,
@@ -181,10 +183,6 @@ def echo() -> gym.Env:
 
 
 def batched_safelife() -> gym.vector.VectorEnv:
-    from safelife_rl.envs.batch_slot import BatchSlot
-    from safelife_rl.envs.batched_vector_env import BatchedVectorEnv
-    from safelife_rl.envs.registration import make_task_env, suite_file
-
     def make() -> gym.Env:
         return Echo(BatchSlot(make_task_env("prune-still", levels=suite_file("prune-still"))))
 
@@ -192,8 +190,6 @@ def batched_safelife() -> gym.vector.VectorEnv:
 
 
 def dummy_safelife() -> DummyVecEnv:
-    from safelife_rl.envs.registration import make_task_env, suite_file
-
     return DummyVecEnv(
         [lambda: Echo(make_task_env("prune-still", levels=suite_file("prune-still")))] * 3
     )
