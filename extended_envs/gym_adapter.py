@@ -53,9 +53,8 @@ class ExtendedEnvGym(gym.Env):
         self.base_agent_class = check_agent_class(agent_class)
         self.use_reality_check = use_reality_check
         self.agent_class = reality_check(agent_class) if use_reality_check else agent_class
-        resolve_hyperparams(
-            self.agent_class, agent_hyperparams
-        )  # refused when made, as a TypeError
+        # an unknown name is refused when the env is made (a TypeError), not at its reset
+        resolve_hyperparams(self.agent_class, agent_hyperparams)
         self.agent_hyperparams = agent_hyperparams
         n_obs = env_class.n_obs
         self.observation_space = n_obs if isinstance(n_obs, spaces.Box) else spaces.Discrete(n_obs)
