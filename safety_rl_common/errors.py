@@ -18,14 +18,31 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Self
 
 
 class UserError(ValueError):
     """Bad input; the message says what is wrong and what is allowed."""
+
+
+class UnknownKeywords(UserError, TypeError):
+    """Keywords a callable does not take: a ``TypeError`` in Python's words, so that clients
+    that try a keyword and fall back on that error work (TorchRL's ``GymEnv`` tries
+    ``gym.make(id, frameskip=1)`` and looks for "unexpected keyword argument 'frameskip'"), and
+    a user error the commands report in one line."""
+
+    @classmethod
+    def of(cls, owner: str, what: str, unknown: Sequence[str], known: Iterable[str]) -> Self:
+        """``owner`` got the ``unknown`` ``what``s (e.g. hyperparameters); ``known`` are
+        those it takes."""
+        names = sorted(unknown)
+        return cls(
+            f"{owner} got unknown {what}(s) {names}: unexpected keyword argument {names[0]!r}; "
+            f"known: {', '.join(sorted(known)) or 'none'}"
+        )
 
 
 #: The file errors that describe the user's input (a path) rather than a fault in the code.

@@ -49,13 +49,33 @@ class GymnasiumVecEnv(VecEnv):
             vector.num_envs, vector.single_observation_space, vector.single_action_space
         )
         self._actions: Any = None
+        self._started = False  # reset once: Gymnasium's reset_mask works from then on
 
     def reset(self) -> VecEnvObs:
-        options = self._options[0]
-        if any(o != options for o in self._options):
-            raise ValueError("a Gymnasium vector env resets all envs with the same options")
-        obs, infos = self.vector.reset(seed=list(self._seeds), options=options or None)
-        self.reset_infos = unbatch_infos(infos, self.num_envs)
+        """Reset every env with its seed and options (SB3's ``seed`` and ``set_options``).
+
+        Envs whose options differ are reset apart, each group by Gymnasium's ``reset_mask``.
+        A Gymnasium vector env cannot reset only some envs before its first reset, so then all
+        envs are reset with env 0's options first, and those with other options again with
+        their own (and their seeds: with SB3's ``seed``, the same start as one reset)."""
+        groups: list[tuple[dict[str, Any], np.ndarray]] = []  # options, the envs that have them
+        for i, options in enumerate(self._options):
+            mask = next((mask for same, mask in groups if same == options), None)
+            if mask is None:
+                mask = np.zeros(self.num_envs, bool)
+                groups.append((options, mask))
+            mask[i] = True
+        seeds = list(self._seeds)
+        if len(groups) == 1 or not self._started:
+            obs, infos = self.vector.reset(seed=seeds, options=groups[0][0] or None)
+            self.reset_infos = unbatch_infos(infos, self.num_envs)
+            groups = groups[1:]
+        for options, mask in groups:
+            obs, infos = self.vector.reset(seed=seeds, options={**options, "reset_mask": mask})
+            for i, info in enumerate(unbatch_infos(infos, self.num_envs)):
+                if mask[i]:
+                    self.reset_infos[i] = info
+        self._started = True
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -108,7 +128,8 @@ class GymnasiumVecEnv(VecEnv):
 
     def _ask(self, indices: VecEnvIndices, op: str, name: str, *args: Any, **kwargs: Any) -> list:
         """``op`` (see :func:`serve`) on the envs at ``indices``, in their order."""
-        chosen = self._get_indices(indices)
+        every = range(self.num_envs)  # a negative index counts from the end, as in a list
+        chosen = [every[i] for i in self._get_indices(indices)]
         if self._envs is not None:
             return [serve(self._envs[i], op, name, args, kwargs) for i in chosen]
         answers = self.vector.call(_SERVE, frozenset(chosen), op, name, args, kwargs)
