@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
 from omegaconf import open_dict
@@ -20,6 +23,7 @@ from omegaconf import open_dict
 from safelife_rl.apps.reproduce.job import benchmark
 from safelife_rl.apps.train import resume_config
 from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
+from safelife_rl.training.evaluation import own_streams
 from safelife_rl.training.population.runs import train_population
 from safelife_rl.training.run import train
 from tests.safelife.conftest import config, scalars
@@ -179,3 +183,37 @@ def test_a_member_resumed_alone_at_any_checkpoint_writes_what_it_would_have(
     resumed = cut(folders[1], steps, tmp_path / "b")
     resume_alone(resumed)
     assert_same(written(resumed), expected[1])
+
+
+def test_what_an_evaluation_draws_depends_on_its_seed_alone():
+    """:func:`own_streams`: the same draws whatever the run drew before, and the run's streams
+    (torch's, NumPy's, Python's, the action space's) as they were after it."""
+    space = gymnasium.spaces.Discrete(9)
+
+    def draws():
+        with own_streams(7, torch.device("cpu"), space):
+            return (
+                torch.rand(3).tolist(),
+                np.random.rand(3).tolist(),
+                random.random(),
+                int(space.sample()),
+            )
+
+    def streams():
+        return torch.get_rng_state(), np.random.get_state()[1], random.getstate(), space.sample()
+
+    first = draws()
+    torch.rand(5), np.random.rand(5), random.random(), space.sample()  # the run draws on
+    torch.manual_seed(1)
+    np.random.seed(1)
+    random.seed(1)
+    space.seed(1)
+    expected = streams()
+    torch.manual_seed(1)
+    np.random.seed(1)
+    random.seed(1)
+    space.seed(1)
+    assert draws() == first
+    after = streams()
+    assert torch.equal(after[0], expected[0]) and np.array_equal(after[1], expected[1])
+    assert after[2:] == expected[2:]
