@@ -188,6 +188,8 @@ def check_settings(cfg: Any) -> None:
                 check.value(f"algo.{key}", value, ok, allowed)
     if "n_epochs" in cfg.algo:
         EPOCH_LIMIT.check(cfg.algo.n_epochs, "algo.n_epochs")
+    if "learning_rate" in cfg.algo:
+        check.learning_rate("algo.learning_rate", cfg.algo.learning_rate)
     check.value(
         "algo.gradient_steps",
         cfg.algo.get("gradient_steps", 1),

@@ -27,6 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
+from safelife_rl.training.models import training_target
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import check_archive, check_readable_file, remove_in_folder
 from safety_rl_common.limits import YAML_SIZE_LIMIT
@@ -35,9 +36,11 @@ from safety_rl_common.yaml_files import load_yaml, read_yaml_text
 CONFIG_FILE = "config.yaml"
 FINAL_MODEL = "final_model.zip"
 
-#: Settings a resumed run may change: none changes what the run learns (every vec_env plays the
-#: same episodes, level workers make the same levels, and a device only changes where the same
-#: computation runs, and a compiled step is the eager step bit for bit).
+#: Settings a resumed run may change: none changes what the run learns (every host vec_env
+#: plays the same episodes, level workers make the same levels, a device only changes where the
+#: same computation runs, and a compiled step is the eager step bit for bit). A ``vec_env``
+#: change that changes the class the run trains with (to or from ``device``, whose runs train
+#: with the algorithm's device twin) is refused by :func:`check_resumable`.
 RESUME_OVERRIDES = (
     "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
     "device", "trust_pickle", "compile",
@@ -203,11 +206,21 @@ def config_differences(trained: dict[str, Any], resumed: DictConfig) -> list[str
 
 
 def check_resumable(cfg: DictConfig, model: SavedModel) -> None:
-    """Refuse a resume whose config differs from the one ``model`` was trained with."""
+    """Refuse a resume whose config differs from the one ``model`` was trained with, or that
+    would train it with another class (:func:`~safelife_rl.training.models.training_target`:
+    a ``vec_env`` changed to or from ``device``)."""
     trained = trained_config(model.path)
     if trained is None:
         return
     changed = config_differences(trained, cfg)
+    if not changed:  # the same algorithm: the class trained with can differ by vec_env only
+        before, now = training_target(OmegaConf.create(trained)), training_target(cfg)
+        if before != now:
+            vec_env = OmegaConf.select(cfg, "vec_env")
+            changed = [
+                f"vec_env ({trained.get('vec_env')!r} -> {getattr(vec_env, 'value', vec_env)!r}"
+                f", which trains with {now} in place of {before})"
+            ]
     if changed:
         raise UserError(
             f"cannot resume from {model.path.name}: the run's {CONFIG_FILE} differs from the "
