@@ -9,12 +9,16 @@ observation and info under ``final_obs`` and ``final_info``) steps as SB3's vect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.connection import wait
 from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector.async_vector_env import AsyncState
 from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
@@ -230,14 +234,96 @@ class WideningSyncVectorEnv(OneBatchOfInfos, SyncVectorEnv):
         return self._batched(super().step(actions))
 
 
+class WorkerFailed(RuntimeError):
+    """An env worker process raised, or ended (killed, say): its vector env cannot step on. The
+    message is one line; ``trace``: the worker's traceback, where it raised."""
+
+    def __init__(self, message: str, trace: str | None = None):
+        super().__init__(message)
+        self.trace = trace
+
+
 class WideningAsyncVectorEnv(OneBatchOfInfos, AsyncVectorEnv):
-    """Gymnasium's ``AsyncVectorEnv`` with :class:`OneBatchOfInfos`."""
+    """Gymnasium's ``AsyncVectorEnv`` with :class:`OneBatchOfInfos`, whose failing workers raise
+    :class:`WorkerFailed` (one line; Gymnasium logs the worker's traceback and raises its
+    exception's type, or a bare ``EOFError`` or ``BrokenPipeError`` for a worker that died) and
+    which ends its other workers on closing after a failure, rather than waiting on them."""
+
+    def reset_async(self, *args: Any, **kwargs: Any) -> None:
+        with self._workers_answering():
+            super().reset_async(*args, **kwargs)
 
     def reset_wait(self, *args: Any, **kwargs: Any) -> tuple:
-        return self._batched(super().reset_wait(*args, **kwargs))
+        with self._workers_answering():
+            return self._batched(super().reset_wait(*args, **kwargs))
+
+    def step_async(self, actions: Any) -> None:
+        with self._workers_answering():
+            super().step_async(actions)
 
     def step_wait(self, *args: Any, **kwargs: Any) -> tuple:
-        return self._batched(super().step_wait(*args, **kwargs))
+        with self._workers_answering():
+            return self._batched(super().step_wait(*args, **kwargs))
+
+    def call_async(self, name: str, *args: Any, **kwargs: Any) -> None:
+        with self._workers_answering():
+            super().call_async(name, *args, **kwargs)
+
+    def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
+        with self._workers_answering():
+            return super().call_wait(timeout)
+
+    def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
+        if terminate or not all(process.is_alive() for process in self.processes):
+            # a worker ended (nothing more will answer) or the caller ends them: all end before
+            # their pipes close, so that none wakes to a closed pipe and prints a traceback
+            self._state = AsyncState.DEFAULT
+            for process in self.processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in self.processes:
+                process.join()
+            terminate = True
+        super().close_extras(timeout, terminate)
+
+    @contextmanager
+    def _workers_answering(self) -> Iterator[None]:
+        """Raise :class:`WorkerFailed` for a worker whose pipe closed (it ended) or that
+        failed before."""
+        failed = [index for index, pipe in enumerate(self.parent_pipes) if pipe is None]
+        if failed:
+            raise WorkerFailed(f"env worker {failed[0]} failed before; close this vector env")
+        try:
+            yield
+        except (EOFError, ConnectionError) as error:
+            self._state = AsyncState.DEFAULT
+            ended = wait([process.sentinel for process in self.processes], timeout=1.0)
+            for index, process in enumerate(self.processes):
+                if process.sentinel in ended:
+                    process.join()
+                    raise WorkerFailed(f"env worker {index} {_ended(process.exitcode)}") from error
+            raise WorkerFailed(f"an env worker's pipe closed ({type(error).__name__})") from error
+
+    def _raise_if_errors(self, successes: Iterable[bool]) -> None:
+        """As Gymnasium's (the failed workers' pipes closed; they end), raising
+        :class:`WorkerFailed` without logging."""
+        failures = [self.error_queue.get() for success in successes if not success]
+        if not failures:
+            return
+        for index, *_ in failures:
+            self.parent_pipes[index].close()
+            self.parent_pipes[index] = None
+        self._state = AsyncState.DEFAULT
+        index, kind, value, trace = failures[-1]
+        text = " ".join(str(value).split())
+        raise WorkerFailed(f"env worker {index} failed: {kind.__name__}: {text}", trace)
+
+
+def _ended(exitcode: int) -> str:
+    """How a process with ``exitcode`` (``multiprocessing``'s: minus a signal's number) ended."""
+    if exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with status {exitcode}"
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:

@@ -35,13 +35,14 @@ from safelife_rl.apps.benchmark import SUITES, load_policy, run_suite, task_suit
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.gymnasium_vec_env import WorkerFailed
 from safelife_rl.training.population.runs import (
     common_checkpoint,
     member_config,
     train_population,
 )
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
-from safelife_rl.training.run import train
+from safelife_rl.training.run import report_worker_failure, train
 from safety_rl_common.cli import run_hydra_app
 from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
 from safety_rl_common.workers import exit_with_parent
@@ -215,6 +216,8 @@ def app(cfg: DictConfig) -> None:
         except RunStopped as stopped:
             print(f"{PROG}: {stopped}; run the reproduction again to resume", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
+        except WorkerFailed as failed:
+            report_worker_failure(PROG, failed, "run the reproduction again to resume")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
