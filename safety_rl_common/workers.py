@@ -12,6 +12,7 @@ its siblings keep open, so on Linux it asks the kernel to end it with its parent
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -20,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 _PR_SET_PDEATHSIG = 1
 _watching: set[int] = set()  # processes whose parent is being watched (one thread each)
@@ -93,3 +94,16 @@ def exit_with_parent(grace: float = 60.0, poll: float = 0.2) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def end_by_signal(signum: int) -> NoReturn:
+    """End this process by ``signum``'s default action, once the process has handled it (saved
+    what it had): its parent sees it ended by the signal, and a pool's worker process (a
+    launcher's) ends, rather than wait for more work that will never come."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a closed pipe: its reader is gone
+            stream.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
+    raise SystemExit(128 + signum)  # the signal's default action ignores it (SIGCHLD, say)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -316,21 +317,32 @@ def launch(
     )
     with log_path.open("w", encoding="utf-8") as log:
         log.write(" ".join(command) + "\n")
+        # a process group of its own, which a terminal's Ctrl-C does not reach: the command
+        # ends the sweep (its processes and their workers each end with their parent)
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            process_group=0,
         )
         assert process.stdout is not None
         reader = threading.Thread(target=_echo_marked_lines, args=(process.stdout, log))
         reader.start()
         bar = tqdm(total=steps * len(runs), initial=done(), unit="step", desc="sweep")
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C
         try:
             while process.poll() is None:
                 time.sleep(2)
                 bar.n = done()
                 bar.set_postfix_str(f"{sum(is_finished(r, out) for r in runs)}/{len(runs)} runs")
         except KeyboardInterrupt:
-            process.wait()  # the jobs save checkpoints when interrupted
-        reader.join()
+            process.terminate()
+            process.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        reader.join()  # until every process of the sweep has ended (each holds the log's pipe)
         bar.n = done()
         bar.close()
     unfinished = [run for run in runs if not is_finished(run, out)]
