@@ -324,7 +324,7 @@ def test_a_signal_to_reproduce_ends_its_whole_sweep_within_seconds(tmp_path, sig
         left = session_processes(command.pid)
         for pid in left:  # not to leave them to the next test
             os.kill(pid, signal.SIGKILL)
-    print(f"{signal.Signals(signum).name}: every process gone {seconds:.1f} s later")
+    print(f"{signal.Signals(signum).name}: {len(left)} processes left {seconds:.1f} s later")
     assert not left and seconds < SWEEP_END
     if signum != signal.SIGKILL:
         assert command.returncode == 130 and "interrupted with 2 runs unfinished" in err
