@@ -263,9 +263,9 @@ def session_processes(sid):
     return found
 
 
-#: How soon after the command's end every process of its sweep must be gone (measured: about
-#: 1 to 5 s on a loaded 2-core machine, the time a job takes to reach its next rollout
-#: boundary and save; see docs/security.md).
+#: How soon after the signal the command and every process of its sweep must be gone
+#: (measured: 1.0 to 6.1 s on a loaded 2-core machine, the command's own exit included;
+#: docs/security.md).
 SWEEP_END = 20
 
 
