@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from safelife_rl.training.resume import _TEMPORARY
+from tests.reliability.runner import session_members
 
 ROOT = Path(__file__).resolve().parents[2]
 TOTAL, ROLLOUT, EVAL_EVERY = 320, 32, 64
@@ -249,20 +250,6 @@ def test_a_second_trainer_of_a_run_folder_is_refused_naming_the_first(tmp_path):
     assert code == 0, err
 
 
-def session_processes(sid):
-    """The live processes of session ``sid`` (from /proc; zombies are ended)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
 #: How soon after the signal the command and every process of its sweep must be gone
 #: (measured: 1.0 to 6.1 s on a loaded 2-core machine, the command's own exit included;
 #: docs/security.md).
@@ -313,15 +300,15 @@ def test_a_signal_to_reproduce_ends_its_whole_sweep_within_seconds(tmp_path, sig
         while len(list(runs.glob("*/seed_0/checkpoints/model_*"))) < 2:  # both runs train
             assert command.poll() is None and time.monotonic() < deadline
             time.sleep(0.5)
-        assert len(session_processes(command.pid)) >= 5  # and Hydra's, loky's, the trackers
+        assert len(session_members(command.pid)) >= 5  # and Hydra's, loky's, the trackers
         os.kill(command.pid, signum)
         start = time.monotonic()
         _, err = command.communicate(timeout=120)
-        while session_processes(command.pid) and time.monotonic() < start + 120:
+        while session_members(command.pid) and time.monotonic() < start + 120:
             time.sleep(0.2)
         seconds = time.monotonic() - start
     finally:
-        left = session_processes(command.pid)
+        left = session_members(command.pid)
         for pid in left:  # not to leave them to the next test
             os.kill(pid, signal.SIGKILL)
     print(f"{signal.Signals(signum).name}: {len(left)} processes left {seconds:.1f} s later")

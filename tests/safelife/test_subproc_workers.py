@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.runner import session_members
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,20 +51,6 @@ TRAIN = [
 ]
 
 
-def session_processes(sid):
-    """The live processes of session ``sid`` (from /proc; zombies are ended)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
 def start(args, cwd, env=None):
     return subprocess.Popen(
         args,
@@ -85,9 +73,9 @@ def finish(process):
         out, err = process.communicate()
         pytest.fail(f"still running after {TIMEOUT} s: {err[-2000:]}")
     deadline = time.monotonic() + 5
-    while session_processes(process.pid) and time.monotonic() < deadline:
+    while session_members(process.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    left = session_processes(process.pid)
+    left = session_members(process.pid)
     for pid in left:
         os.kill(pid, signal.SIGKILL)
     assert not left, f"processes left: {left}"
