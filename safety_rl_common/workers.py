@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 
 _PR_SET_PDEATHSIG = 1
 _watching: set[int] = set()  # processes whose parent is being watched (one thread each)
+_stopping = threading.Event()  # a signal asked this process to stop (see note_stop_signal)
 
 
 def detach_from_signals(maker: int | None = None) -> None:
@@ -89,11 +90,20 @@ def exit_with_parent(grace: float = 60.0, poll: float = 0.2) -> None:
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(poll)
-        os.kill(os.getpid(), signal.SIGTERM)
+        if not _stopping.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(grace)
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def note_stop_signal() -> None:
+    """Say that a signal has asked this process to stop (its handler calls this): when its
+    parent is gone, :func:`exit_with_parent` sends it no SIGTERM, which would be a second
+    signal and cut the stop short (a signal that reaches every process, as SLURM's does, ends
+    the parent too); its SIGKILL after the grace stays."""
+    _stopping.set()
 
 
 def end_by_signal(signum: int) -> NoReturn:

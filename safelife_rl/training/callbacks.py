@@ -29,6 +29,7 @@ from safety_rl_common.checks import check
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import remove_in_folder, write_json
 from safety_rl_common.limits import EPISODE_LIMIT
+from safety_rl_common.workers import note_stop_signal
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
 Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]
@@ -129,6 +130,7 @@ class StopOnSignal(BaseCallback):
         self._previous.clear()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        note_stop_signal()  # a sweep job's parent watch sends no second signal
         first = not self.stopped
         self.stopped, self.signum = True, signum
         if not (self._learning and first):

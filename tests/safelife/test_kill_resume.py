@@ -258,18 +258,22 @@ SWEEP_END = 20
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize(
-    "signum, population",
+    "signum, population, to",
     [
-        (signal.SIGINT, True),
-        (signal.SIGTERM, True),
-        (signal.SIGKILL, True),
-        (signal.SIGKILL, False),
+        (signal.SIGINT, True, "command"),
+        (signal.SIGTERM, True, "command"),
+        (signal.SIGKILL, True, "command"),
+        (signal.SIGKILL, False, "command"),
+        (signal.SIGTERM, True, "session"),
     ],
 )
-def test_a_signal_to_reproduce_ends_its_whole_sweep_within_seconds(tmp_path, signum, population):
-    """Ctrl-C, SIGTERM or SIGKILL to the command alone: its Hydra process, the launcher's
-    (joblib's loky) workers, those running a job and one waiting for work, and the resource
-    trackers all end; the jobs save where they stopped."""
+def test_a_signal_to_reproduce_ends_its_whole_sweep_within_seconds(
+    tmp_path, signum, population, to
+):
+    """Ctrl-C, SIGTERM or SIGKILL to the command alone, or SIGTERM to every process (as SLURM
+    sends it): its Hydra process, the launcher's (joblib's loky) workers, those running a job
+    and one waiting for work, and the resource trackers all end; the jobs save where they
+    stopped (a job that the signal reached stops once, though its parent's end follows)."""
     out = tmp_path / "out"
     command = subprocess.Popen(
         [
@@ -301,7 +305,8 @@ def test_a_signal_to_reproduce_ends_its_whole_sweep_within_seconds(tmp_path, sig
             assert command.poll() is None and time.monotonic() < deadline
             time.sleep(0.5)
         assert len(session_members(command.pid)) >= 5  # and Hydra's, loky's, the trackers
-        os.kill(command.pid, signum)
+        for pid in session_members(command.pid) if to == "session" else [command.pid]:
+            os.kill(pid, signum)
         start = time.monotonic()
         _, err = command.communicate(timeout=120)
         while session_members(command.pid) and time.monotonic() < start + 120:
@@ -316,4 +321,4 @@ def test_a_signal_to_reproduce_ends_its_whole_sweep_within_seconds(tmp_path, sig
     if signum != signal.SIGKILL:
         assert command.returncode == 130 and "interrupted with 2 runs unfinished" in err
         log = next((out / "logs").glob("sweep_*.log")).read_text()
-        assert "reproduce-job: stopped by SIGTERM at " in log
+        assert "reproduce-job: stopped by SIGTERM at " in log and " while " not in log
