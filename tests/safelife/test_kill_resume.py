@@ -251,7 +251,7 @@ def test_a_second_trainer_of_a_run_folder_is_refused_naming_the_first(tmp_path):
 
 
 #: How soon after the signal the command and every process of its sweep must be gone
-#: (measured: 0.9 to 6.1 s on a loaded 2-core machine, the command's own exit included;
+#: (measured: 0.9 to 7.1 s on a loaded 2-core machine, the command's own exit included;
 #: docs/security.md).
 SWEEP_END = 20
 
