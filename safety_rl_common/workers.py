@@ -76,7 +76,8 @@ def exit_with_parent(grace: float = 60.0, poll: float = 0.2) -> None:
     """End this process when its parent ends, however the parent ended (SIGKILL included):
     a daemon thread watches the parent's pid; once the process has been handed to another
     parent it gets SIGTERM (a training run stops at its next rollout boundary and saves a
-    checkpoint), and SIGKILL ``grace`` seconds later if it is still alive.
+    checkpoint; none if a signal already asked it to stop, :func:`note_stop_signal`), and
+    SIGKILL ``grace`` seconds later if it is still alive.
 
     For the processes of a sweep (Hydra's launcher and its job workers), which are started by
     libraries that give no hook to set ``PR_SET_PDEATHSIG`` (and that signal would come when the
