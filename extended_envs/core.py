@@ -111,7 +111,7 @@ from extended_envs.checks import (
     is_int,
 )
 from extended_envs.hyperparams import Allowed, check_hyperparams
-from safety_rl_common.errors import UserError
+from safety_rl_common.errors import UnknownKeywords, UserError
 
 # Spawn key of environments' generators; agents seed theirs with the bare seed or spawn keys 0, 1.
 ENV_SPAWN_KEY = 0x5EED_E7
@@ -152,11 +152,10 @@ class Agent(ABC):
     def resolve_hyperparams(cls, hyperparams: dict[str, Any]) -> dict[str, Any]:
         """Defaults overridden by ``hyperparams``; an unknown name or a value out of range is an
         error."""
-        unknown = sorted(set(hyperparams) - set(cls.default_hyperparams))
+        unknown = set(hyperparams) - set(cls.default_hyperparams)
         if unknown:
-            known = ", ".join(sorted(cls.default_hyperparams)) or "none"
-            raise UserError(
-                f"{cls.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
+            raise UnknownKeywords.of(
+                cls.__name__, "hyperparameter", unknown, cls.default_hyperparams
             )
         check_hyperparams(cls.__name__, cls.hyperparam_ranges, hyperparams)
         return {**cls.default_hyperparams, **hyperparams}
@@ -359,10 +358,7 @@ def resolve_hyperparams(agent_class: type, hyperparams: dict[str, Any]) -> dict[
         if name in BINDING_PARAMETERS or (name not in defaults and not takes_any)
     )
     if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        raise UserError(
-            f"{agent_class.__name__} got unknown hyperparameter(s) {unknown}; known: {known}"
-        )
+        raise UnknownKeywords.of(agent_class.__name__, "hyperparameter", unknown, defaults)
     check_hyperparams(
         agent_class.__name__, getattr(agent_class, "hyperparam_ranges", {}), hyperparams
     )

@@ -26,6 +26,7 @@ from extended_envs.core import (
     check_agent_class,
     check_env_class,
     check_step,
+    resolve_hyperparams,
     seed_env,
 )
 from extended_envs.reality_check import reality_check
@@ -35,6 +36,8 @@ class ExtendedEnvGym(gym.Env):
     """Gymnasium view of ``env_class`` whose simulations are ``agent_class`` instances.
 
     :param use_reality_check: simulate ``reality_check(agent_class)`` instead.
+    :param agent_hyperparams: the agent's; an unknown name raises
+        :class:`~safety_rl_common.errors.UnknownKeywords` (a ``TypeError``) here, not at reset.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -50,6 +53,8 @@ class ExtendedEnvGym(gym.Env):
         self.base_agent_class = check_agent_class(agent_class)
         self.use_reality_check = use_reality_check
         self.agent_class = reality_check(agent_class) if use_reality_check else agent_class
+        # an unknown name is refused when the env is made (a TypeError), not at its reset
+        resolve_hyperparams(self.agent_class, agent_hyperparams)
         self.agent_hyperparams = agent_hyperparams
         n_obs = env_class.n_obs
         self.observation_space = n_obs if isinstance(n_obs, spaces.Box) else spaces.Discrete(n_obs)

@@ -23,6 +23,9 @@ _KIND_NAMES = {bool: "true or false", int: "an integer", float: "a number", str:
 #: The largest count a setting may hold: beyond, counts no longer convert to floats exactly
 #: (and no run would end).
 MAX_COUNT = 2**53
+#: The largest learning rate taken: Adam moves each weight by about the learning rate per
+#: update, so past 1 the updates outgrow the weights (``1e308`` sends them to NaN at once).
+MAX_LEARNING_RATE = 1.0
 
 
 def is_int(value: Any) -> bool:
@@ -99,6 +102,16 @@ class Checks:
         for name in names:
             value = settings[name] if isinstance(settings, Mapping) else getattr(settings, name)
             self.count(prefix + name, value)
+
+    def learning_rate(self, name: str, value: Any) -> float:
+        """``value``, a positive number up to :data:`MAX_LEARNING_RATE`, as a float."""
+        self.value(
+            name,
+            value,
+            lambda v: is_number(v) and 0 < v <= MAX_LEARNING_RATE,
+            f"a positive number up to {MAX_LEARNING_RATE:g} (a learning rate)",
+        )
+        return float(value)
 
     def finite(self, name: str, value: Any) -> float:
         """``value``, a finite number, as a float (NaN and infinities pass every ``<``/``>``

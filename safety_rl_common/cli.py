@@ -21,7 +21,9 @@ from safety_rl_common.errors import (
     OS_ERRORS,
     USER_FULL_ERROR,
     ArgumentParser,
+    UserError,
     describe,
+    reported,
     tracebacks_wanted,
 )
 
@@ -44,7 +46,8 @@ def run_hydra_app(app: Callable[[], None], prog: str, argv: Sequence[str] | None
     ``HYDRA_FULL_ERROR=1``, the user's own setting kept for :func:`tracebacks_wanted`), and the
     error ends the command in one line ``prog: error: ...`` with status 2, as every user error;
     so does a file error of Hydra's own (its output folder under a file, say: the app reports
-    its own file errors in one line already).
+    its own file errors in one line already), and a user error raised while the configs are
+    read.
     """
     sys.argv = [prog, *(sys.argv[1:] if argv is None else argv)]
     saved = {name: os.environ.get(name) for name in ("HYDRA_FULL_ERROR", USER_FULL_ERROR)}
@@ -74,7 +77,9 @@ def _from_config(error: BaseException) -> bool:
 
 
 def _config_or_file_error(error: BaseException) -> bool:
-    return _from_config(error) or isinstance(error, OS_ERRORS)
+    """Hydra's and OmegaConf's errors, file errors, and a user error raised while Hydra reads
+    the configs (a file of the user's ``conf/`` past the YAML reader's bounds)."""
+    return _from_config(error) or reported(error, (UserError, *OS_ERRORS))
 
 
 def config_error(error: BaseException) -> str:

@@ -13,18 +13,36 @@ error too, for bug reports.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Self
 
 
 class UserError(ValueError):
     """Bad input; the message says what is wrong and what is allowed."""
+
+
+class UnknownKeywords(UserError, TypeError):
+    """Keywords a callable does not take: a ``TypeError`` in Python's words, so that clients
+    that try a keyword and fall back on that error work (TorchRL's ``GymEnv`` tries
+    ``gym.make(id, frameskip=1)`` and looks for "unexpected keyword argument 'frameskip'"), and
+    a user error the commands report in one line."""
+
+    @classmethod
+    def of(cls, owner: str, what: str, unknown: Sequence[str], known: Iterable[str]) -> Self:
+        """``owner`` got the ``unknown`` ``what``s (e.g. hyperparameters); ``known`` are
+        those it takes."""
+        names = sorted(unknown)
+        return cls(
+            f"{owner} got unknown {what}(s) {names}: unexpected keyword argument {names[0]!r}; "
+            f"known: {', '.join(sorted(known)) or 'none'}"
+        )
 
 
 #: The file errors that describe the user's input (a path) rather than a fault in the code.
@@ -37,6 +55,9 @@ OS_ERRORS = (
 )
 #: What every command reports as one line: a user error, or a file error of a bad path.
 REPORTED = (UserError, *OS_ERRORS)
+#: The ``errno`` of a full disk or quota: the machine's state, not a fault in the code, so
+#: reported in one line by every command too (:func:`reported`).
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 Errors = tuple[type[BaseException], ...]
 
@@ -60,14 +81,20 @@ def describe(error: BaseException) -> str:
     return " ".join(text.split())
 
 
+def reported(error: BaseException, errors: Errors) -> bool:
+    """Whether ``error`` ends a command in one line: one of the types ``errors``, or a full
+    disk (:data:`DISK_FULL`)."""
+    return isinstance(error, errors) or (isinstance(error, OSError) and error.errno in DISK_FULL)
+
+
 @contextmanager
 def one_line_errors(prog: str, errors: Errors, traceback: bool = False) -> Iterator[None]:
-    """Report an error of the types ``errors`` raised inside as ``prog: error: ...`` and exit
-    with status 2."""
+    """Report an error of the types ``errors`` (or a full disk) raised inside as ``prog:
+    error: ...`` and exit with status 2."""
     try:
         yield
-    except errors as error:
-        if traceback or tracebacks_wanted():
+    except Exception as error:
+        if not reported(error, errors) or traceback or tracebacks_wanted():
             raise
         print(f"{prog}: error: {describe(error)}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -122,7 +149,9 @@ def hydra_app_errors(prog: str, folder: str | os.PathLike, errors: Errors) -> It
     with one_line_errors(prog, errors):
         try:
             yield
-        except errors:
+        except Exception as error:
+            if not reported(error, errors):
+                raise
             names = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
             if names and all(n == ".hydra" or n.endswith(".log") for n in names):
                 shutil.rmtree(folder, ignore_errors=True)

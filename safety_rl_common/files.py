@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from safety_rl_common.errors import UserError
+from safety_rl_common.errors import DISK_FULL, UserError
 from safety_rl_common.limits import READ_LIMIT
 
 
@@ -44,9 +44,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(error, OSError) and error.errno in DISK_FULL:  # name where it was full
+            raise OSError(
+                error.errno, f"{os.strerror(error.errno)} (writing {path.name})", str(path.parent)
+            ) from None
         raise
 
 

@@ -61,13 +61,22 @@ ENV_LIMIT = Limit("SAFELIFE_MAX_ENVS", 65_536, "envs")
 EPOCH_LIMIT = Limit("SAFELIFE_MAX_EPOCHS", 1_000, "epochs")
 
 
-def check_limits() -> None:
-    """Refuse a bad setting of any limit's variable now, before a run writes anything (a limit
-    read only when a file is opened would surface midway, or be taken for a bad file)."""
-    for limit in (READ_LIMIT, SIDE_LIMIT, EPISODE_LIMIT, BANK_LIMIT, ENV_LIMIT, EPOCH_LIMIT):
-        limit.get()
-
-
 #: Nodes a YAML file (a run's config, a level type's parameters) may expand to, its aliases
 #: followed: a run's config has a few hundred; 600 bytes of nested aliases expand to millions.
 YAML_NODE_LIMIT = Limit("SAFELIFE_MAX_YAML_NODES", 100_000, "nodes")
+#: KiB a YAML file may hold, measured before it is parsed: a run's config takes a few KB, and
+#: a 100 MB one keeps OmegaConf busy for minutes.
+YAML_SIZE_LIMIT = Limit("SAFELIFE_MAX_YAML_KB", 1024, "KiB")
+#: Levels of mappings and lists a YAML file may nest: a config nests five or so, and the
+#: parsers recurse once per level (Python's stack ends near a thousand).
+YAML_DEPTH_LIMIT = Limit("SAFELIFE_MAX_YAML_DEPTH", 64, "levels")
+
+
+def check_limits() -> None:
+    """Refuse a bad setting of any limit's variable now, before a run writes anything (a limit
+    read only when a file is opened would surface midway, or be taken for a bad file)."""
+    for limit in (
+        *(READ_LIMIT, SIDE_LIMIT, EPISODE_LIMIT, BANK_LIMIT, ENV_LIMIT, EPOCH_LIMIT),
+        *(YAML_NODE_LIMIT, YAML_SIZE_LIMIT, YAML_DEPTH_LIMIT),
+    ):
+        limit.get()

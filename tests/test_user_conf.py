@@ -28,6 +28,7 @@ from hydra_plugins.safety_rl_toolkit.user_conf import (
     APP_CONFIGS,
     ENV_VAR,
     PROVIDER,
+    SCHEME,
     UserConfSearchPath,
 )
 
@@ -69,7 +70,7 @@ def test_conf_of_the_current_folder_follows_the_package_defaults(main, tmp_path,
     monkeypatch.chdir(tmp_path)
     assert appended(main) == []  # no conf/ here
     (tmp_path / "conf").mkdir()
-    assert appended(main) == [f"file://{tmp_path / 'conf'}"]
+    assert appended(main) == [f"{SCHEME}://{tmp_path / 'conf'}"]
 
 
 def test_other_hydra_apps_are_left_alone(tmp_path, monkeypatch):
@@ -84,7 +85,7 @@ def test_the_variable_names_another_folder_or_none(tmp_path, monkeypatch):
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(ENV_VAR, "elsewhere")
-    assert appended("pkg://drest.conf") == [f"file://{tmp_path / 'elsewhere'}"]
+    assert appended("pkg://drest.conf") == [f"{SCHEME}://{tmp_path / 'elsewhere'}"]
     monkeypatch.setenv(ENV_VAR, "")
     assert appended("pkg://drest.conf") == []
     monkeypatch.setenv(ENV_VAR, "typo")

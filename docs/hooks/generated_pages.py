@@ -143,7 +143,17 @@ def registry_page() -> str:
             "This page is generated when the site is built (`docs/hooks/generated_pages.py`): it "
             "imports `safelife_rl`, `drest` and `extended_envs`, reads every id they register from "
             "`gymnasium.registry`, makes an env of each with its registered kwargs and lists what "
-            "that env reports. `gym.make(id, **kwargs)` takes the keyword arguments listed."
+            "that env reports. `gym.make(id, **kwargs)` takes the keyword arguments listed; "
+            "any other keyword is a `TypeError` when the env is made."
+        ),
+        "",
+        (
+            "The ids are registered when their package is imported. A client that imports "
+            "nothing of the project (CleanRL's scripts, a config file naming an id) gives the "
+            "package before a colon, Gymnasium's `module:id` form: "
+            '`gym.make("drest:drest/Example-v0")`, '
+            '`gym.make_vec("safelife_rl:safelife_rl/PruneStill-v1", 4)`, '
+            "`--env-id extended_envs:extended_envs/CartPole-IgnoreRewards-v0`."
         ),
         "",
     ]

@@ -14,11 +14,17 @@ The training worlds and the held-out worlds come from two independent streams of
 ``--out``: ``results.md`` (IQM with 95% stratified-bootstrap intervals from ``rliable`` over
 seeds x held-out worlds, per algorithm and reward, and DREST - default with its interval),
 ``results.json`` (every run's metric on every world) and ``generalise.png``.
+
+Each agent's result is kept in ``--out/agents/`` as soon as it is trained, so a run stopped
+midway (Ctrl-C, a machine taken back) goes on where it stopped when the same command is run
+again: an agent whose file holds the same settings and worlds is not trained again.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import multiprocessing as mp
 import time
 from pathlib import Path
@@ -63,6 +69,8 @@ MAX_SEEDS = 1000
 #: Bootstrap draws per interval of the report (rliable's default, 50,000, takes seconds each)
 REPS = 10_000
 MAX_WORKERS = 4 * mp.cpu_count()
+#: The folder of ``--out`` that keeps each trained agent's result.
+AGENTS = "agents"
 
 
 def _train_env(worlds: tuple[GridSpec, ...], reward: str, meta_episode_size: int, lam: float):
@@ -115,6 +123,7 @@ def _job(job: dict) -> dict:
 def _jobs(
     args: argparse.Namespace, train: tuple[GridSpec, ...], test: tuple[GridSpec, ...]
 ) -> list[dict]:
+    worlds = hashlib.sha256("\n\n".join(s.to_text() for s in train + test).encode()).hexdigest()
     return [
         {
             "algo": algo,
@@ -123,6 +132,7 @@ def _jobs(
             "steps": args.steps,
             "meta_episode_size": args.meta_episode_size,
             "lam": args.lam,
+            "worlds": worlds,  # the training and held-out worlds' digest
             "train": train,
             "test": test,
         }
@@ -130,6 +140,24 @@ def _jobs(
         for reward in REWARDS
         for seed in range(args.seeds)
     ]
+
+
+def agent_file(out: Path, job: dict) -> Path:
+    """Where the result of ``job``'s agent is kept as soon as it is trained."""
+    return out / AGENTS / f"{job['algo']}-{job['reward']}-seed{job['seed']}.json"
+
+
+def _kept(out: Path, job: dict) -> dict | None:
+    """The kept result of ``job``'s agent, if its file holds the same settings and worlds
+    (anything else, an unreadable file included, is trained again and overwritten)."""
+    try:
+        result = json.loads(agent_file(out, job).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    same = isinstance(result, dict) and all(
+        result.get(key) == job[key] for key in job if key not in ("train", "test")
+    )
+    return result if same else None
 
 
 def scores(results: list[dict], algo: str, reward: str, key: str) -> np.ndarray:
@@ -179,6 +207,7 @@ def _report(
     uniform: dict,
     redrawn: int,
     wall: float,
+    kept: int = 0,
 ) -> str:
     from safety_rl_common.statistics import iqm
 
@@ -190,8 +219,9 @@ def _report(
         f"{args.train_worlds} training worlds, {args.test_worlds} held-out worlds "
         f"(world seed {args.world_seed}; {redrawn} held-out draws set aside as copies of "
         f"seen worlds), 5x5; lambda {args.lam}, {args.meta_episode_size} mini-episodes per "
-        f"meta-episode. Wall time {wall:.0f} s with {args.workers} worker(s); "
-        f"{cpu:.0f} s of training CPU in all.",
+        f"meta-episode. Wall time {wall:.0f} s with {args.workers} worker(s)"
+        + (f" for the agents not kept from an earlier run ({kept} kept)" if kept else "")
+        + f"; {cpu:.0f} s of training CPU in all.",
         "",
         "IQM over seeds x held-out worlds with 95% stratified-bootstrap intervals (rliable). "
         "NEUTRALITY in bits (1 = an even choice between the two trajectory lengths).",
@@ -345,13 +375,23 @@ def _generalise(args: argparse.Namespace) -> dict:
     split = split_worlds(args.train_worlds, args.test_worlds, args.world_seed)
     check_disjoint(split.train, split.test)
     jobs = _jobs(args, split.train, split.test)
+    results = [r for r in (_kept(args.out, job) for job in jobs) if r is not None]
+    todo = [job for job in jobs if _kept(args.out, job) is None]
+    kept = len(results)
+    if kept:
+        print(f"{kept} of {len(jobs)} agents kept from {args.out / AGENTS}")
+    (args.out / AGENTS).mkdir(exist_ok=True)
     start = time.perf_counter()
-    with mp.get_context("spawn").Pool(min(args.workers, len(jobs))) as pool:
-        results = list(tqdm(pool.imap_unordered(_job, jobs), total=len(jobs), desc="agents"))
+    if todo:
+        with mp.get_context("spawn").Pool(min(args.workers, len(todo))) as pool:
+            trained = pool.imap_unordered(_job, todo)
+            for result in tqdm(trained, total=len(jobs), initial=len(results), desc="agents"):
+                write_json(agent_file(args.out, result), result)
+                results.append(result)
     wall = time.perf_counter() - start
     summary = summarise(results, args.algos)
     uniform = uniform_reference(split.test)
-    text = _report(results, args, summary, uniform, split.redrawn, wall)
+    text = _report(results, args, summary, uniform, split.redrawn, wall, kept)
     write_text(args.out / "results.md", text)
     write_json(
         args.out / "results.json",

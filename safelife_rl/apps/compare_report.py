@@ -27,8 +27,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from safelife_rl.apps.reproduce.figures import curve_steps
-from safelife_rl.apps.reproduce.runs import RunResult
+from safelife_rl.apps.reproduce.runs import RunResult, saved_config
 from safelife_rl.apps.reproduce.tables import seed_scores
+from safelife_rl.training.precision import PAPER, paper_deviation
 from safety_rl_common.figures import save_figure
 from safety_rl_common.files import write_text
 from safety_rl_common.statistics import (
@@ -270,8 +271,10 @@ def write(results: Sequence[RunResult], out: Path, baseline: str) -> str:
     write_text(out / "comparison.csv", csv_text(found))
     interval_plot(found, out / "comparison.png")
     learning_curves(results, out / "curves.png")
+    deviation = paper_deviation(saved_config(results[0], out).get("precision", PAPER))
     return (
-        f"Benchmark scores: IQM over seeds (a seed's score: its mean over the benchmark "
+        ("" if deviation is None else f"**{deviation}**\n\n")
+        + f"Benchmark scores: IQM over seeds (a seed's score: its mean over the benchmark "
         f"episodes) with 95% stratified-bootstrap intervals; against {baseline}, the "
         f"difference of the IQMs (an interval that excludes 0 is a difference) and the "
         f"probability that a seed of the method does better than one of {baseline} "

@@ -20,8 +20,12 @@ from safety_rl_common.errors import (
 def main(argv: Sequence[str] | None = None) -> int:
     parser = ArgumentParser(prog=f"{CLI} plots", description="plot training runs' learning curves")
     parser.add_argument("runs", nargs="+", help="run directories (with tensorboard/)")
-    parser.add_argument("--out", default="learning_curves.png")
-    parser.add_argument("--labels", nargs="*", help="one label per run")
+    parser.add_argument("--out", default="learning_curves.png", help="the PNG to write")
+    parser.add_argument(
+        "--labels",
+        nargs="*",
+        help="one label per run (default: each run's task, method and seed, from its config.yaml)",
+    )
     add_traceback_flag(parser)
     args = parser.parse_args(argv)
     with one_line_errors(parser.prog, REPORTED, args.traceback):

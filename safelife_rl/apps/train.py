@@ -27,8 +27,9 @@ from omegaconf.errors import InterpolationResolutionError
 
 from safelife_rl.apps.cli import PROG as CLI
 from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.gymnasium_vec_env import WorkerFailed
 from safelife_rl.training.resume import resume_config
-from safelife_rl.training.run import format_summary, train
+from safelife_rl.training.run import format_summary, report_worker_failure, train
 from safety_rl_common.cli import run_hydra_app
 from safety_rl_common.errors import REPORTED, hydra_app_errors
 
@@ -70,6 +71,8 @@ def app(cfg: DictConfig) -> float | None:
         except RunStopped as stopped:
             print(f"{PROG}: {stopped}; continue with resume={run_dir}", file=sys.stderr)
             raise SystemExit(128 + stopped.signum) from None
+        except WorkerFailed as failed:
+            report_worker_failure(PROG, failed, f"continue with resume={run_dir}")
     print(format_summary(summary))
     return objective(summary)
 

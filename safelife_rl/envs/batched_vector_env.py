@@ -27,6 +27,7 @@ from safelife_rl.engine.numba_batch import SlotBatch
 from safelife_rl.envs.batch_slot import BatchSlot, shared_view, slot_of
 from safelife_rl.envs.env import JsonSafeSpec
 from safelife_rl.envs.registration import make_task_env
+from safelife_rl.envs.vector_conventions import check_action_batch, check_reset_mask
 from safelife_rl.envs.wrappers import build_wrappers
 from safety_rl_common.errors import UserError
 
@@ -66,32 +67,42 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
         self.action_space = batch_space(first.action_space, self.num_envs)
         self.batch = SlotBatch(self.num_envs)
         self._autoreset = np.zeros(self.num_envs, bool)
+        self._observations = np.zeros(
+            self.observation_space.shape, self.single_observation_space.dtype
+        )
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:  # fmt: skip
-        """Reset every env; an int ``seed`` seeds env ``i`` with ``seed + i`` (as
-        ``SyncVectorEnv`` does)."""
+        """Reset every env, or those of ``options["reset_mask"]`` (the others keep their
+        observation), as ``SyncVectorEnv`` does; an int ``seed`` seeds env ``i`` with
+        ``seed + i``."""
         if seed is None or isinstance(seed, int):
             seeds = [None if seed is None else seed + i for i in range(self.num_envs)]
         else:
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"reset got {len(seeds)} seeds for {self.num_envs} envs")
-        observations, infos = zip(
-            *(env.reset(seed=seeds[i], options=options) for i, env in enumerate(self.envs))
-        )
-        self._autoreset[:] = False
-        return np.stack(observations), batch_infos(infos)
+        resetting = np.ones(self.num_envs, bool)
+        if options is not None and "reset_mask" in options:
+            options = dict(options)
+            resetting = check_reset_mask(options.pop("reset_mask"), self.num_envs)
+        self._observations = self._observations.copy()  # the last step's stay the caller's
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        for i in np.flatnonzero(resetting).tolist():
+            self._observations[i], infos[i] = self.envs[i].reset(seed=seeds[i], options=options)
+        self._autoreset[resetting] = False
+        return self._observations.copy(), batch_infos(infos)
 
     def step(
         self, actions: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         actions = np.asarray(actions)
-        ints = actions.astype(np.int64) if actions.shape == (self.num_envs,) else None
+        check_action_batch(actions.shape, self.num_envs)
+        ints = actions.astype(np.int64)
         space = self.single_action_space  # action_space.contains(ints) as two bounds
-        if ints is None or not (space.start <= ints.min() and ints.max() < space.start + space.n):
+        if not (space.start <= ints.min() and ints.max() < space.start + space.n):
             raise ValueError(
                 f"actions must be {self.num_envs} ints in range({space.n}), got {actions!r}"
             )
@@ -118,6 +129,7 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
             infos.append(info)
         if not same_step:
             self._autoreset = terminated | truncated
+        self._observations = obs_out
         return obs_out, reward_out, terminated, truncated, batch_infos(infos)
 
     def step_envs(self, actions: np.ndarray, stepping: np.ndarray) -> list[tuple | None]:
@@ -147,6 +159,39 @@ class BatchedVectorEnv(JsonSafeSpec, VectorEnv):
             else:
                 steps.append(None)
         return steps
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
+        """Each env's seed, as ``SyncVectorEnv`` gives them."""
+        return self.get_attr("np_random_seed")
+
+    @property
+    def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
+        """Each env's generator, as ``SyncVectorEnv`` gives them."""
+        return self.get_attr("np_random")
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Each env's method ``name`` called (an attribute that is not callable: its value),
+        found anywhere in its wrapper chain, as ``SyncVectorEnv.call``."""
+        results = []
+        for env in self.envs:
+            attribute = env.get_wrapper_attr(name)
+            results.append(attribute(*args, **kwargs) if callable(attribute) else attribute)
+        return tuple(results)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Each env's attribute ``name`` (a method is called, as ``SyncVectorEnv.get_attr``)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set ``name`` on each env's wrapper chain: ``values`` one per env (a list or tuple), or
+        one value for all."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"set_attr got {len(values)} values for {self.num_envs} envs")
+        for env, value in zip(self.envs, values):
+            env.set_wrapper_attr(name, value)
 
     def render(self) -> tuple[Any, ...] | None:
         return tuple(env.render() for env in self.envs)

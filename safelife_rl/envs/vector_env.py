@@ -56,6 +56,7 @@ from safelife_rl.engine.torch_rules import N_ACTIONS, check_action_dtype, invali
 from safelife_rl.engine.torch_side_effects import scores_of_boards
 from safelife_rl.envs.env import JsonSafeSpec, SafeLifeEnv
 from safelife_rl.envs.torch_wrappers import RULES
+from safelife_rl.envs.vector_conventions import check_action_batch
 from safelife_rl.envs.vector_state import State, StepParams
 from safelife_rl.envs.vector_step import (
     StepOutputs,
@@ -280,6 +281,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.params: StepParams = {}
         self.cuda_graphs = compile == "cudagraphs"
         self.pending_side_effects = PendingSideEffects(self)
+        self._group_seeds: list[int] | None = None  # of the last reset, one per group
         self._step = self.step_state
         if compile:
             self._step = torch.compile(
@@ -379,9 +381,11 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         for s in seeds:
             if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer))):
                 raise UserError(f"seeds must be integers, got {s!r}")
+        self._group_seeds = None
         if len(seeds) > 1:
             streams = [seeding.np_random(int(s))[0] for s in seeds]
             self._np_random, self._np_random_seed = streams[0], int(seeds[0])
+            self._group_seeds = [int(s) for s in seeds]
         else:
             if seed is not None:
                 self._np_random, self._np_random_seed = seeding.np_random(int(seeds[0]))
@@ -402,6 +406,8 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         on_host = not isinstance(actions, torch.Tensor)
         if on_host:
             actions = np.asarray(actions)
+        check_action_batch(tuple(actions.shape), self.num_envs)
+        if on_host:
             if actions.dtype.kind not in "iu":
                 raise ValueError(f"actions must be integers 0-8, got dtype {actions.dtype}")
             bad = (actions < 0) | (actions >= N_ACTIONS)
@@ -409,11 +415,6 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                 raise ValueError(f"invalid action {actions[bad][0]}: actions are integers 0-8")
         actions = torch.as_tensor(actions, device=self.device)
         check_action_dtype(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(
-                f"need one action per env, shape ({self.num_envs},); got shape "
-                f"{tuple(actions.shape)}"
-            )
         if self.check_every_step and not on_host and bool(invalid_actions(actions)):
             self.check_actions(actions)
         return actions.to(torch.int64)
@@ -530,12 +531,36 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                 return values
         return {}
 
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:  # type: ignore[override]
+        """One seed per env, as Gymnasium's vector envs give them: the seed its group was
+        reset with (a group's envs draw from one stream, env ``k`` by ``k`` and its episode;
+        one seed for all groups seeds them all)."""
+        seeds = self._group_seeds or [VectorEnv.np_random_seed.fget(self)] * self.groups
+        return tuple(seed for seed in seeds for _ in range(self.group_size))
+
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """One result per env, as ``SyncVectorEnv.call`` gives (all envs share one wrapper
         chain)."""
         attribute = getattr(self, name)
         result = attribute(*args, **kwargs) if callable(attribute) else attribute
         return (result,) * self.num_envs
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """One value per env, as ``SyncVectorEnv.get_attr`` gives (:meth:`call`)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set ``name`` for every env: the envs are one batch, so ``values`` is one value, or
+        one per env all equal."""
+        if isinstance(values, (list, tuple)):
+            if len(values) != self.num_envs or any(v != values[0] for v in values):
+                raise UserError(
+                    f"the device vector env's {self.num_envs} envs are one batch: set_attr "
+                    f"takes one value for all, got {values!r}"
+                )
+            values = values[0]
+        setattr(self, name, values)
 
     def close_extras(self, **kwargs: Any) -> None:
         self.env.close()

@@ -39,7 +39,7 @@ import numpy as np
 import yaml
 
 from safety_rl_common.errors import UserError
-from safety_rl_common.yaml_files import load_yaml
+from safety_rl_common.yaml_files import read_yaml
 
 PARAMS_DIR = Path(__file__).resolve().parent / "params"
 #: The level types with a parameter file in :data:`PARAMS_DIR`.
@@ -310,9 +310,8 @@ def check_params(params: dict[str, Any], where: str, multi_agent: bool = False) 
 @lru_cache(maxsize=None)
 def _read_yaml(path: Path) -> Any:
     try:
-        with open(path, "rb") as handle:
-            return load_yaml(handle.read(), str(path))
-    except UserError as error:  # expands past the node limit
+        return read_yaml(path)
+    except UserError as error:  # past the YAML reader's bounds
         raise ParamsError(str(error)) from None
     except yaml.YAMLError as error:
         raise ParamsError(f"{path}: not valid YAML ({error})") from error

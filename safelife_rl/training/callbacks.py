@@ -16,13 +16,20 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
 from safelife_rl.envs.wrappers import sync_training_steps
-from safelife_rl.training.evaluation import Policy, episode_scalars, evaluate, summarize
+from safelife_rl.training.evaluation import (
+    Policy,
+    episode_scalars,
+    evaluate,
+    own_streams,
+    summarize,
+)
 from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.rollout_record import RolloutRecord
 from safety_rl_common.checks import check
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import remove_in_folder, write_json
 from safety_rl_common.limits import EPISODE_LIMIT
+from safety_rl_common.workers import note_stop_signal
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
 Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]
@@ -123,6 +130,7 @@ class StopOnSignal(BaseCallback):
         self._previous.clear()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        note_stop_signal()  # a sweep job's parent watch sends no second signal
         first = not self.stopped
         self.stopped, self.signum = True, signum
         if not (self._learning and first):
@@ -237,13 +245,16 @@ class PeriodicEvaluation(BaseCallback):
 
     def play(self, policy: Policy) -> dict[str, float]:
         """Play the evaluation episodes with ``policy`` and summarise them: the mean of each
-        episode scalar (``mean_<name>``) and the extra ``metrics``."""
-        episodes = self.evaluator(
-            policy, self.make_env, self.n_episodes, seed=self.seed, pick_levels=self.pick_levels
-        )
-        summary = summarize(episodes)
-        if self.metrics is not None:
-            summary.update(self.metrics(episodes, self.make_env))
+        episode scalar (``mean_<name>``) and the extra ``metrics``. Everything random in them
+        draws from streams seeded with ``seed`` (:func:`own_streams`): an evaluation depends
+        on the weights alone, and the run's streams are left as they were."""
+        with own_streams(self.seed, self.model.device, self.model.action_space):
+            episodes = self.evaluator(
+                policy, self.make_env, self.n_episodes, seed=self.seed, pick_levels=self.pick_levels
+            )
+            summary = summarize(episodes)
+            if self.metrics is not None:
+                summary.update(self.metrics(episodes, self.make_env))
         return summary
 
     def run(self) -> dict[str, float]:

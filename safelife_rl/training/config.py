@@ -19,6 +19,7 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 
 from safelife_rl.training.methods import method_of, registry, replay_buffer
+from safelife_rl.training.precision import PAPER, check_precision
 from safety_rl_common.checks import check, is_int, is_number
 from safety_rl_common.errors import UserError
 from safety_rl_common.limits import ENV_LIMIT, EPOCH_LIMIT, Limit, check_limits
@@ -48,6 +49,7 @@ class TrainSchema:
     vec_env: VecEnvKind = VecEnvKind.auto
     compile: Any = False  # vec_env=device: False, True or "cudagraphs" (COMPILE_MODES)
     cudnn_deterministic: bool = False  # CUDA: cuDNN's deterministic kernels (see run.py)
+    precision: str = "fp32"  # fp32 | tf32 | bf16 (safelife_rl.training.precision)
     torch_threads: int = 1
     log_interval: int = 1
     progress_bar: bool = True
@@ -160,7 +162,7 @@ def check_settings(cfg: Any) -> None:
         lambda v: 0 <= v <= MAX_SEED,
         f"an integer in [0, {MAX_SEED}] (SB3 seeds NumPy)",
     )
-    check_device(cfg.device)
+    check_precision(cfg.get("precision", PAPER), check_device(cfg.device))
     _check_compile(cfg)
     check.value(
         "algo",
@@ -186,6 +188,8 @@ def check_settings(cfg: Any) -> None:
                 check.value(f"algo.{key}", value, ok, allowed)
     if "n_epochs" in cfg.algo:
         EPOCH_LIMIT.check(cfg.algo.n_epochs, "algo.n_epochs")
+    if "learning_rate" in cfg.algo:
+        check.learning_rate("algo.learning_rate", cfg.algo.learning_rate)
     check.value(
         "algo.gradient_steps",
         cfg.algo.get("gradient_steps", 1),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import random
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from safelife_rl.engine.side_effects import SIDE_EFFECT_WEIGHTS
 
@@ -112,6 +115,39 @@ def evaluate(
         for env in envs:
             env.close()
     return results
+
+
+@contextmanager
+def own_streams(seed: int, device: torch.device, space: gym.Space | None = None) -> Iterator[None]:
+    """Run the block on random streams of its own seeded with ``seed`` (torch's on the CPU and
+    on ``device``, NumPy's, Python's and ``space``'s sampler), and set the caller's back after
+    it: what the block draws depends on ``seed`` alone, and the caller draws on as if the block
+    had not run.
+
+    An evaluation during training plays in such a block: a run resumed from any checkpoint, a
+    population member (whose training draws from streams of its own) and its single run then
+    evaluate alike, and evaluating never changes what a run learns.
+    """
+    cuda = []
+    if device.type == "cuda":
+        cuda = [device.index if device.index is not None else torch.cuda.current_device()]
+    numpy_state, python_state = np.random.get_state(), random.getstate()
+    space_generator = None if space is None else space._np_random
+    with torch.random.fork_rng(devices=cuda):
+        torch.default_generator.manual_seed(seed)
+        for index in cuda:
+            torch.cuda.default_generators[index].manual_seed(seed)
+        np.random.seed(seed)
+        random.seed(seed)
+        if space is not None:
+            space.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)
+            random.setstate(python_state)
+            if space is not None:
+                space._np_random = space_generator
 
 
 def summarize(episodes: list[dict[str, Any]]) -> dict[str, float]:

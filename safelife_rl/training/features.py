@@ -30,7 +30,13 @@ class SafeLifeCNN(BaseFeaturesExtractor):
     :param observation_space: a ``Box`` of shape ``(height, width, channels)``.
     :param features_dim: width of the dense layer (512 in the original).
     :param conv_channels: output channels of the three convolutions (32, 64, 64 in the original).
+
+    ``compute_dtype`` (a run's ``precision=bf16`` sets it to ``torch.bfloat16``) runs the
+    convolutions and the dense layer under autocast in that type and hands the features on in
+    FP32; ``None`` (the default) computes in the weights' type.
     """
+
+    compute_dtype: torch.dtype | None = None
 
     def __init__(
         self,
@@ -73,4 +79,8 @@ class SafeLifeCNN(BaseFeaturesExtractor):
         images = observations.permute(0, 3, 1, 2)
         if any(self.padding):
             images = nn.functional.pad(images, self.padding)
-        return self.dense(self.cnn(images))
+        if self.compute_dtype is None:
+            return self.dense(self.cnn(images))
+        with torch.autocast(images.device.type, dtype=self.compute_dtype):
+            features = self.dense(self.cnn(images))
+        return features.float()

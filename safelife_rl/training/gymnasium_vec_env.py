@@ -9,12 +9,16 @@ observation and info under ``final_obs`` and ``final_info``) steps as SB3's vect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import signal
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.connection import wait
 from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector.async_vector_env import AsyncState
 from stable_baselines3.common.env_util import is_wrapped
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
@@ -49,13 +53,33 @@ class GymnasiumVecEnv(VecEnv):
             vector.num_envs, vector.single_observation_space, vector.single_action_space
         )
         self._actions: Any = None
+        self._started = False  # reset once: Gymnasium's reset_mask works from then on
 
     def reset(self) -> VecEnvObs:
-        options = self._options[0]
-        if any(o != options for o in self._options):
-            raise ValueError("a Gymnasium vector env resets all envs with the same options")
-        obs, infos = self.vector.reset(seed=list(self._seeds), options=options or None)
-        self.reset_infos = unbatch_infos(infos, self.num_envs)
+        """Reset every env with its seed and options (SB3's ``seed`` and ``set_options``).
+
+        Envs whose options differ are reset apart, each group by Gymnasium's ``reset_mask``.
+        A Gymnasium vector env cannot reset only some envs before its first reset, so then all
+        envs are reset with env 0's options first, and those with other options again with
+        their own (and their seeds: with SB3's ``seed``, the same start as one reset)."""
+        groups: list[tuple[dict[str, Any], np.ndarray]] = []  # options, the envs that have them
+        for i, options in enumerate(self._options):
+            mask = next((mask for same, mask in groups if same == options), None)
+            if mask is None:
+                mask = np.zeros(self.num_envs, bool)
+                groups.append((options, mask))
+            mask[i] = True
+        seeds = list(self._seeds)
+        if len(groups) == 1 or not self._started:
+            obs, infos = self.vector.reset(seed=seeds, options=groups[0][0] or None)
+            self.reset_infos = unbatch_infos(infos, self.num_envs)
+            groups = groups[1:]
+        for options, mask in groups:
+            obs, infos = self.vector.reset(seed=seeds, options={**options, "reset_mask": mask})
+            for i, info in enumerate(unbatch_infos(infos, self.num_envs)):
+                if mask[i]:
+                    self.reset_infos[i] = info
+        self._started = True
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -108,7 +132,8 @@ class GymnasiumVecEnv(VecEnv):
 
     def _ask(self, indices: VecEnvIndices, op: str, name: str, *args: Any, **kwargs: Any) -> list:
         """``op`` (see :func:`serve`) on the envs at ``indices``, in their order."""
-        chosen = self._get_indices(indices)
+        every = range(self.num_envs)  # a negative index counts from the end, as in a list
+        chosen = [every[i] for i in self._get_indices(indices)]
         if self._envs is not None:
             return [serve(self._envs[i], op, name, args, kwargs) for i in chosen]
         answers = self.vector.call(_SERVE, frozenset(chosen), op, name, args, kwargs)
@@ -209,14 +234,96 @@ class WideningSyncVectorEnv(OneBatchOfInfos, SyncVectorEnv):
         return self._batched(super().step(actions))
 
 
+class WorkerFailed(RuntimeError):
+    """An env worker process raised, or ended (killed, say): its vector env cannot step on. The
+    message is one line; ``trace``: the worker's traceback, where it raised."""
+
+    def __init__(self, message: str, trace: str | None = None):
+        super().__init__(message)
+        self.trace = trace
+
+
 class WideningAsyncVectorEnv(OneBatchOfInfos, AsyncVectorEnv):
-    """Gymnasium's ``AsyncVectorEnv`` with :class:`OneBatchOfInfos`."""
+    """Gymnasium's ``AsyncVectorEnv`` with :class:`OneBatchOfInfos`, whose failing workers raise
+    :class:`WorkerFailed` (one line; Gymnasium logs the worker's traceback and raises its
+    exception's type, or a bare ``EOFError`` or ``BrokenPipeError`` for a worker that died) and
+    which ends its other workers on closing after a failure, rather than waiting on them."""
+
+    def reset_async(self, *args: Any, **kwargs: Any) -> None:
+        with self._workers_answering():
+            super().reset_async(*args, **kwargs)
 
     def reset_wait(self, *args: Any, **kwargs: Any) -> tuple:
-        return self._batched(super().reset_wait(*args, **kwargs))
+        with self._workers_answering():
+            return self._batched(super().reset_wait(*args, **kwargs))
+
+    def step_async(self, actions: Any) -> None:
+        with self._workers_answering():
+            super().step_async(actions)
 
     def step_wait(self, *args: Any, **kwargs: Any) -> tuple:
-        return self._batched(super().step_wait(*args, **kwargs))
+        with self._workers_answering():
+            return self._batched(super().step_wait(*args, **kwargs))
+
+    def call_async(self, name: str, *args: Any, **kwargs: Any) -> None:
+        with self._workers_answering():
+            super().call_async(name, *args, **kwargs)
+
+    def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
+        with self._workers_answering():
+            return super().call_wait(timeout)
+
+    def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
+        if terminate or not all(process.is_alive() for process in self.processes):
+            # a worker ended (nothing more will answer) or the caller ends them: all end before
+            # their pipes close, so that none wakes to a closed pipe and prints a traceback
+            self._state = AsyncState.DEFAULT
+            for process in self.processes:
+                if process.is_alive():
+                    process.terminate()
+            for process in self.processes:
+                process.join()
+            terminate = True
+        super().close_extras(timeout, terminate)
+
+    @contextmanager
+    def _workers_answering(self) -> Iterator[None]:
+        """Raise :class:`WorkerFailed` for a worker whose pipe closed (it ended) or that
+        failed before."""
+        failed = [index for index, pipe in enumerate(self.parent_pipes) if pipe is None]
+        if failed:
+            raise WorkerFailed(f"env worker {failed[0]} failed before; close this vector env")
+        try:
+            yield
+        except (EOFError, ConnectionError) as error:
+            self._state = AsyncState.DEFAULT
+            ended = wait([process.sentinel for process in self.processes], timeout=1.0)
+            for index, process in enumerate(self.processes):
+                if process.sentinel in ended:
+                    process.join()
+                    raise WorkerFailed(f"env worker {index} {_ended(process.exitcode)}") from error
+            raise WorkerFailed(f"an env worker's pipe closed ({type(error).__name__})") from error
+
+    def _raise_if_errors(self, successes: Iterable[bool]) -> None:
+        """As Gymnasium's (the failed workers' pipes closed; they end), raising
+        :class:`WorkerFailed` without logging."""
+        failures = [self.error_queue.get() for success in successes if not success]
+        if not failures:
+            return
+        for index, *_ in failures:
+            self.parent_pipes[index].close()
+            self.parent_pipes[index] = None
+        self._state = AsyncState.DEFAULT
+        index, kind, value, trace = failures[-1]
+        text = " ".join(str(value).split())
+        raise WorkerFailed(f"env worker {index} failed: {kind.__name__}: {text}", trace)
+
+
+def _ended(exitcode: int) -> str:
+    """How a process with ``exitcode`` (``multiprocessing``'s: minus a signal's number) ended."""
+    if exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with status {exitcode}"
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:

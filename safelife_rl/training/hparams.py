@@ -14,7 +14,7 @@ from stable_baselines3.common.logger import HParam, Logger, TensorBoardOutputFor
 #: The parts of the config whose scalar settings are hyperparameters (the rest: callbacks,
 #: the policy's network, file locations, says how a run is kept, not what it learns).
 _SECTIONS = ("algo", "method", "env", "wrappers")
-_TOP = ("seed", "total_timesteps", "n_envs", "vec_env", "device", "cost_limit")
+_TOP = ("seed", "total_timesteps", "n_envs", "vec_env", "device", "precision", "cost_limit")
 
 
 def _scalars(node: Any, prefix: str) -> dict[str, bool | str | float]:

@@ -27,18 +27,20 @@ from omegaconf.errors import OmegaConfBaseException
 from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
 from safelife_rl.training.config_targets import check_targets
 from safelife_rl.training.files import CONFIG_ENTRY
+from safelife_rl.training.models import training_target
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import check_archive, check_readable_file, remove_in_folder
-from safety_rl_common.yaml_files import check_yaml_text, load_yaml
+from safety_rl_common.limits import YAML_SIZE_LIMIT
+from safety_rl_common.yaml_files import load_yaml, read_yaml_text
 
 CONFIG_FILE = "config.yaml"
-#: The most bytes a model's embedded config may inflate to (a run's config takes a few KB).
-MAX_CONFIG_BYTES = 1 << 20
 FINAL_MODEL = "final_model.zip"
 
-#: Settings a resumed run may change: none changes what the run learns (every vec_env plays the
-#: same episodes, level workers make the same levels, and a device only changes where the same
-#: computation runs, and a compiled step is the eager step bit for bit).
+#: Settings a resumed run may change: none changes what the run learns (every host vec_env
+#: plays the same episodes, level workers make the same levels, a device only changes where the
+#: same computation runs, and a compiled step is the eager step bit for bit). A ``vec_env``
+#: change that changes the class the run trains with (to or from ``device``, whose runs train
+#: with the algorithm's device twin) is refused by :func:`check_resumable`.
 RESUME_OVERRIDES = (
     "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
     "device", "trust_pickle", "compile",
@@ -81,9 +83,8 @@ def load_run_config(run_dir: str | os.PathLike) -> DictConfig:
         raise UserError(f"{run_dir} is not a training run directory: no {CONFIG_FILE}")
     check_run_files(run_dir)
     try:
-        check_yaml_text(path.read_bytes(), str(path))
-        config = OmegaConf.load(path)
-    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as error:
+        config = OmegaConf.create(read_yaml_text(path))
+    except (yaml.YAMLError, OmegaConfBaseException) as error:
         raise UserError(f"{path}: not a readable config ({error})") from None
     if not isinstance(config, DictConfig):
         raise UserError(f"{path}: not a config mapping")
@@ -133,11 +134,7 @@ def trained_config(path: Path) -> dict[str, Any] | None:
         if CONFIG_ENTRY not in archive.namelist():
             return None
         size = archive.getinfo(CONFIG_ENTRY).file_size
-        if size > MAX_CONFIG_BYTES:
-            raise UserError(
-                f"{path}: its {CONFIG_ENTRY} inflates to {size} bytes; a run's "
-                f"config takes a few KB (at most {MAX_CONFIG_BYTES})"
-            )
+        YAML_SIZE_LIMIT.check(-(-size // 1024), f"{path}: its {CONFIG_ENTRY}, inflated,")
         try:
             config = load_yaml(archive.read(CONFIG_ENTRY), f"{path} ({CONFIG_ENTRY})")
         except (yaml.YAMLError, zipfile.BadZipFile, OSError) as error:
@@ -209,11 +206,21 @@ def config_differences(trained: dict[str, Any], resumed: DictConfig) -> list[str
 
 
 def check_resumable(cfg: DictConfig, model: SavedModel) -> None:
-    """Refuse a resume whose config differs from the one ``model`` was trained with."""
+    """Refuse a resume whose config differs from the one ``model`` was trained with, or that
+    would train it with another class (:func:`~safelife_rl.training.models.training_target`:
+    a ``vec_env`` changed to or from ``device``)."""
     trained = trained_config(model.path)
     if trained is None:
         return
     changed = config_differences(trained, cfg)
+    if not changed:  # the same algorithm: the class trained with can differ by vec_env only
+        before, now = training_target(OmegaConf.create(trained)), training_target(cfg)
+        if before != now:
+            vec_env = OmegaConf.select(cfg, "vec_env")
+            changed = [
+                f"vec_env ({trained.get('vec_env')!r} -> {getattr(vec_env, 'value', vec_env)!r}"
+                f", which trains with {now} in place of {before})"
+            ]
     if changed:
         raise UserError(
             f"cannot resume from {model.path.name}: the run's {CONFIG_FILE} differs from the "

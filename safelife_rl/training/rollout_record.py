@@ -9,7 +9,9 @@ has used every step counted), with :class:`RolloutRecord`'s entries:
 - :data:`ACTIONS_ENTRY` and :data:`STARTS_ENTRY`: every action the run sent to its envs, and
   the steps at which its rollouts started (``.npy`` arrays, read without pickle);
 - :data:`STATE_ENTRY`: the random generators (torch, numpy, Python, the action space), the
-  values logged since the last dump and the number of rollouts done (JSON).
+  values logged since the last dump and the number of rollouts done (JSON), and the record's
+  :func:`digest`, so that a record changed since the run saved it (actions edited within the
+  action space replay without complaint, and train other weights) is refused.
 
 :func:`restore` replays the actions through fresh envs, seeded as the run seeded them, telling
 the scheduled wrappers the step count at each rollout start as the run did: the envs end in the
@@ -19,6 +21,7 @@ generators and the logged values are set back. Replaying costs env steps only (n
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import random
@@ -46,6 +49,7 @@ STATE_ENTRY = "rollout_state.json"
 ACTIONS_ENTRY = "rollout_actions.npy"
 STARTS_ENTRY = "rollout_starts.npy"
 MAX_STATE_BYTES = 1 << 20
+DIGEST_KEY = "digest"
 
 
 @dataclass
@@ -175,11 +179,25 @@ class RolloutRecord(BaseCallback):
         taken = self._taken(boundary.n_actions)
         starts = [s for s in self.starts if s < boundary.n_actions]
         state = {**boundary.state, "steps": boundary.steps, "rollouts": boundary.n_rollouts}
+        actions = _npy_bytes(taken)
+        starts_bytes = _npy_bytes(np.asarray(starts, np.int64))
+        state[DIGEST_KEY] = digest(actions, starts_bytes, state)
         return {
-            ACTIONS_ENTRY: _npy_bytes(taken),
-            STARTS_ENTRY: _npy_bytes(np.asarray(starts, np.int64)),
+            ACTIONS_ENTRY: actions,
+            STARTS_ENTRY: starts_bytes,
             STATE_ENTRY: json.dumps(state).encode(),
         }
+
+
+def digest(actions: bytes, starts: bytes, state: dict[str, Any]) -> str:
+    """The SHA-256 of a record's entries (``state`` without its digest, as sorted JSON): a
+    checkpoint's record must still have the digest the run saved in its state."""
+    content = {k: v for k, v in state.items() if k != DIGEST_KEY}
+    hashed = hashlib.sha256()
+    for part in (actions, starts, json.dumps(content, sort_keys=True).encode()):
+        hashed.update(len(part).to_bytes(8, "little"))
+        hashed.update(part)
+    return hashed.hexdigest()
 
 
 def _stacked(actions: list[Any], empty_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -247,18 +265,28 @@ def read_rollouts(path: Path, model: BaseAlgorithm) -> SavedRollouts | None:
             if not {ACTIONS_ENTRY, STARTS_ENTRY, STATE_ENTRY} <= names:
                 return None
             state = json.loads(_entry(archive, STATE_ENTRY, MAX_STATE_BYTES, path))
-            actions = _npy_array(_entry(archive, ACTIONS_ENTRY, limit, path), ACTIONS_ENTRY, path)
-            starts = _npy_array(_entry(archive, STARTS_ENTRY, limit, path), STARTS_ENTRY, path)
+            actions_bytes = _entry(archive, ACTIONS_ENTRY, limit, path)
+            starts_bytes = _entry(archive, STARTS_ENTRY, limit, path)
     except (zipfile.BadZipFile, OSError, KeyError, ValueError, EOFError) as error:
         raise UserError(f"{path}: damaged rollout record ({error})") from None
-    offset = state.get("offset", 0) if isinstance(state, dict) else None
+    if not (
+        isinstance(state, dict)
+        and state.get(DIGEST_KEY) == digest(actions_bytes, starts_bytes, state)
+    ):
+        raise UserError(
+            f"{path}: its rollout record does not match the digest the run saved with it "
+            "(changed or damaged since, or saved before records carried one); resume from "
+            "another checkpoint, or start the run again"
+        )
+    actions = _npy_array(actions_bytes, ACTIONS_ENTRY, path)
+    starts = _npy_array(starts_bytes, STARTS_ENTRY, path)
+    offset = state.get("offset", 0)
     if not isinstance(offset, int) or not 0 <= offset <= model.num_timesteps:
         raise UserError(f"{path}: damaged rollout state (offset {offset!r})")
     n_steps = (model.num_timesteps - offset) // model.n_envs
     expected = (n_steps, model.n_envs, *space.shape)
     if (
-        not isinstance(state, dict)
-        or state.get("steps") != model.num_timesteps
+        state.get("steps") != model.num_timesteps
         or actions.shape != expected
         or offset + n_steps * model.n_envs != model.num_timesteps
     ):

@@ -6,11 +6,12 @@ from __future__ import annotations
 import inspect
 import json
 import signal
+import sys
 import time
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import torch
 from hydra.utils import get_class, instantiate
@@ -37,12 +38,14 @@ from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
 from safelife_rl.training.evaluation import random_policy
 from safelife_rl.training.files import save_model_atomic
+from safelife_rl.training.gymnasium_vec_env import WorkerFailed
 from safelife_rl.training.hparams import record_hparams
 from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import device_twins, method_of
 from safelife_rl.training.model_files import load_model
 from safelife_rl.training.models import build_model
 from safelife_rl.training.plots import plot_runs
+from safelife_rl.training.precision import PAPER, apply_precision
 from safelife_rl.training.resume import (
     CONFIG_FILE,
     SavedModel,
@@ -52,7 +55,7 @@ from safelife_rl.training.resume import (
     remove_stale_temporaries,
 )
 from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, restore
-from safety_rl_common.errors import UserError
+from safety_rl_common.errors import UserError, tracebacks_wanted
 from safety_rl_common.files import write_json, write_text
 from safety_rl_common.locks import PidLock
 
@@ -174,6 +177,8 @@ def train(
         the user trusts; see docs/security.md).
     :returns: the final summary (also printed by the app).
     :raises RunStopped: a signal ended the run; its message says how to continue.
+    :raises WorkerFailed: an env worker process failed or was killed; the run saved a
+        checkpoint at its last rollout boundary if it had passed one (the message says).
     """
     run_dir = Path(run_dir)
     lock = PidLock(run_dir / LOCK_FILE, "being trained")
@@ -272,6 +277,7 @@ def _learn(
                 model = build_model(cfg, env)
             else:
                 model = load_model(saved.path, cfg, env, cfg.device, trusted)
+            apply_precision(cfg.get("precision", PAPER), model.policy)
             cudnn_kernels(cfg.get("cudnn_deterministic", False))
             callbacks = run_callbacks(cfg, run_dir, run_config, record)
         # Once the envs, model and callbacks are built (a refused setting leaves nothing
@@ -286,13 +292,17 @@ def _learn(
         start_steps, start_time = model.num_timesteps, time.perf_counter()
         if model.num_timesteps < cfg.total_timesteps:
             stop.phase = "training"
-            model.learn(
-                total_timesteps=cfg.total_timesteps - model.num_timesteps,
-                callback=CallbackList([stop, *callbacks]),
-                log_interval=cfg.log_interval,
-                reset_num_timesteps=saved is None,
-                progress_bar=cfg.progress_bar,
-            )
+            try:
+                model.learn(
+                    total_timesteps=cfg.total_timesteps - model.num_timesteps,
+                    callback=CallbackList([stop, *callbacks]),
+                    log_interval=cfg.log_interval,
+                    reset_num_timesteps=saved is None,
+                    progress_bar=cfg.progress_bar,
+                )
+            except WorkerFailed as failed:
+                flush_tensorboard(model.logger)
+                _stop_for_worker(model, run_dir, run_config, failed, record)
             flush_tensorboard(model.logger)  # on disk before the model that ends it
             if stop.stopped:
                 _save_stop_checkpoint(model, run_dir, run_config, stop, record)
@@ -348,16 +358,53 @@ def _save_stop_checkpoint(
     """Save the run as it was at its last rollout boundary (training stops one step into the
     next rollout; that step is left out) and raise :class:`RunStopped`."""
     stop.phase = "saving the stop checkpoint"
-    boundary = record.boundary
-    assert boundary is not None, "a run that learnt has passed a rollout boundary"
-    model.num_timesteps = boundary.steps
-    name = f"model_{model.num_timesteps}_steps.zip"
-    save_model_atomic(model, run_dir / "checkpoints" / name, run_config, record.entries(boundary))
+    name = _save_at_boundary(model, run_dir, run_config, record)
     signame = signal.Signals(stop.signum or signal.SIGTERM).name
     raise RunStopped(
         stop.signum or signal.SIGTERM,
         f"stopped by {signame} at {model.num_timesteps} steps (saved checkpoints/{name})",
     )
+
+
+def _stop_for_worker(
+    model: BaseAlgorithm,
+    run_dir: Path,
+    run_config: str,
+    failed: WorkerFailed,
+    record: RolloutRecord,
+) -> None:
+    """An env worker failed while the model learnt: save the run as it was at its last rollout
+    boundary (where one was passed), as a signal does, and raise :class:`WorkerFailed` saying
+    so."""
+    if record.boundary is None:
+        raise failed
+    name = _save_at_boundary(model, run_dir, run_config, record)
+    raise WorkerFailed(
+        f"{failed}; stopped at {model.num_timesteps} steps (saved checkpoints/{name})",
+        failed.trace,
+    ) from failed
+
+
+def report_worker_failure(prog: str, failed: WorkerFailed, advice: str) -> NoReturn:
+    """End an app whose run ``failed`` with one line (and the worker's traceback before it,
+    where tracebacks are wanted: ``HYDRA_FULL_ERROR=1``), exit status 1."""
+    if failed.trace is not None and tracebacks_wanted():
+        print(failed.trace, file=sys.stderr, end="")
+    print(f"{prog}: {failed}; {advice}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def _save_at_boundary(
+    model: BaseAlgorithm, run_dir: Path, run_config: str, record: RolloutRecord
+) -> str:
+    """Save the run as it was at its last rollout boundary (the weights are those it had
+    there until the rollout under way is trained on); the checkpoint's name."""
+    boundary = record.boundary
+    assert boundary is not None, "a run that learnt has passed a rollout boundary"
+    model.num_timesteps = boundary.steps
+    name = f"model_{model.num_timesteps}_steps.zip"
+    save_model_atomic(model, run_dir / "checkpoints" / name, run_config, record.entries(boundary))
+    return name
 
 
 def evaluate_run(

@@ -117,26 +117,19 @@ def test_iqm_difference_interval_covers_zero_for_the_same_distribution():
         iqm_difference(a, b[:, :3])
 
 
-def test_generalise_tiny_end_to_end(tmp_path):
+def _printed(capsys, function, *args) -> str:
+    capsys.readouterr()
+    function(*args)
+    return capsys.readouterr().out
+
+
+def test_generalise_tiny_end_to_end(tmp_path, capsys):
     out = tmp_path / "out"
-    summary = generalise.run(
-        [
-            "--seeds",
-            "2",
-            "--steps",
-            "64",
-            "--train-worlds",
-            "6",
-            "--test-worlds",
-            "3",
-            "--meta-episode-size",
-            "2",
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-        ]
-    )
+    argv = [
+        *("--seeds", "2", "--steps", "64", "--train-worlds", "6", "--test-worlds", "3"),
+        *("--meta-episode-size", "2", "--workers", "2", "--out", str(out)),
+    ]
+    summary = generalise.run(argv)
     assert set(summary["summary"]) == {
         f"{a}/{k}" for a in ("ppo", "a2c") for k in ("neutrality", "usefulness")
     }
@@ -158,6 +151,24 @@ def test_generalise_tiny_end_to_end(tmp_path):
     # the table's numbers are the IQMs of the runs' scores
     d = generalise.scores(runs, "ppo", "drest", "test_neutrality")
     assert summary["summary"]["ppo/neutrality"]["drest"].point == pytest.approx(iqm_value(d))
+    # every agent is kept as it is trained: a rerun trains only those missing or changed
+    kept = {p.name: p.read_text() for p in (out / generalise.AGENTS).iterdir()}
+    assert len(kept) == 8
+    (out / generalise.AGENTS / "a2c-drest-seed1.json").unlink()
+    (out / generalise.AGENTS / "ppo-default-seed0.json").write_text("{not json")
+    again = generalise.run(argv)
+    assert {r["train_cpu_seconds"] for r in again["runs"]} != {
+        r["train_cpu_seconds"] for r in runs
+    }  # two retrained
+    for name, text in kept.items():
+        now = (out / generalise.AGENTS / name).read_text()
+        assert (now == text) == (name not in ("a2c-drest-seed1.json", "ppo-default-seed0.json"))
+    assert "6 kept" in (out / "results.md").read_text()
+    assert "8 of 8 agents kept" in _printed(capsys, generalise.run, argv)
+    job = {**json.loads(kept["a2c-default-seed0.json"]), "train": ()}
+    assert generalise._kept(out, job) is not None
+    for key, other in (("steps", 32), ("lam", 0.8), ("worlds", "0" * 64)):
+        assert generalise._kept(out, {**job, key: other}) is None  # other settings: anew
 
 
 @pytest.mark.parametrize(

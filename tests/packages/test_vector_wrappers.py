@@ -86,9 +86,11 @@ def test_the_batched_default_plays_what_sync_plays(task):
         assert got[4].keys() == expected[4].keys()
         for key in ("performance", "points", "length"):
             assert np.array_equal(got[4][key], expected[4][key])
-    for actions in ([0, 9, 1], [0, -1, 1], [0, 1]):
+    for actions in ([0, 9, 1], [0, -1, 1]):
         with pytest.raises(ValueError, match="actions must be 3 ints"):
             batched.step(np.array(actions))
+    with pytest.raises(ValueError, match=r"one action per env, shape \(3,\)"):
+        batched.step(np.array([0, 1]))
 
 
 def test_make_vec_numpy_and_device_options():

@@ -112,6 +112,7 @@ TRAIN_OTHER = [
     *((f"device={v}", False) for v in ("meta", "gpu", "cuda", "cuda:99", "abc", "nan", "''")),
     *((f"vec_env={v}", False) for v in ("abc", "nan", "null")),
     *((f"cudnn_deterministic={v}", False) for v in ("abc", "null")),
+    *((f"precision={v}", False) for v in ("fp16", "tf32", "null", "BF16")),
     *(
         (f"env.kwargs.bank={v}", False)
         for v in (

@@ -199,17 +199,22 @@ def test_the_training_app_trains_on_the_device_with_the_same_logs(
     assert "rollout/ep_rew_mean" in logged and "train/value_loss" in logged
 
 
-@pytest.mark.parametrize("resumed_with", ["batched", "device"])
-def test_a_device_run_resumes_on_either_path(tmp_path, train_config, resumed_with):
+def test_a_device_run_resumes_on_the_device_path_only(tmp_path, train_config):
+    """On the host path the run would train with SB3's algorithm in place of its device twin
+    (measured: other final weights than the uninterrupted run's)."""
     from safelife_rl.apps.train import resume_config
     from safelife_rl.training.run import train
+    from safety_rl_common.errors import UserError
 
     train(
         train_config("total_timesteps=64", "callbacks.evaluation=null", *on_the_device(tmp_path)),
         tmp_path,
     )
     (tmp_path / "final_model.zip").unlink()  # as if killed after the checkpoint
-    overrides = [f"resume={tmp_path}", "total_timesteps=128", f"vec_env={resumed_with}"]
+    overrides = [f"resume={tmp_path}", "total_timesteps=128", "vec_env=batched"]
+    with pytest.raises(UserError, match=r"in vec_env \('device' -> 'batched', which trains with "):
+        train(resume_config(train_config(*overrides), overrides), tmp_path, resume=True)
+    overrides[-1] = "vec_env=device"
     summary = train(resume_config(train_config(*overrides), overrides), tmp_path, resume=True)
     assert summary["timesteps"] == 128
 

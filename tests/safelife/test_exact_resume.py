@@ -15,7 +15,13 @@ import torch
 from safelife_rl.apps.train import resume_config
 from safelife_rl.training import run as run_module
 from safelife_rl.training.callbacks import RunStopped, TrainingClock
-from safelife_rl.training.rollout_record import ACTIONS_ENTRY, STATE_ENTRY
+from safelife_rl.training.rollout_record import (
+    ACTIONS_ENTRY,
+    DIGEST_KEY,
+    STARTS_ENTRY,
+    STATE_ENTRY,
+    digest,
+)
 from safelife_rl.training.run import train
 from safety_rl_common.errors import UserError
 
@@ -178,6 +184,10 @@ def test_a_damaged_record_is_refused_in_one_line(tmp_path, train_config, monkeyp
     stream = io.BytesIO()
     np.save(stream, actions)
     entries[ACTIONS_ENTRY] = stream.getvalue()
+    # with the digest made anew (as whoever crafts a record can), the actions are still checked
+    state = json.loads(entries[STATE_ENTRY])
+    state[DIGEST_KEY] = digest(entries[ACTIONS_ENTRY], entries[STARTS_ENTRY], state)
+    entries[STATE_ENTRY] = json.dumps(state).encode()
     with zipfile.ZipFile(path, "w") as archive:
         for name, content in entries.items():
             archive.writestr(name, content)

@@ -10,7 +10,9 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from safelife_rl.envs.batched_vector_env import batch_infos
+from safelife_rl.envs.batch_slot import BatchSlot
+from safelife_rl.envs.batched_vector_env import BatchedVectorEnv, batch_infos
+from safelife_rl.envs.registration import make_task_env, suite_file
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.gymnasium_vec_env import (
     GymnasiumVecEnv,
@@ -166,3 +168,86 @@ def test_an_info_of_another_type_in_a_later_env_keeps_its_value(vector):
                 assert mine == theirs  # equal values (an int beside a float comes as a float)
     assert [info["cost"] for info in got[1][3]] == [1, 0.25]
     assert [info["note"] for info in got[0][1]] == [1, None]
+
+
+class Echo(gym.Wrapper):
+    """Reports the reset options it was given (``x``) in its reset info."""
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed)
+        return obs, {**info, "option": (options or {}).get("x")}
+
+
+def echo() -> gym.Env:
+    return Echo(cartpole())
+
+
+def batched_safelife() -> gym.vector.VectorEnv:
+    def make() -> gym.Env:
+        return Echo(BatchSlot(make_task_env("prune-still", levels=suite_file("prune-still"))))
+
+    return BatchedVectorEnv([make] * 3, AutoresetMode.SAME_STEP)
+
+
+def dummy_safelife() -> DummyVecEnv:
+    return DummyVecEnv(
+        [lambda: Echo(make_task_env("prune-still", levels=suite_file("prune-still")))] * 3
+    )
+
+
+VECTORS = {
+    "sync": (lambda: SyncVectorEnv([echo] * 3, autoreset_mode=AutoresetMode.SAME_STEP), echo),
+    "async": (
+        lambda: AsyncVectorEnv(
+            [partial(reachable, echo, i) for i in range(3)],
+            context="fork",
+            autoreset_mode=AutoresetMode.SAME_STEP,
+        ),
+        echo,
+    ),
+}
+
+
+def resets_with_options(venv) -> list:
+    """Two resets with SB3's per-env options (the first reset, and one after a step)."""
+    history = []
+    for seed in (3, 4):
+        venv.seed(seed)
+        venv.set_options([{"x": 1}, {"x": 2}, {"x": 1}])
+        obs = venv.reset()
+        history.append((obs, [info["option"] for info in venv.reset_infos]))
+        venv.step(np.zeros(venv.num_envs, np.int64))
+    return history
+
+
+@pytest.mark.parametrize("make", ["sync", "async", "batched"])
+def test_per_env_reset_options_as_dummy_vec_env(make):
+    """SB3's ``set_options([...])`` gives each env its own options, as ``DummyVecEnv``."""
+    if make == "batched":
+        venv, dummy = GymnasiumVecEnv(batched_safelife()), dummy_safelife()
+    else:
+        vector, single = VECTORS[make]
+        venv, dummy = GymnasiumVecEnv(vector()), DummyVecEnv([single] * 3)
+    got, want = resets_with_options(venv), resets_with_options(dummy)
+    for (obs, options), (expected_obs, expected_options) in zip(got, want):
+        assert options == expected_options == [1, 2, 1]
+        assert np.array_equal(obs, expected_obs)
+    venv.close()
+
+
+@pytest.mark.parametrize("make", ["sync", "async"])
+def test_negative_indices_reach_the_envs_counted_from_the_end(make):
+    """``indices=[-1]`` is the last env, as in SB3's own vec envs (a worker's env was asked for
+    index -1 and answered ``None``)."""
+    venv, dummy = GymnasiumVecEnv(VECTORS[make][0]()), DummyVecEnv([echo] * 3)
+    for v in (venv, dummy):
+        v.set_attr("marker", 9, indices=[-1])
+        v.set_attr("marker", 5, indices=[0, 1])
+    for v in (venv, dummy):
+        assert v.get_attr("marker", indices=[-1]) == [9]
+        assert v.get_attr("marker", indices=-2) == [5]
+        assert v.env_method("get_wrapper_attr", "marker", indices=[-1, 0]) == [9, 5]
+        assert v.env_is_wrapped(Echo, indices=[-3]) == [True]
+    with pytest.raises(IndexError):
+        venv.get_attr("marker", indices=[3])
+    venv.close()

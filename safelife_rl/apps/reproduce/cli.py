@@ -44,6 +44,7 @@ from safelife_rl.apps.reproduce.runs import (
     RunResult,
     grid,
     load_result,
+    saved_config,
     schedules,
 )
 from safelife_rl.apps.reproduce.sweep import (
@@ -57,6 +58,7 @@ from safelife_rl.apps.reproduce.sweep import (
     launch,
 )
 from safelife_rl.envs.wrappers import MAX_PENALTY
+from safelife_rl.training.precision import PAPER, paper_deviation
 from safety_rl_common.checks import check
 from safety_rl_common.errors import (
     REPORTED,
@@ -405,6 +407,9 @@ def write_outputs(
         lines += ["**A smoke run of a few thousand steps: these are not the paper's results.**", ""]
     elif settings.steps < FULL_STEPS:
         lines += [f"**Shorter than the original protocol's {FULL_STEPS:,} steps.**", ""]
+    deviation = paper_deviation(saved_config(results[0], out).get("precision", PAPER))
+    if deviation is not None:
+        lines += [f"**{deviation}**", ""]
     claims = []
     table1 = [r for r in results if r.run.task in TABLE1_TASKS]
     table2 = [r for r in results if r.run.task in TABLE2_TASKS]

@@ -19,15 +19,19 @@ import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the train app, before torch loads
 
+import contextlib
 import copy
 import sys
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import hydra
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
+from joblib import register_parallel_backend
+from joblib.parallel import LokyBackend
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from safelife_rl.apps import train as _train_app  # noqa: F401  (registers the hydra_dir resolver of train.yaml)
@@ -35,16 +39,17 @@ from safelife_rl.apps.benchmark import SUITES, load_policy, run_suite, task_suit
 from safelife_rl.apps.reproduce.runs import BENCHMARK_FILE, Run, is_finished, write_episodes
 from safelife_rl.engine.level_files import load_levels
 from safelife_rl.training.callbacks import RunStopped
+from safelife_rl.training.gymnasium_vec_env import WorkerFailed
 from safelife_rl.training.population.runs import (
     common_checkpoint,
     member_config,
     train_population,
 )
 from safelife_rl.training.resume import CONFIG_FILE, latest_model
-from safelife_rl.training.run import train
+from safelife_rl.training.run import report_worker_failure, train
 from safety_rl_common.cli import run_hydra_app
 from safety_rl_common.errors import REPORTED, UserError, hydra_app_errors
-from safety_rl_common.workers import exit_with_parent
+from safety_rl_common.workers import end_by_signal, exit_with_parent
 
 PROG = "safelife-rl reproduce-job"
 #: Lines a job prints about its run start with this, for the sweep's progress display.
@@ -213,8 +218,11 @@ def app(cfg: DictConfig) -> None:
         try:
             run_job(cfg, HydraConfig.get().runtime.choices)
         except RunStopped as stopped:
-            print(f"{PROG}: {stopped}; run the reproduction again to resume", file=sys.stderr)
-            raise SystemExit(128 + stopped.signum) from None
+            with contextlib.suppress(OSError):  # the command that read it may have been killed
+                print(f"{PROG}: {stopped}; run the reproduction again to resume", file=sys.stderr)
+            end_by_signal(stopped.signum)  # the sweep is ending: so does a launcher's worker
+        except WorkerFailed as failed:
+            report_worker_failure(PROG, failed, "run the reproduction again to resume")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -224,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def sweep_main(argv: Sequence[str] | None = None) -> int:
     """``python -m safelife_rl reproduce-job [OVERRIDE ...]``, the process the sweep starts: it
-    ends with the reproduce command that started it."""
+    ends with the reproduce command that started it, and the job workers of the ``local``
+    launcher (joblib's loky processes: each job's, and those that wait for one) end with it."""
     exit_with_parent()
+    register_parallel_backend("loky", partial(LokyBackend, initializer=exit_with_parent))
     return main(argv)

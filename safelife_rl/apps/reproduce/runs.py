@@ -25,6 +25,7 @@ from safelife_rl.training.callbacks import checkpoint_steps, checkpoints
 from safelife_rl.training.resume import CONFIG_FILE
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import check_readable_file, write_text
+from safety_rl_common.yaml_files import read_yaml
 
 #: Table 1's tasks (creation and removal, static and with spawners) and Table 2's.
 TABLE1_TASKS = ("append-still", "prune-still", "append-spawn", "prune-spawn")
@@ -206,16 +207,24 @@ def _ramp(name: str, wrapper: Any) -> str:
     return f"{name} {points} steps, then held"
 
 
+def saved_config(result: RunResult, out: Path) -> dict[str, Any]:
+    """The config a run saved (``config.yaml`` of its folder)."""
+    path = result.run.folder(out) / CONFIG_FILE
+    try:
+        config = read_yaml(path)
+    except (OSError, ValueError, yaml.YAMLError):
+        config = None
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a run's config; delete the run's folder to rerun it")
+    return config
+
+
 def schedules(result: RunResult, out: Path) -> str:
     """The schedules a run was trained with, as its saved config has them: ``impact penalty
     share 0 at 1,000,000 -> 1 at 2,000,000 steps, then held; exit curriculum ...``."""
-    path = result.run.folder(out) / CONFIG_FILE
-    try:
-        wrappers = yaml.safe_load(path.read_text(encoding="utf-8")).get("wrappers") or {}
-    except (OSError, ValueError, AttributeError, yaml.YAMLError):
-        raise UserError(
-            f"{path}: not a run's config; delete the run's folder to rerun it"
-        ) from None
+    wrappers = saved_config(result, out).get("wrappers") or {}
+    if not isinstance(wrappers, dict):
+        wrappers = {}
     return (
         _ramp("impact penalty share", wrappers.get("side_effect_penalty"))
         + "; "

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +174,7 @@ def check_jobs(runs: Sequence[Run], settings: Settings, population: bool = False
         [] if settings.cost_limit is None else [f"+reproduce.cost_limit={settings.cost_limit!r}"]
     )
     built: set[str] = set()
+    members = Counter(r.task for r in runs)  # with population: one population per task
     with initialize_config_module("safelife_rl.conf", version_base=None):
         for task, variant in dict.fromkeys((r.task, r.variant) for r in runs):
             job = f"the job of {task}, {settings.axis} {variant}"
@@ -192,7 +195,7 @@ def check_jobs(runs: Sequence[Run], settings: Settings, population: bool = False
                 if population:
                     _check_member(cfg)
                 if task not in built:
-                    _build_one_env(cfg)
+                    _build_one_env(cfg, members[task] if population else 0)
                     built.add(task)
             except UserError as error:
                 raise UserError(f"{job}: {error}") from None
@@ -215,20 +218,31 @@ def _check_member(cfg: Any) -> None:
     check_population([member_config(cfg)])
 
 
-def _build_one_env(cfg: Any) -> None:
+def _build_one_env(cfg: Any, members: int = 0) -> None:
     """Make (and close) one env as a job's run will, which checks the env's settings
     (``env.kwargs``, ``wrappers``); on procedural levels drawn in this process, so that a
-    level bank is not built here nor level workers started."""
+    level bank is not built here nor level workers started. With ``members``: the memory a
+    population of that many needs, with the env's spaces and the board of a level it draws."""
     from omegaconf import OmegaConf
 
     from safelife_rl.training.config import user_errors_of_instantiate
     from safelife_rl.training.envs import make_env
+    from safelife_rl.training.population.runs import check_population_memory, member_config
 
     kwargs = OmegaConf.to_container(cfg.env.kwargs, resolve=True)
     kwargs.pop("bank", None)
     kwargs.pop("workers", None)
     with user_errors_of_instantiate():
-        make_env(cfg.env.id, kwargs, OmegaConf.to_container(cfg.wrappers, resolve=True)).close()
+        env = make_env(cfg.env.id, kwargs, OmegaConf.to_container(cfg.wrappers, resolve=True))
+    try:
+        if members:
+            env.reset(seed=0)
+            board = env.unwrapped.game.boards.shape[1:]
+            check_population_memory(
+                member_config(cfg), members, env.observation_space, env.action_space, board
+            )
+    finally:
+        env.close()
 
 
 def job_command(
@@ -303,21 +317,32 @@ def launch(
     )
     with log_path.open("w", encoding="utf-8") as log:
         log.write(" ".join(command) + "\n")
+        # a process group of its own, which a terminal's Ctrl-C does not reach: the command
+        # ends the sweep (its processes and their workers each end with their parent)
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            process_group=0,
         )
         assert process.stdout is not None
         reader = threading.Thread(target=_echo_marked_lines, args=(process.stdout, log))
         reader.start()
         bar = tqdm(total=steps * len(runs), initial=done(), unit="step", desc="sweep")
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C
         try:
             while process.poll() is None:
                 time.sleep(2)
                 bar.n = done()
                 bar.set_postfix_str(f"{sum(is_finished(r, out) for r in runs)}/{len(runs)} runs")
         except KeyboardInterrupt:
-            process.wait()  # the jobs save checkpoints when interrupted
-        reader.join()
+            process.terminate()
+            process.wait()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        reader.join()  # until every process of the sweep has ended (each holds the log's pipe)
         bar.n = done()
         bar.close()
     unfinished = [run for run in runs if not is_finished(run, out)]

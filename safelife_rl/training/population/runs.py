@@ -11,6 +11,7 @@ its own (``resume=FOLDER``) continues as a single run.
 
 from __future__ import annotations
 
+import inspect
 import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from hydra.utils import instantiate
+from gymnasium import spaces
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 from stable_baselines3.common.callbacks import CallbackList
 
@@ -40,6 +42,7 @@ from safelife_rl.training.envs import make_device_vec_env
 from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import method_of
+from safelife_rl.training.methods.ppo_lagrangian.algorithm import CostCritic
 from safelife_rl.training.model_files import load_model
 from safelife_rl.training.population.members import (
     PopulationLagrangianMember,
@@ -51,6 +54,7 @@ from safelife_rl.training.population.record import (
     set_member_state,
 )
 from safelife_rl.training.population.trainer import PopulationPPO
+from safelife_rl.training.precision import PAPER, apply_precision
 from safelife_rl.training.resume import (
     CONFIG_FILE,
     SavedModel,
@@ -170,38 +174,79 @@ def activation_floats(network: torch.nn.Module, forward: Callable[[], Any]) -> i
     return total
 
 
-def population_bytes(member: PopulationMember, members: int, board: tuple[int, int]) -> int:
-    """Device memory a population of ``members`` like ``member`` needs (estimated): its envs,
-    its rollout (observations kept twice: the steps and the final observations), its stacked
+def _algo_setting(cfg: DictConfig, name: str) -> Any:
+    """``cfg.algo``'s ``name``, or its algorithm's default."""
+    if name in cfg.algo:
+        return cfg.algo[name]
+    return inspect.signature(get_class(cfg.algo._target_)).parameters[name].default
+
+
+def _networks(
+    cfg: DictConfig, observation_space: spaces.Space, action_space: spaces.Space
+) -> list[tuple[torch.nn.Module, Callable[[], Any]]]:
+    """A member's networks as ``cfg`` builds them (its policy; a PPO-Lagrangian member's cost
+    critic too), on the CPU and on torch's streams left as they were, each with a pass of one
+    observation through it."""
+    policy_class = get_class(cfg.algo._target_).policy_aliases[cfg.policy.name]
+    with torch.random.fork_rng(devices=[]):
+        policy = policy_class(
+            observation_space,
+            action_space,
+            lambda _: 0.0,  # its optimizer's learning rate: counted, never stepped
+            **instantiate(cfg.policy.kwargs, _convert_="all"),
+        )
+        obs = torch.as_tensor(observation_space.sample()[None])
+        passes = [(policy, lambda: policy.evaluate_actions(obs, torch.zeros(1)))]
+        if MEMBERS[cfg.algo._target_] is PopulationLagrangianMember:
+            critic = CostCritic.like(policy)
+            passes.append((critic, lambda: critic(obs)))
+    return passes
+
+
+def population_bytes(
+    cfg: DictConfig,
+    members: int,
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    board: tuple[int, int],
+) -> int:
+    """Device memory a population of ``members`` with ``cfg``'s settings needs (estimated, from
+    the config and one env's spaces and board alone, so before anything is built): its envs,
+    its rollout (observations kept three times: the stacked steps, their final observations
+    and each member's own SB3 buffer, which the population leaves unused), its stacked
     parameters with their gradients and Adam moments, and a minibatch's activations (forward
     and backward); a PPO-Lagrangian member's cost critic too."""
-    env = member.env
-    space = env.observation_space
-    obs_bytes = int(np.prod(space.shape)) * np.dtype(space.dtype).itemsize
-    envs = members * env.num_envs
-    channels = space.shape[-1]
-    obs = torch.as_tensor(space.sample()[None], device=member.device)
-    action = torch.zeros(1, device=member.device)
-    passes = [(member.policy, lambda: member.policy.evaluate_actions(obs, action))]
-    if isinstance(member, PopulationLagrangianMember):
-        passes.append((member.cost_critic, lambda: member.cost_critic(obs)))
+    space = observation_space
+    obs_floats = int(np.prod(space.shape))
+    obs_bytes = obs_floats * np.dtype(space.dtype).itemsize
+    envs = members * cfg.n_envs
+    passes = _networks(cfg, observation_space, action_space)
     params = sum(p.numel() for network, _ in passes for p in network.parameters())
     activations = sum(activation_floats(network, forward) for network, forward in passes)
     return (
-        envs * bytes_per_env(board, space.shape[:2], channels)
-        + 2 * envs * member.n_steps * obs_bytes
+        envs * bytes_per_env(board, space.shape[:2], space.shape[-1])
+        + 3 * envs * _algo_setting(cfg, "n_steps") * obs_bytes
         + members * params * 4 * 4
-        + members * member.batch_size * (activations + int(obs[0].numel())) * 4 * 3
+        + members * _algo_setting(cfg, "batch_size") * (activations + obs_floats) * 4 * 3
     )
 
 
-def _check_memory(member: PopulationMember, members: int, board: tuple[int, int]) -> None:
-    free = free_memory(member.device)
-    need = population_bytes(member, members, board)
+def check_population_memory(
+    cfg: DictConfig,
+    members: int,
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    board: tuple[int, int],
+) -> None:
+    """Refuse a population of ``members`` (:func:`population_bytes`) that its device cannot
+    hold, saying how many members fit."""
+    device = torch.device(check_device(cfg.device))
+    free = free_memory(device)
+    need = population_bytes(cfg, members, observation_space, action_space, board)
     if free is not None and need > free:
         most = max(int(free // (need / members)), 0)
         raise UserError(
-            f"a population of {members} needs about {need / 2**30:.1f} GiB on {member.device}, "
+            f"a population of {members} needs about {need / 2**30:.1f} GiB on {device}, "
             f"which has {free / 2**30:.1f} GiB free: at most about {most} members fit"
         )
 
@@ -232,20 +277,25 @@ def build_population(cfgs: Sequence[DictConfig], batching: str = "auto") -> Popu
         for cfg in cfgs
     )
     policy_kwargs = instantiate(first.policy.kwargs, _convert_="all")
-    built: list[PopulationMember] = []
 
     def make_member(view: TensorVecEnv, seed: int) -> PopulationMember:
         member = instantiate(
             next(algos), policy=first.policy.name, env=view, policy_kwargs=policy_kwargs,
             seed=seed, device=device, verbose=0, _convert_="all",
         )  # fmt: skip
-        if not built:  # before the others are built
-            _check_memory(member, len(cfgs), vector.levels.shape)
-        built.append(member)
+        apply_precision(first.get("precision", PAPER), member.policy)  # before it is stacked
         return member
 
     penalties = [float(cfg.wrappers.side_effect_penalty.penalty) for cfg in cfgs]
     try:
+        # before any member is built: each allocates its own rollout buffer
+        check_population_memory(
+            first,
+            len(cfgs),
+            vector.single_observation_space,
+            vector.single_action_space,
+            vector.levels.shape,
+        )
         with user_errors_of_instantiate():
             trainer = PopulationPPO(
                 vector, make_member, [int(c.seed) for c in cfgs], penalties, batching

@@ -15,8 +15,6 @@ from safety_rl_common.limits import EPOCH_LIMIT
 #: The largest ``lambda`` taken: the authors ramp it to 0.1 beside rewards of about 1; past
 #: this the penalty drowns every reward (and near 1e38 it overflows float32 to inf).
 MAX_LAMBDA = 1000.0
-#: The largest learning rate taken: Adam's steps past 1 send the networks' weights to NaN.
-MAX_LEARNING_RATE = 1.0
 #: The DQN settings that count steps or samples, and those that are shares in [0, 1].
 _AGENT_COUNTS = (
     "buffer_size",
@@ -26,15 +24,6 @@ _AGENT_COUNTS = (
     "target_update_interval",
 )
 _AGENT_UNIT = ("gamma", "exploration_fraction", "exploration_initial_eps", "exploration_final_eps")
-
-
-def _learning_rate(name: str, value: Any) -> None:
-    check.value(
-        name,
-        value,
-        lambda v: is_number(v) and 0 < v <= MAX_LEARNING_RATE,
-        f"a positive number up to {MAX_LEARNING_RATE:g} (a learning rate)",
-    )
 
 
 def check_aup_settings(method: Mapping[str, Any], total_timesteps: int) -> None:
@@ -79,7 +68,7 @@ def check_aup_settings(method: Mapping[str, Any], total_timesteps: int) -> None:
     if "batch_size" in vae:
         check.count("method.vae.batch_size", vae["batch_size"])
     if "learning_rate" in vae:
-        _learning_rate("method.vae.learning_rate", vae["learning_rate"])
+        check.learning_rate("method.vae.learning_rate", vae["learning_rate"])
     batch = vae.get("batch_size", 64)
     if method["reward"] == "cb_vae" and buffer_steps < batch:
         raise UserError(
@@ -100,7 +89,7 @@ def check_aup_settings(method: Mapping[str, Any], total_timesteps: int) -> None:
                 "a number in [0, 1]",
             )
     if "learning_rate" in agent:
-        _learning_rate("method.aux_agent.learning_rate", agent["learning_rate"])
+        check.learning_rate("method.aux_agent.learning_rate", agent["learning_rate"])
     size, batch = agent.get("buffer_size", 1_000_000), agent.get("batch_size", 32)
     if batch > size:
         raise UserError(

@@ -49,6 +49,7 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
 from stable_baselines3.common.vec_env import VecEnv
@@ -214,6 +215,20 @@ class CostCritic(nn.Module):
             *create_mlp(features_extractor.features_dim, 1, net_arch, activation_fn)
         )
 
+    @classmethod
+    def like(cls, policy: ActorCriticPolicy) -> CostCritic:
+        """A critic shaped as ``policy``'s value side: a features extractor of its own like the
+        policy's, and the policy's value-branch layers."""
+        net_arch = policy.net_arch
+        value_arch = list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch)
+        return cls(
+            policy.observation_space,
+            policy.make_features_extractor(),
+            value_arch,
+            policy.activation_fn,
+            policy.normalize_images,
+        )
+
     def forward(self, obs: th.Tensor) -> th.Tensor:
         features = self.features_extractor(
             preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
@@ -324,15 +339,7 @@ class LagrangianMixin:
     def _setup_model(self) -> None:
         super()._setup_model()  # type: ignore[misc]
         policy = self.policy  # type: ignore[attr-defined]
-        net_arch = policy.net_arch
-        value_arch = list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch)
-        self.cost_critic = CostCritic(
-            self.observation_space,  # type: ignore[attr-defined]
-            policy.make_features_extractor(),
-            value_arch,
-            policy.activation_fn,
-            policy.normalize_images,
-        ).to(self.device)
+        self.cost_critic = CostCritic.like(policy).to(self.device)
         self.cost_optimizer = policy.optimizer_class(
             self.cost_critic.parameters(),
             lr=self.lr_schedule(1),  # type: ignore[attr-defined]
