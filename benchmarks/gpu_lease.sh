@@ -32,13 +32,7 @@ case $stage in measure|quick|train|table1|profile|all) ;;
 esac
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
-# the device and precisions, asked of torch alone (the image has it) before anything runs;
-# a training run has no bf16 yet
-trainer=(--trainer)
-[ "$stage" = measure ] && trainer=()
-"$python" benchmarks/precision.py "${trainer[@]}" "$@" || exit 2
 out=${OUT:-outputs/gpu_lease}
-mkdir -p "$out"
 # The GPU image has torch, NumPy and Numba; the rest travels as wheels (benchmarks/gpu_wheels.sh).
 site=/tmp/site
 needs="import gymnasium, stable_baselines3, hydra"
@@ -55,6 +49,9 @@ if ! "$python" -c "$needs" 2>/dev/null; then
     export PYTHONPATH=$site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1
+# the device and precisions, checked as a training run checks them, before anything runs
+"$python" benchmarks/precision.py "$@" || exit 2
+mkdir -p "$out"
 status=0
 if [ "$stage" = quick ] || [ "$stage" = all ]; then
     "$python" benchmarks/gpu_suite.py --sections conformance ppo vector engine \

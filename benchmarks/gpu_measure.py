@@ -29,7 +29,7 @@ running :data:`GRACE` seconds after it is stopped, so that the call always retur
    captured with the state written back into static buffers; the graph's GPU ops, and 16
    replayed steps equal to 16 eager steps bit for bit (observations, rewards, ends, state);
 4. **speed**: ``population_speed.py``'s training rate of ``--members`` members at the
-   trainer's precisions (fp32, and tf32 on CUDA; bf16 is not a trainer setting yet).
+   precisions (the run's ``precision``: fp32, tf32 on CUDA, bf16).
 
 On a CPU the graph rows read "n/a (no CUDA)" and tf32 is not measured. Writes ``measure.md``
 and ``measure.csv`` (one row per figure) into ``--out`` (default ``$OUT`` or
@@ -59,15 +59,12 @@ from omegaconf import DictConfig
 from population_profile import profile_section
 from population_speed import KEPT_BATCHINGS, TINY, config, members, population_rates
 from precision import (
-    PRECISIONS,
-    TRAINER_PRECISIONS,
     autocast,
-    available,
     default_device,
     flags,
     flags_text,
     refusal,
-    use_precision,
+    with_precision,
 )
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
@@ -81,6 +78,7 @@ from safelife_rl.training.population.stacked import (
     StackedNetworks,
     StackedOptimizer,
 )
+from safelife_rl.training.precision import PRECISIONS, available, set_tensorfloat
 from safelife_rl.training.run import cudnn_kernels
 
 SECTIONS = ("profile", "network", "env", "speed")
@@ -427,7 +425,7 @@ def network_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> st
             for group in optimizer.optimizer.param_groups:  # type: ignore[union-attr]
                 group["capturable"] = True
         for precision in args.precisions:
-            use_precision(precision)
+            set_tensorfloat(precision)
             cudnn_kernels(args.cudnn_deterministic)
             bodies = network_bodies(stacked, optimizer, inputs, precision, device)
             for what, (body, changed, batch) in bodies.items():
@@ -442,7 +440,7 @@ def network_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> st
 
 def env_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
     device = torch.device(args.device)
-    use_precision("fp32")  # the env's step has no matmuls or convolutions: stated, not chosen
+    set_tensorfloat("fp32")  # the env's step has no matmuls or convolutions: stated, not chosen
     for n in args.env_sizes:
         what = "compiled env step"
         if deadline.passed():
@@ -531,14 +529,14 @@ def measure_env_step(
 def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
     cfg = trainer_config(args)
     for count in args.members:
-        for precision in [p for p in args.precisions if p in TRAINER_PRECISIONS]:
+        for precision in args.precisions:
             what = "population training"
             common = {"batching": "auto", "precision": precision, "size": count}
             if deadline.passed():
                 rows.add("speed", what, note=SKIPPED, **common)
                 continue
-            use_precision(precision)
-            wall, cpu = population_rates(cfg, count, args.rollouts, "auto")
+            at = with_precision(cfg, precision)
+            wall, cpu = population_rates(at, count, args.rollouts, "auto")
             rows.add(
                 "speed", what, mode="train", ms=count * cfg.n_envs * cfg.algo.n_steps / wall * 1e3,
                 per_second=wall, note=f"{cpu:,.0f} env steps per CPU-s; ms: one rollout and update",
@@ -569,9 +567,9 @@ INTROS = {
     ),
     "speed": (
         "## Population training speed (`population_speed.py`: the paper's setup, all members "
-        "together, no grid)\n\nbatching `auto` (vmap on CUDA, member by member on a CPU); bf16 "
-        "is not a trainer setting yet (issue 43, step 4). per s: env steps a second; ms: one "
-        "rollout and update of every member."
+        "together, no grid)\n\nbatching `auto` (vmap on CUDA, member by member on a CPU), at "
+        "the run's `precision`. per s: env steps a second; ms: one rollout and update of every "
+        "member."
     ),
 }
 PARTS: dict[str, Callable[[argparse.Namespace, Rows, Deadline], str]] = {

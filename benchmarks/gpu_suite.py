@@ -62,7 +62,7 @@ from engine_speed import (
     torch_rate,
 )
 from hydra import compose, initialize_config_dir
-from precision import TRAINER_PRECISIONS, flags_text, refusal, use_precision
+from precision import flags_text, refusal, with_precision
 from torch.utils._pytree import tree_leaves
 from vector_env_speed import wrapper_config
 
@@ -73,6 +73,7 @@ from safelife_rl.envs.vector_env import SafeLifeVectorEnv, bytes_per_env
 from safelife_rl.procgen.bank import LevelBank
 from safelife_rl.training.envs import make_device_vec_env
 from safelife_rl.training.models import build_model
+from safelife_rl.training.precision import apply_precision
 from safelife_rl.training.run import cudnn_kernels, plain
 from safety_rl_common.torch_counts import OpCounts, count_ops, counting
 
@@ -301,18 +302,21 @@ def paper_config(overrides: list[str]):
 
 
 def ppo_rate(
-    n: int, device: torch.device, seconds: float, compile: bool | str = False
+    n: int, device: torch.device, seconds: float, precision: str, compile: bool | str = False
 ) -> tuple[float, tuple[OpCounts, OpCounts]]:
     """Env steps/s of DevicePPO with the SafeLife CNN on n envs of the prune-still suite (the
-    paper's rollouts and update), and the counts of one rollout and one update; ``compile``:
-    the env's step mode (``"cudagraphs"`` also captures the policy's network)."""
+    paper's rollouts and update) at ``precision``, and the counts of one rollout and one
+    update; ``compile``: the env's step mode (``"cudagraphs"`` also captures the policy's
+    network)."""
     if compile:
         fresh_compiles()
     cfg = paper_config([f"n_envs={n}", f"device={device}", "vec_env=device"])
+    cfg = with_precision(cfg, precision)
     kwargs = {**plain(cfg.env.kwargs), "levels": str(suite_file("prune-still"))}
     env = make_device_vec_env(cfg.env.id, kwargs, plain(cfg.wrappers), n, str(device), compile)
     try:
         model = build_model(cfg, env)
+        apply_precision(cfg.precision, model.policy)  # as a run
         cudnn_kernels(cfg.get("cudnn_deterministic", False))  # as a run: not SB3's seeding's
         steps = n * model.n_steps
         model.learn(steps)  # warm up
@@ -333,18 +337,17 @@ def ppo_section(
 ) -> str:
     """Eager, and on CUDA with the env's step and the policy's network as CUDA graphs, at
     ``precision`` with cuDNN's kernels as a training run chooses them."""
-    use_precision(precision)
     graphs = device.type == "cuda"
     rows = []
     for n in sizes:
         if n * _PPO_BYTES_PER_ENV > free_bytes(device):
             rows.append([f"{n:,}", "does not fit", "-", "", "", precision])
             continue
-        rate, (rollout, update) = ppo_rate(n, device, seconds)
+        rate, (rollout, update) = ppo_rate(n, device, seconds, precision)
         graphed = "-"
         if graphs and n in compile_sizes:
             try:
-                graphed = rate_text(ppo_rate(n, device, seconds, "cudagraphs")[0])
+                graphed = rate_text(ppo_rate(n, device, seconds, precision, "cudagraphs")[0])
             except Exception as error:  # noqa: BLE001 - the eager rates still come back
                 graphed = f"**FAILED**: {type(error).__name__}: {str(error).splitlines()[0]}"
         rows.append(
@@ -465,7 +468,7 @@ def training_section(
     text = (
         f"## Training: prune-still, {steps:,} steps, {n_envs:,} envs on {device.type}\n\n"
         f"`safelife-rl train {' '.join(overrides[:-1])}`\n\n{ended} after {wall:.0f} s "
-        "(precision: torch's defaults, a training run's: convolutions TF32, matmuls FP32)"
+        "(precision: a training run's default, fp32: TF32 off for cuDNN and matmuls)"
     )
     if ended == "FAILED" or not history:
         raise AssertionError(f"{text}; no evaluation:\n\n```\n{stderr[-2000:]}\n```")
@@ -534,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     begun = time.perf_counter()
     device = torch.device(args.device)
-    reason = refusal(args.device, [args.precision], TRAINER_PRECISIONS)
+    reason = refusal(args.device, [args.precision])
     if reason:
         print(f"gpu_suite: {reason}", file=sys.stderr)
         return 2

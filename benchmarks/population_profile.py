@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig
 from population_speed import KEPT_BATCHINGS, TINY, config, members
-from precision import TRAINER_PRECISIONS, default_device, flags_text, refusal, use_precision
+from precision import default_device, flags_text, refusal, with_precision
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from safelife_rl.training.population import PopulationPPO
@@ -67,8 +67,7 @@ def profile_section(
     """The profile of ``count`` members batched by ``batching`` at ``precision``: its report
     (the rate, seconds by part, precision and cuDNN flags, the top ``rows`` operators), env
     steps/s and seconds by part."""
-    use_precision(precision)
-    population = build_population(members(cfg, count), batching)
+    population = build_population(members(with_precision(cfg, precision), count), batching)
     try:
         prof, seconds = profiled(population, rollouts)
     finally:
@@ -104,7 +103,7 @@ def main() -> int:
     parser.add_argument("--tiny", action="store_true", help="2 tiny members: a CPU smoke run")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
-    reason = refusal(args.device, [args.precision], TRAINER_PRECISIONS)
+    reason = refusal(args.device, [args.precision])
     if reason:
         parser.exit(2, f"population_profile.py: {reason}\n")
     overrides = [*(TINY if args.tiny else []), *args.overrides, f"device={args.device}"]

@@ -27,13 +27,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl 
 
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
-from precision import TRAINER_PRECISIONS, flags_text, use_precision
+from precision import flags_text, with_precision
 
 from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.population.runs import build_population
 from safelife_rl.training.population.stacked import BATCHING
+from safelife_rl.training.precision import PRECISIONS
 from safelife_rl.training.run import cudnn_kernels, plain
 
 CONF = Path(__file__).resolve().parents[1] / "safelife_rl" / "conf"
@@ -127,14 +128,13 @@ def main() -> None:
         default=["auto"],
         help="how the networks run (each timed)",
     )
-    parser.add_argument("--precision", choices=TRAINER_PRECISIONS, default="fp32")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
-    cfg = config(args.overrides)
+    cfg = with_precision(config(args.overrides), args.precision)
     import torch
 
     torch.set_num_threads(cfg.torch_threads)
-    use_precision(args.precision)
     print(
         f"{cfg.env.id} on {cfg.device}, {cfg.n_envs} envs x {cfg.algo.n_steps} steps a run, "
         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {args.precision} "

@@ -11,7 +11,7 @@ members' convolutions under ``vmap`` ran in TF32 while ``unfold``'s products and
 layer ran in FP32. SB3 also turns on cuDNN's deterministic, non-autotuned kernels whenever it
 seeds a model on CUDA; every figure states the cuDNN flags it ran with (:func:`flags_text`).
 
-    python benchmarks/precision.py [--trainer] [--device DEVICE] [--precisions P ...] [OTHER ...]
+    python benchmarks/precision.py [--device DEVICE] [--precisions P ...] [OTHER ...]
 
 exits 2 with one line if the device or a precision is not available here (``gpu_lease.sh``
 asks before anything runs; options it does not know are ignored).
@@ -22,25 +22,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
-PRECISIONS = ("fp32", "tf32", "bf16")
-#: the precisions of a training run through the trainer (bf16 is not a trainer setting yet)
-TRAINER_PRECISIONS = ("fp32", "tf32")
+from safelife_rl.training.precision import check_precision
+from safety_rl_common.errors import UserError
 
 
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def refusal(
-    device: str, precisions: Iterable[str] = (), allowed: Sequence[str] = PRECISIONS
-) -> str | None:
+def refusal(device: str, precisions: Iterable[str] = ()) -> str | None:
     """Why ``device`` or one of ``precisions`` cannot run here, in one line (``None``: they
-    can); ``allowed``: the precisions the measurement has (:data:`TRAINER_PRECISIONS` for a
-    training run)."""
+    can; a precision as a training run checks it, :func:`check_precision`)."""
     try:
         where = torch.device(device)
     except RuntimeError:
@@ -53,36 +50,17 @@ def refusal(
         if where.index is not None and where.index >= torch.cuda.device_count():
             return f"--device {device}, but this machine has {torch.cuda.device_count()} GPU(s)"
     for precision in precisions:
-        if precision not in PRECISIONS:
-            return f"unknown precision {precision!r} (one of {', '.join(PRECISIONS)})"
-        if precision not in allowed:
-            return (
-                f"precision {precision} is not a setting of the trainer yet (issue 43, step 4): "
-                f"{' or '.join(allowed)}"
-            )
-        if precision == "tf32" and (
-            where.type != "cuda" or torch.cuda.get_device_capability(where) < (8, 0)
-        ):
-            return f"precision tf32 needs a CUDA GPU of compute capability 8.0 or newer: {device}"
-        if (
-            precision == "bf16"
-            and where.type == "cuda"
-            and not torch.cuda.is_bf16_supported(including_emulation=False)
-        ):
-            return f"precision bf16: {torch.cuda.get_device_name(where)} has no bfloat16 arithmetic"
+        try:
+            check_precision(precision, where)
+        except UserError as error:
+            return str(error)
     return None
 
 
-def available(device: str) -> list[str]:
-    """The precisions ``device`` can run (what a measurement runs when none is named)."""
-    return [p for p in PRECISIONS if refusal(device, [p]) is None]
-
-
-def use_precision(precision: str) -> None:
-    """Set torch's TF32 flags for ``precision`` (bf16's autocast is :func:`autocast`'s)."""
-    tf32 = precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cuda.matmul.allow_tf32 = tf32
+def with_precision(cfg: DictConfig, precision: str) -> DictConfig:
+    """A training config ``cfg`` at ``precision``: the trainer sets the flags, and the SafeLife
+    CNN's body for bf16, as a run does (:func:`apply_precision`)."""
+    return OmegaConf.merge(cfg, {"precision": precision})
 
 
 def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
@@ -118,10 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=default_device())
     parser.add_argument("--precisions", "--precision", nargs="+", default=[])
-    parser.add_argument("--trainer", action="store_true", help="a training run's precisions")
     args, _ = parser.parse_known_args(argv)
-    allowed = TRAINER_PRECISIONS if args.trainer else PRECISIONS
-    reason = refusal(args.device, args.precisions, allowed)
+    reason = refusal(args.device, args.precisions)
     if reason:
         print(f"gpu_lease.sh: {reason}", file=sys.stderr)
         return 2

@@ -25,30 +25,56 @@ PRECISIONS = ("fp32", "tf32", "bf16")
 PAPER = "fp32"
 
 
-def check_precision(precision: str, device: str | torch.device) -> None:
-    """Refuse a precision that ``device`` cannot do, before anything is built."""
-    device = torch.device(device)
+def _cannot(precision: str, device: torch.device) -> str | None:
+    """Why ``device`` cannot do ``precision`` (``None``: it can)."""
     if precision not in PRECISIONS:
-        raise UserError(f"precision={precision!r}: give one of {', '.join(PRECISIONS)}")
-    if precision == "tf32" and device.type != "cuda":
-        raise UserError(
-            f"precision=tf32 is TensorFloat-32 of CUDA GPUs (Ampere or later), not of "
-            f"device {device}; give fp32 or bf16"
+        return f"precision={precision!r}: give one of {', '.join(PRECISIONS)}"
+    if precision == "tf32" and (
+        device.type != "cuda" or torch.cuda.get_device_capability(device) < (8, 0)
+    ):
+        return (
+            "precision=tf32 is TensorFloat-32 of CUDA GPUs of compute capability 8.0 or newer "
+            f"(Ampere and later), not of device {device}"
         )
-    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+    if (
+        precision == "bf16"
+        and device.type == "cuda"
+        and not torch.cuda.is_bf16_supported(including_emulation=False)
+    ):
+        name = torch.cuda.get_device_name(device)
+        return f"precision=bf16: this GPU ({name}) has no bfloat16 arithmetic"
+    return None
+
+
+def available(device: str | torch.device) -> list[str]:
+    """The precisions ``device`` can do."""
+    return [p for p in PRECISIONS if _cannot(p, torch.device(device)) is None]
+
+
+def check_precision(precision: str, device: str | torch.device) -> None:
+    """Refuse a precision that ``device`` cannot do, before anything is built, naming those
+    it can."""
+    reason = _cannot(precision, torch.device(device))
+    if reason is not None:
+        others = [p for p in available(device) if p != precision]
         raise UserError(
-            f"precision=bf16: this GPU ({torch.cuda.get_device_name(device)}) has no "
-            "bfloat16 arithmetic; give fp32 or tf32"
+            reason if precision not in PRECISIONS else f"{reason}; give {' or '.join(others)}"
         )
+
+
+def set_tensorfloat(precision: str) -> None:
+    """Torch's TensorFloat-32 flags for ``precision``: on for ``tf32``, off otherwise (cuDNN's
+    convolutions included, which torch lets use TF32 by default)."""
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
 
 
 def apply_precision(precision: str, policy: nn.Module) -> None:
     """Set torch's TensorFloat-32 flags for ``precision`` and the compute type of the SafeLife
     CNN bodies in ``policy`` (refused for ``bf16`` where it has none: only that body runs in
     bfloat16)."""
-    tf32 = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
+    set_tensorfloat(precision)
     bodies = [m for m in policy.modules() if isinstance(m, SafeLifeCNN)]
     if precision == "bf16" and not bodies:
         raise UserError(

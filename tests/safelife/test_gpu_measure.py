@@ -13,6 +13,8 @@ import pytest
 import torch
 from torch.utils._pytree import tree_leaves
 
+from safelife_rl.training.precision import available
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -55,7 +57,8 @@ def test_the_measuring_call_runs_whole_on_a_cpu(tmp_path):
         else:
             assert row["mode"] == "CUDA graph" and row["note"] == gpu_measure.NO_GRAPH
     assert [r["size"] for r in by_section["env"]] == ["8", "8"]
-    assert [(r["size"], r["precision"]) for r in by_section["speed"]] == [("2", "fp32")]
+    speed = [(r["size"], r["precision"]) for r in by_section["speed"]]
+    assert speed == [("2", "fp32"), ("2", "bf16")]  # bf16: the trainer's setting too
     assert float(by_section["speed"][0]["per_second"]) > 0
 
 
@@ -72,10 +75,10 @@ def test_the_profile_stage_runs_on_a_cpu(tmp_path):
     ("args", "line"),
     [
         (["nope"], "unknown stage 'nope'"),
-        (["measure", "--device", "cpu", "--precisions", "tf32"], "precision tf32 needs a CUDA"),
+        (["measure", "--device", "cpu", "--precisions", "tf32"], "precision=tf32 is TensorFloat"),
         (["measure", "--device", "tpu"], "unknown device 'tpu'"),
-        (["profile", "--device", "cpu", "--precision", "bf16"], "bf16 is not a setting"),
-        (["profile", "--precision", "fp32", "device=cuda"], "unknown precision 'device=cuda'"),
+        (["profile", "--device", "cpu", "--precision", "tf32"], "precision=tf32 is TensorFloat"),
+        (["profile", "--precision", "fp32", "device=cuda"], "precision='device=cuda': give one"),
         pytest.param(
             ["measure", "--device", "cuda"],
             "torch sees no CUDA device",
@@ -100,10 +103,10 @@ def test_bf16_is_refused_on_a_gpu_without_it(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
     assert precision.refusal("cuda", ["fp32"]) is None
     assert precision.refusal("cuda", ["bf16"]) == (
-        "precision bf16: Tesla V100 has no bfloat16 arithmetic"
+        "precision=bf16: this GPU (Tesla V100) has no bfloat16 arithmetic; give fp32"
     )
     assert "compute capability 8.0" in precision.refusal("cuda", ["tf32"])
-    assert precision.available("cuda") == ["fp32"]
+    assert available("cuda") == ["fp32"]
 
 
 def test_a_section_past_its_deadline_reports_what_it_skipped(tmp_path):
@@ -113,7 +116,7 @@ def test_a_section_past_its_deadline_reports_what_it_skipped(tmp_path):
     )  # fmt: skip
     assert status == 0
     rows = list(csv.DictReader((tmp_path / "measure.csv").open()))
-    assert [r["note"] for r in rows] == [gpu_measure.SKIPPED]
+    assert [r["note"] for r in rows] == [gpu_measure.SKIPPED] * 2  # fp32 and bf16
     assert gpu_measure.SKIPPED in (tmp_path / "measure.md").read_text()
 
 
