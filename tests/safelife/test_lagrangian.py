@@ -24,6 +24,8 @@ from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, re
 from safelife_rl.training.run import train
 from safety_rl_common.errors import UserError
 
+from .test_device_training import DrawnAsOnTheDevice
+
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 T = 10
@@ -75,9 +77,9 @@ SETTINGS = {
 }
 
 
-def model(env_class=Schedule, **kwargs):
+def model(env_class=Schedule, policy="MlpPolicy", **kwargs):
     return PPOLagrangian(
-        "MlpPolicy", make_vec_env(env_class, n_envs=4, seed=0), **{**SETTINGS, **kwargs}
+        policy, make_vec_env(env_class, n_envs=4, seed=0), **{**SETTINGS, **kwargs}
     )
 
 
@@ -164,10 +166,11 @@ class Multipliers(BaseCallback):
 
 
 def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
-    """DevicePPOLagrangian on the same envs (as separate envs on the device), seed and initial
-    weights: the same multiplier at every update, bit for bit, and the same policy."""
+    """DevicePPOLagrangian on the same envs (as separate envs on the device), seed, initial
+    weights and action draws (the NumPy path's policy drawing as the device path draws): the
+    same multiplier at every update, bit for bit, and the same policy."""
     fused = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
-    numpy_agent = model(policy_kwargs=fused)
+    numpy_agent = model(policy=DrawnAsOnTheDevice, policy_kwargs=fused)
     initial = [
         copy.deepcopy(numpy_agent.policy.state_dict()),
         copy.deepcopy(numpy_agent.cost_critic.state_dict()),

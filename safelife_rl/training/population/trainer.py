@@ -8,8 +8,10 @@ vector-env step and one batched forward pass per step), then one PPO update of e
 (each member's own minibatch order, advantages, losses, gradient clipping and Adam moments,
 computed as stacked tensors; one fused Adam over the stacked parameters is P Adams).
 
-**Exactness.** Each member's actions and envs are its own (its own torch and NumPy streams, its
-group of the vector env). Run member by member (``batching="loop"``, the CPU's default), each
+**Exactness.** Each member's actions and envs are its own: its actions drawn by one batched
+:class:`~safelife_rl.training.device.sampler.ActionSampler` from its seed and step count as its
+single run draws them, its minibatches from its own NumPy stream, its group of the vector
+env. Run member by member (``batching="loop"``, the CPU's default), each
 member makes its single DevicePPO run's updates bit for bit (on the CPU; the tests check it).
 Batched with ``torch.func.vmap`` (CUDA's default), the convolutions and products of all members
 run in other kernels, whose sums round otherwise: about 1e-9 relative per forward pass, a few
@@ -35,6 +37,7 @@ from safelife_rl.training.device.adapters import GymnasiumTensorVecEnv, TensorVe
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.deferred import no_argument_checks
 from safelife_rl.training.device.episodes import EpisodeRecorder
+from safelife_rl.training.device.sampler import ActionSampler, run_seed
 from safelife_rl.training.methods.ppo_lagrangian.algorithm import TensorCostRolloutBuffer
 from safelife_rl.training.population.costs import PopulationCosts
 from safelife_rl.training.population.members import (
@@ -107,6 +110,12 @@ class PopulationPPO:
         self._check_members()
         first = self.members[0]
         self.device = first.device
+        self.sampler = ActionSampler(
+            [run_seed(member) for member in self.members],
+            self.n_envs,
+            int(env.single_action_space.n),
+            self.device,
+        )
         self.stacked = StackedNetworks([PolicyHeads(m.policy) for m in self.members], batching)
         self.optimizer = StackedOptimizer(self.stacked, [m.policy.optimizer for m in self.members])
         #: PPO-Lagrangian's parts, if the members are PPO-Lagrangian's
@@ -215,16 +224,10 @@ class PopulationPPO:
         return tensor[k * self.n_envs : (k + 1) * self.n_envs]
 
     def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each member's actions drawn from its own torch stream, as ``Categorical.sample``
-        draws them, and their log-probabilities: ``(P, n)`` each."""
+        """Each member's actions, drawn in one batch as its single run draws them, and their
+        log-probabilities: ``(P, n)`` each."""
         distribution = Categorical(logits=logits)
-        probs = distribution.probs
-        actions = torch.stack(
-            [
-                torch.multinomial(probs[k], 1, True, generator=random.torch).T.reshape(-1)
-                for k, random in enumerate(self.random)
-            ]
-        )
+        actions = self.sampler(distribution.logits)
         return actions, distribution.log_prob(actions)
 
     def _collect_rollouts(self, callbacks: list[BaseCallback]) -> bool:
@@ -244,6 +247,7 @@ class PopulationPPO:
         obs, starts = self._last_obs, self._last_starts
         no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
+        self.sampler.start(first.num_timesteps)
         taken = []
         for _ in range(first.n_steps):
             with torch.no_grad(), no_argument_checks():
