@@ -130,16 +130,15 @@ class DeviceRollouts:
     def _bootstrap_timeouts(self, buffer: TensorRolloutBuffer) -> None:
         """Add ``gamma * V(final observation)`` to the rewards of the steps where a time limit
         cut an episode, as SB3 does for ``TimeLimit.truncated`` (GitHub issue #633), and so for
-        each of :meth:`_timeout_bootstraps`: the places are read once per rollout, the values
-        computed in batches of ``n_envs``."""
-        if buffer.final_observations is None:
-            return
-        steps, envs = buffer.timeouts.nonzero().unbind(1)
+        each of :meth:`_timeout_bootstraps`: one pass of every env's final observation per
+        round of :meth:`~.buffer.TensorRolloutBuffer.cuts` (one when an env is cut at most
+        once a rollout), added where it was cut."""
+        envs = torch.arange(buffer.n_envs, device=buffer.device)
         with torch.no_grad():
-            for s, e in zip(steps.split(buffer.n_envs), envs.split(buffer.n_envs)):
-                final = buffer.final_observations[s, e]
+            for steps, cut, final in buffer.cuts():
                 for estimate, target in self._timeout_bootstraps(buffer):
-                    target[s, e] += self.gamma * estimate(final).flatten()
+                    added = torch.where(cut, self.gamma * estimate(final).flatten(), 0.0)
+                    target[steps, envs] += added
 
     def _read_episodes(self, recorder: EpisodeRecorder) -> list[tuple[int, dict[str, Any]]]:
         """The episodes ``recorder`` holds (one read from the device), added to SB3's episode

@@ -349,26 +349,18 @@ class PopulationPPO:
         self.recorded.continue_from(actions)
 
     def _bootstrap_timeouts(self) -> None:
-        """``gamma * V(final observation)`` added where a time limit cut an episode, each
-        member's values by its own network in batches of its ``n_envs`` (as DevicePPO does)."""
-        buffer = self.buffer
-        if buffer.final_observations is None:
-            return
-        steps, envs = buffer.timeouts.nonzero().unbind(1)
-        members = envs // self.n_envs
-        # each member's cuts in the (step, env) order of its own run's, read in one copy
-        order = torch.argsort(members, stable=True)
-        counts = torch.bincount(members, minlength=self.size).tolist()
-        gamma = self.members[0].gamma
+        """``gamma * V(final observation)`` added where a time limit cut an episode, as a
+        member's single run adds it (DevicePPO's): one stacked pass of every env's final
+        observation per round of cuts, added where it was cut."""
+        buffer, gamma = self.buffer, self.members[0].gamma
+        envs = torch.arange(buffer.n_envs, device=self.device)
         with torch.no_grad():
-            for k, (s, e) in enumerate(zip(steps[order].split(counts), envs[order].split(counts))):
-                for s_part, e_part in zip(s.split(self.n_envs), e.split(self.n_envs)):
-                    final = buffer.final_observations[s_part, e_part]
-                    values = self.stacked.member(k, final)[1]
-                    buffer.rewards[s_part, e_part] += gamma * values.flatten()
-                    if self.costs is not None:
-                        cost_values = self.costs.critics.member(k, final).flatten()
-                        buffer.costs[s_part, e_part] += gamma * cost_values  # type: ignore[attr-defined]
+            for steps, cut, final in buffer.cuts():
+                values = self.stacked(self._by_member(final))[1].flatten()
+                buffer.rewards[steps, envs] += torch.where(cut, gamma * values, 0.0)
+                if self.costs is not None:
+                    cost_values = self.costs.values(self._by_member(final))
+                    buffer.costs[steps, envs] += torch.where(cut, gamma * cost_values, 0.0)  # type: ignore[attr-defined]
 
     def _minibatch_indices(self, total: int) -> torch.Tensor:
         """Each member's permutation of its rollout's flat indices (SB3's env-major order),
