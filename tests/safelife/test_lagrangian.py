@@ -217,13 +217,13 @@ def test_an_exact_resume_counts_the_costs_of_the_episodes_in_progress(tmp_path, 
             archive.writestr(name, content)
     assert agent._episode_costs.sum() > 0  # costs of the episodes in progress
     uninterrupted = Multipliers()
-    agent.learn(240, callback=uninterrupted, reset_num_timesteps=False)
+    agent.learn(480, callback=uninterrupted, reset_num_timesteps=False)  # 8 updates
 
     resumed = cls.load(path, env=envs())
     resumed.set_logger(configure(None, []))
     restore(resumed, resumed.env, read_rollouts(path, resumed), RolloutRecord(), path)
     again = Multipliers()
-    resumed.learn(240, callback=again, reset_num_timesteps=False)
+    resumed.learn(480, callback=again, reset_num_timesteps=False)
     assert again.seen == uninterrupted.seen and len(set(again.seen)) > 2
     assert torch.equal(resumed.lagrange_state, agent.lagrange_state)
     for mine, theirs in zip(agent.policy.parameters(), resumed.policy.parameters()):
