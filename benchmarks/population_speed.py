@@ -5,6 +5,7 @@ device path (DevicePPO on the device vector env) and SB3's PPO on the batched Nu
 
     .venv/bin/python benchmarks/population_speed.py [--members 18] [--rollouts 4]
         [--single-rollouts 4] [--paths device batched] [--batching auto] [--precision fp32]
+        [--ops]
         [OVERRIDE ...]
 
 P separate runs spend P times one run's CPU time, so the population's env steps per CPU-second
@@ -13,7 +14,9 @@ on the same cores. Levels: the task's fixed suite, shuffled (no level generation
 Extra arguments are Hydra overrides of train.yaml over experiment=paper (e.g. device=cuda
 env=append-still n_envs=16). Every run at ``--precision`` (``benchmarks/precision.py``), its
 cuDNN kernels as a training run chooses them (autotuned, not deterministic: not the
-deterministic ones SB3's seeding turns on).
+deterministic ones SB3's seeding turns on). ``--ops`` counts instead what a rollout step asks
+of the device at each population size (:mod:`safety_rl_common.torch_counts`, members batched
+by vmap as on CUDA): a rollout's ops per step, an env step's alone and the difference.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as python -m safelife_rl train sets it
 
+import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, open_dict
 from precision import flags_text, with_precision
@@ -34,8 +38,9 @@ from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.population.runs import build_population
 from safelife_rl.training.population.stacked import BATCHING
-from safelife_rl.training.precision import PRECISIONS
+from safelife_rl.training.precision import PRECISIONS, apply_precision
 from safelife_rl.training.run import cudnn_kernels, plain
+from safety_rl_common.torch_counts import count_ops, counting
 
 CONF = Path(__file__).resolve().parents[1] / "safelife_rl" / "conf"
 PENALTIES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -89,6 +94,25 @@ def population_rates(
     return steps / wall, steps / cpu
 
 
+def rollout_ops(cfg: DictConfig, count: int) -> str:
+    """What a rollout step of ``count`` members (vmap) asks of the device, counted over its
+    second rollout (the first builds what is reused), beside one env step's."""
+    population = build_population(members(cfg, count), "vmap")
+    try:
+        population.learn(cfg.n_envs * cfg.algo.n_steps)
+        with counting() as rollout:
+            population._collect_rollouts([])
+        actions = population._last_obs.new_zeros(len(population._last_obs), dtype=torch.long)
+        env = count_ops(population.venv.step, actions)
+    finally:
+        population.env.close()
+    per_step = rollout.kernels / cfg.algo.n_steps
+    return (
+        f"population of {count:3d}: {per_step:,.0f} kernel ops a rollout step ({rollout}), "
+        f"an env step alone {env.kernels:,}: {per_step - env.kernels:,.0f} outside the env step"
+    )
+
+
 def single_rates(cfg: DictConfig, path: str, rollouts: int) -> tuple[float, float]:
     """One run's env steps per wall second and per CPU second on ``vec_env=path``."""
     env = make_vec_env(
@@ -104,6 +128,7 @@ def single_rates(cfg: DictConfig, path: str, rollouts: int) -> tuple[float, floa
         with open_dict(cfg):
             cfg.vec_env = path
         model = build_model(cfg, env)
+        apply_precision(cfg.precision, model.policy)  # as a run
         cudnn_kernels(cfg.get("cudnn_deterministic", False))  # as a run: not SB3's seeding's
         model.learn(per_rollout)
         wall, cpu = timed(model.learn, per_rollout * rollouts)
@@ -129,12 +154,15 @@ def main() -> None:
         help="how the networks run (each timed)",
     )
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    parser.add_argument("--ops", action="store_true", help="count a rollout step's ops instead")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml")
     args = parser.parse_args()
     cfg = with_precision(config(args.overrides), args.precision)
-    import torch
-
     torch.set_num_threads(cfg.torch_threads)
+    if args.ops:
+        for count in args.members:
+            print(rollout_ops(cfg, count))
+        return
     print(
         f"{cfg.env.id} on {cfg.device}, {cfg.n_envs} envs x {cfg.algo.n_steps} steps a run, "
         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {args.precision} "

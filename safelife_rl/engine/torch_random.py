@@ -16,8 +16,9 @@ _MASK = 0xFFFFFFFF
 _GOLDEN = 0x9E3779B1  # spreads consecutive cells apart before mixing
 
 #: Streams: independent sequences of one env (spawners on boards, on goals, level draws, on
-#: the inaction baseline's board that the device vector env advances beside the game's).
-BOARD_SPAWNS, GOAL_SPAWNS, LEVEL_DRAWS, INACTION_SPAWNS = 1, 2, 3, 4
+#: the inaction baseline's board that the device vector env advances beside the game's, the
+#: actions a device run draws: :mod:`safelife_rl.training.device.sampler`).
+BOARD_SPAWNS, GOAL_SPAWNS, LEVEL_DRAWS, INACTION_SPAWNS, ACTION_DRAWS = 1, 2, 3, 4, 5
 
 
 def mix(x: torch.Tensor) -> torch.Tensor:
@@ -39,8 +40,14 @@ def keys(
     :param envs: each env's index (its identity across restarts), int64 ``(N,)``.
     :param counter: each env's counter (e.g. its steps so far), int64 ``(N,)``.
     """
-    key = mix(mix(torch.as_tensor(seed, device=envs.device) + stream * _GOLDEN) + envs)
-    return mix(key + counter)
+    return mix(env_keys(seed, stream, envs) + counter)
+
+
+def env_keys(seed: torch.Tensor | int, stream: int, envs: torch.Tensor) -> torch.Tensor:
+    """What :func:`keys` adds each env's counter to (it changes with the seed and the env
+    only: a caller that draws often keeps it), int64, ``envs``' shape broadcast with
+    ``seed``'s."""
+    return mix(mix(torch.as_tensor(seed, device=envs.device) + stream * _GOLDEN) + envs)
 
 
 def cell_uniforms(key: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
@@ -54,4 +61,9 @@ def cell_uniforms(key: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
 def integers(key: torch.Tensor, draw: int, high: torch.Tensor | int) -> torch.Tensor:
     """The ``draw``-th integer of each key, in ``[0, high)`` (``high`` below 2**16 keeps the
     modulo bias under 2**-16), int64 ``(N,)``."""
-    return mix(key + draw * _GOLDEN) % high
+    return bits(key, draw) % high
+
+
+def bits(key: torch.Tensor, draw: torch.Tensor | int) -> torch.Tensor:
+    """The ``draw``-th 32-bit value of each key, int64 (``key`` and ``draw`` broadcast)."""
+    return mix(key + draw * _GOLDEN)

@@ -29,6 +29,20 @@ def test_the_counter_counts_kernels_syncs_and_copies():
     assert counts.named == {"lift_fresh": 1, "_local_scalar_dense": 1, "nonzero": 1, "numpy": 1}
 
 
+def test_the_counter_counts_the_operations_an_operation_runs():
+    """``torch.multinomial`` runs its checks, an exponential draw, a division and an argmax
+    through the dispatcher: counted, where a counter that looked at the top level only saw one
+    operation (the blind spot that hid a population's per-member sampling); a convolution that
+    picks its backend's kernel and an addition stay one each; the CPU's own checks (an
+    ``_assert_async`` reading its value) are no sync."""
+    probs = torch.softmax(torch.randn(16, 9), -1)
+    counts = count_ops(torch.multinomial, probs, 1, True)
+    assert counts.kernels >= 10 and (counts.syncs, counts.copies) == (0, 0), counts
+    images, weight = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    assert count_ops(torch.nn.functional.conv2d, images, weight).kernels == 1
+    assert count_ops(torch.add, probs, 1).kernels == 1
+
+
 @pytest.mark.parametrize(
     "name, run, syncs, copies",
     [

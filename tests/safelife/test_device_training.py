@@ -14,15 +14,19 @@ import torch
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from safelife_rl.training.device import (
     DeviceA2C,
     DevicePPO,
+    DeviceRollouts,
     GymnasiumTensorVecEnv,
     TensorRolloutBuffer,
     tensor_vec_env,
 )
+from safelife_rl.training.device.captured_policy import distribution_and_values
+from safelife_rl.training.device.sampler import ActionSampler
 from safelife_rl.training.evaluation import episode_scalars
 
 PAIRS = [
@@ -40,12 +44,29 @@ def cartpoles() -> DummyVecEnv:
     return DummyVecEnv([cartpole] * 4)
 
 
+class DrawnAsOnTheDevice(ActorCriticPolicy):
+    """SB3's policy drawing its rollouts' discrete actions as the device algorithms draw them
+    (:class:`~safelife_rl.training.device.sampler.ActionSampler` of seed 0, from step 0), so
+    that stock SB3 collects the rollouts a device run of seed 0 collects."""
+
+    sampler: ActionSampler | None = None
+
+    def forward(self, obs, deterministic=False):
+        distribution, values = distribution_and_values(self, obs)
+        if self.sampler is None:
+            self.sampler = ActionSampler([0], len(obs), int(self.action_space.n), obs.device)
+        actions = self.sampler(distribution.distribution.logits[None])[0]
+        return actions, values, distribution.log_prob(actions)
+
+
 def trained(
     algo: type, env, settings: dict, steps: int, weights: dict | None = None, device: str = "cpu"
 ):
-    # fused Adam, as the device algorithms take it (A2C's RMSprop is unchanged)
+    # fused Adam, as the device algorithms take it (A2C's RMSprop is unchanged); stock SB3
+    # draws its actions as the device algorithms do
     policy_kwargs = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
-    model = algo("MlpPolicy", env, seed=0, device=device, policy_kwargs=policy_kwargs, **settings)
+    policy = "MlpPolicy" if issubclass(algo, DeviceRollouts) else DrawnAsOnTheDevice
+    model = algo(policy, env, seed=0, device=device, policy_kwargs=policy_kwargs, **settings)
     if weights is not None:
         model.policy.load_state_dict(weights)
     initial = copy.deepcopy(model.policy.state_dict())
@@ -55,8 +76,9 @@ def trained(
 
 @pytest.mark.parametrize("stock,device,settings", PAIRS, ids=["ppo", "a2c"])
 def test_device_algorithms_make_the_updates_of_stock_sb3(stock, device, settings, torch_device):
-    """Same seed, envs, batches and initial weights: the same parameters after several updates
-    (rollouts with episode ends and timeouts), and the same episode statistics."""
+    """Same seed, envs, batches, initial weights and action draws (stock SB3's policy drawing
+    as the device path draws): the same parameters after several updates (rollouts with
+    episode ends and timeouts), and the same episode statistics."""
     steps = 4 * settings["n_steps"] * 6
     reference, initial = trained(stock, cartpoles(), settings, steps, device=torch_device)
     model, _ = trained(

@@ -24,6 +24,8 @@ from safelife_rl.training.rollout_record import RolloutRecord, read_rollouts, re
 from safelife_rl.training.run import train
 from safety_rl_common.errors import UserError
 
+from .test_device_training import DrawnAsOnTheDevice
+
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 T = 10
@@ -75,9 +77,9 @@ SETTINGS = {
 }
 
 
-def model(env_class=Schedule, **kwargs):
+def model(env_class=Schedule, policy="MlpPolicy", **kwargs):
     return PPOLagrangian(
-        "MlpPolicy", make_vec_env(env_class, n_envs=4, seed=0), **{**SETTINGS, **kwargs}
+        policy, make_vec_env(env_class, n_envs=4, seed=0), **{**SETTINGS, **kwargs}
     )
 
 
@@ -164,10 +166,11 @@ class Multipliers(BaseCallback):
 
 
 def test_the_device_and_numpy_paths_take_the_same_multiplier_trajectory():
-    """DevicePPOLagrangian on the same envs (as separate envs on the device), seed and initial
-    weights: the same multiplier at every update, bit for bit, and the same policy."""
+    """DevicePPOLagrangian on the same envs (as separate envs on the device), seed, initial
+    weights and action draws (the NumPy path's policy drawing as the device path draws): the
+    same multiplier at every update, bit for bit, and the same policy."""
     fused = {"net_arch": [16], "optimizer_kwargs": {"fused": True}}
-    numpy_agent = model(policy_kwargs=fused)
+    numpy_agent = model(policy=DrawnAsOnTheDevice, policy_kwargs=fused)
     initial = [
         copy.deepcopy(numpy_agent.policy.state_dict()),
         copy.deepcopy(numpy_agent.cost_critic.state_dict()),
@@ -214,13 +217,13 @@ def test_an_exact_resume_counts_the_costs_of_the_episodes_in_progress(tmp_path, 
             archive.writestr(name, content)
     assert agent._episode_costs.sum() > 0  # costs of the episodes in progress
     uninterrupted = Multipliers()
-    agent.learn(240, callback=uninterrupted, reset_num_timesteps=False)
+    agent.learn(480, callback=uninterrupted, reset_num_timesteps=False)  # 8 updates
 
     resumed = cls.load(path, env=envs())
     resumed.set_logger(configure(None, []))
     restore(resumed, resumed.env, read_rollouts(path, resumed), RolloutRecord(), path)
     again = Multipliers()
-    resumed.learn(240, callback=again, reset_num_timesteps=False)
+    resumed.learn(480, callback=again, reset_num_timesteps=False)
     assert again.seen == uninterrupted.seen and len(set(again.seen)) > 2
     assert torch.equal(resumed.lagrange_state, agent.lagrange_state)
     for mine, theirs in zip(agent.policy.parameters(), resumed.policy.parameters()):

@@ -7,6 +7,10 @@ tensors. Everything else is SB3's own: ``PPO.train``/``A2C.train`` (losses and u
 ``learn``, logging, saving and loading. Given the same seed, envs and initial weights they make
 the same updates as stock SB3 (``tests/safelife/test_device_training.py``).
 
+**Actions.** A discrete action space's actions are drawn by :class:`~.sampler.ActionSampler`
+(Gumbel-max over a hash of the run's seed, step count, env and action: no generator, the same
+draws as the run's as a population member's); other spaces' as SB3 draws them.
+
 **Callbacks.** Nothing in a rollout step waits for the device. At each step
 ``callback.locals["step"]`` holds the whole :class:`~.adapters.TensorStep` and ``infos`` and
 ``dones`` are empty; the episodes that ended in the rollout come together at its end: in
@@ -22,6 +26,7 @@ they ended (read from the device in one copy). SB3's ``ep_info_buffer`` gets the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,17 +34,22 @@ import torch
 from gymnasium import spaces
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.vec_env import VecEnv
 
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
-from safelife_rl.training.device.captured_policy import CapturedPolicy
+from safelife_rl.training.device.captured_policy import (
+    CapturedPolicy,
+    distribution_and_values,
+)
 from safelife_rl.training.device.deferred import (
     deferred_scalars,
     no_argument_checks,
     read_deferred,
 )
 from safelife_rl.training.device.episodes import EpisodeRecorder
+from safelife_rl.training.device.sampler import ActionSampler, run_seed
 from safety_rl_common.errors import UserError
 
 
@@ -52,6 +62,9 @@ class DeviceRollouts:
     (:class:`~.captured_policy.CapturedPolicy`)."""
 
     _captured: CapturedPolicy | None = None
+    _sampler: ActionSampler | None = None
+    #: the seed of the action draws of a run made without a seed (:func:`~.sampler.run_seed`)
+    action_seed: int | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("rollout_buffer_class", TensorRolloutBuffer)
@@ -77,18 +90,35 @@ class DeviceRollouts:
         return result
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_captured"]  # type: ignore[misc]
+        return [*super()._excluded_save_params(), "_captured", "_sampler"]  # type: ignore[misc]
 
     def _forward(
         self, env: TensorVecEnv
-    ) -> Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """The rollout's forward pass: the policy, or with ``env.cuda_graphs`` the policy with
-        its network captured (once per policy object)."""
+    ) -> Callable[[torch.Tensor], tuple[Distribution, torch.Tensor]]:
+        """The rollout's forward pass, the action distribution and values: the policy's, or
+        with ``env.cuda_graphs`` with its network captured (once per policy object)."""
         if not env.cuda_graphs:
-            return self.policy
+            return partial(distribution_and_values, self.policy)
         if self._captured is None or self._captured.policy is not self.policy:
             self._captured = CapturedPolicy(self.policy)
         return self._captured
+
+    def _start_draws(self) -> None:
+        """At a rollout's start: a discrete space's :class:`~.sampler.ActionSampler` (made
+        once) drawing on from the run's step count."""
+        if isinstance(self.action_space, spaces.Discrete):
+            if self._sampler is None:
+                n = int(self.action_space.n)
+                self._sampler = ActionSampler([run_seed(self)], self.n_envs, n, self.device)
+            self._sampler.start(self.num_timesteps)
+
+    def _draw(self, distribution: Distribution) -> torch.Tensor:
+        """The actions of a rollout step: a discrete space's from the run's sampler, others as
+        SB3 draws them."""
+        if self._sampler is None:
+            return distribution.get_actions()
+        logits = distribution.distribution.logits  # type: ignore[attr-defined]
+        return self._sampler(logits[None])[0]
 
     def _timeout_bootstraps(
         self, buffer: TensorRolloutBuffer
@@ -100,16 +130,15 @@ class DeviceRollouts:
     def _bootstrap_timeouts(self, buffer: TensorRolloutBuffer) -> None:
         """Add ``gamma * V(final observation)`` to the rewards of the steps where a time limit
         cut an episode, as SB3 does for ``TimeLimit.truncated`` (GitHub issue #633), and so for
-        each of :meth:`_timeout_bootstraps`: the places are read once per rollout, the values
-        computed in batches of ``n_envs``."""
-        if buffer.final_observations is None:
-            return
-        steps, envs = buffer.timeouts.nonzero().unbind(1)
+        each of :meth:`_timeout_bootstraps`: one pass of every env's final observation per
+        round of :meth:`~.buffer.TensorRolloutBuffer.cuts` (one when an env is cut at most
+        once a rollout), added where it was cut."""
+        envs = torch.arange(buffer.n_envs, device=buffer.device)
         with torch.no_grad():
-            for s, e in zip(steps.split(buffer.n_envs), envs.split(buffer.n_envs)):
-                final = buffer.final_observations[s, e]
+            for steps, cut, final in buffer.cuts():
                 for estimate, target in self._timeout_bootstraps(buffer):
-                    target[s, e] += self.gamma * estimate(final).flatten()
+                    added = torch.where(cut, self.gamma * estimate(final).flatten(), 0.0)
+                    target[steps, envs] += added
 
     def _read_episodes(self, recorder: EpisodeRecorder) -> list[tuple[int, dict[str, Any]]]:
         """The episodes ``recorder`` holds (one read from the device), added to SB3's episode
@@ -144,12 +173,16 @@ class DeviceRollouts:
         infos: list[dict[str, Any]] = []  # per step: none (they come at the rollout's end)
         dones = np.zeros(0, dtype=bool)
         forward = self._forward(env)
+        self._start_draws()
 
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
             with torch.no_grad(), no_argument_checks():
-                actions, values, log_probs = forward(self._last_obs.to(self.device))
+                distribution, values = forward(self._last_obs.to(self.device))
+                actions = self._draw(distribution)
+                log_probs = distribution.log_prob(actions)
+                actions = actions.reshape((-1, *self.action_space.shape))
             clipped_actions = actions
             if box:
                 clipped_actions = (

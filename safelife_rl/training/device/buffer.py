@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,21 @@ class TensorRolloutBuffer(RolloutBuffer):
             if self.final_observations is None:
                 self.final_observations = torch.zeros_like(self.observations)
             self.final_observations[self.pos] = final_obs
+
+    def cuts(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """Where a time limit cut an episode in the rollout, in rounds of fixed shape: round
+        ``k`` gives each env's ``k``-th cut as its step ``(n_envs,)``, whether it has one
+        ``(n_envs,)`` (else the step is 0) and its final observation ``(n_envs, ...)``. One
+        read (the most cuts of an env) tells the rounds: none when nothing was cut, one
+        where an env's episodes outlast the rollout."""
+        if self.final_observations is None:
+            return
+        rank = self.timeouts.cumsum(0, dtype=torch.int32)
+        envs = torch.arange(self.n_envs, device=self.device)
+        for k in range(int(rank[-1].max())):
+            at = (self.timeouts & (rank == k + 1)).to(torch.uint8)
+            steps = at.argmax(0)
+            yield steps, at.amax(0).bool(), self.final_observations[steps, envs]
 
     def compute_returns_and_advantage(  # type: ignore[override]
         self, last_values: torch.Tensor, dones: torch.Tensor

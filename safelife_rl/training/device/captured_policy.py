@@ -7,19 +7,51 @@ alone. The network (features, the shared MLP, the value head) is captured with
 ``torch.compile(backend="cudagraphs")``: its graph runs the eager kernels, only replayed, so the
 actions, values and log-probabilities are the eager policy's bit for bit (inductor's fused
 kernels round differently, by about 1e-9 on the SafeLife CNN, and were no faster on a CPU), and
-a run may resume with ``compile`` changed. The action head, the distribution and the sampling
-stay SB3's own code, run eagerly (the random numbers are drawn as stock SB3 draws them).
+a run may resume with ``compile`` changed. The action head and the distribution stay SB3's
+own code, run eagerly; the device algorithms draw from it (:mod:`.sampler`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
+from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 
 
+def policy_latents(
+    policy: ActorCriticPolicy, preprocessed: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """SB3's ``ActorCriticPolicy.forward`` after ``preprocess_obs`` and up to the action head:
+    the actor's latent and the values."""
+    if policy.share_features_extractor:
+        latent_pi, latent_vf = policy.mlp_extractor(policy.features_extractor(preprocessed))
+    else:
+        latent_pi = policy.mlp_extractor.forward_actor(policy.pi_features_extractor(preprocessed))
+        latent_vf = policy.mlp_extractor.forward_critic(policy.vf_features_extractor(preprocessed))
+    return latent_pi, policy.value_net(latent_vf)
+
+
+def distribution_and_values(
+    policy: ActorCriticPolicy,
+    observations: torch.Tensor,
+    network: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
+) -> tuple[Distribution, torch.Tensor]:
+    """SB3's ``ActorCriticPolicy.forward`` up to its sampling: the action distribution and the
+    values of ``observations`` (``network``: :func:`policy_latents` of ``policy``, or a capture
+    of it)."""
+    preprocessed = preprocess_obs(
+        observations, policy.observation_space, normalize_images=policy.normalize_images
+    )
+    latent_pi, values = (network or partial(policy_latents, policy))(preprocessed)
+    return policy._get_action_dist_from_latent(latent_pi), values
+
+
 class CapturedPolicy:
-    """``policy(observations)`` (actions, values, log-probabilities) with the network captured.
+    """:func:`distribution_and_values` of a policy with its network captured.
 
     :param policy: an SB3 actor-critic policy, in evaluation mode when called.
     :param backend: the ``torch.compile`` backend: ``"cudagraphs"`` (a CUDA graph of the eager
@@ -28,40 +60,16 @@ class CapturedPolicy:
 
     def __init__(self, policy: ActorCriticPolicy, backend: str = "cudagraphs"):
         self.policy = policy
-        self._network = torch.compile(self._latents, fullgraph=True, dynamic=False, backend=backend)
+        # preprocess_obs stays outside the graph: its image-space test branches on NumPy
+        # arrays, which Dynamo traces as data in torch 2.11
+        self._network = torch.compile(
+            partial(policy_latents, policy), fullgraph=True, dynamic=False, backend=backend
+        )
         self._graphs = backend == "cudagraphs"
 
-    def _latents(self, preprocessed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """SB3's ``ActorCriticPolicy.forward`` after ``preprocess_obs`` and up to the action
-        head: the actor's latent and the values. (``preprocess_obs`` stays outside the graph:
-        its image-space test branches on NumPy arrays, which Dynamo traces as data in torch
-        2.11.)"""
-        policy = self.policy
-        if policy.share_features_extractor:
-            latent_pi, latent_vf = policy.mlp_extractor(policy.features_extractor(preprocessed))
-        else:
-            latent_pi = policy.mlp_extractor.forward_actor(
-                policy.pi_features_extractor(preprocessed)
-            )
-            latent_vf = policy.mlp_extractor.forward_critic(
-                policy.vf_features_extractor(preprocessed)
-            )
-        return latent_pi, policy.value_net(latent_vf)
-
-    def __call__(
-        self, observations: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def __call__(self, observations: torch.Tensor) -> tuple[Distribution, torch.Tensor]:
         if self._graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        policy = self.policy
-        latent_pi, values = self._network(
-            preprocess_obs(
-                observations, policy.observation_space, normalize_images=policy.normalize_images
-            )
-        )
+        distribution, values = distribution_and_values(self.policy, observations, self._network)
         # the graph's next replay writes over its outputs: the values outlive this step
-        values = values.clone() if self._graphs else values
-        distribution = self.policy._get_action_dist_from_latent(latent_pi)
-        actions = distribution.get_actions()
-        log_prob = distribution.log_prob(actions)
-        return actions.reshape((-1, *self.policy.action_space.shape)), values, log_prob
+        return distribution, values.clone() if self._graphs else values

@@ -87,7 +87,8 @@ class MemberEnv(Forwarding, TensorVecEnv):
 @dataclass
 class MemberRandom:
     """A member's random streams where its single run would have them after its model was
-    built: torch's (action sampling) on the training device and NumPy's (minibatch order)."""
+    built: torch's on the training device (its record holds it where a single run's holds the
+    global one; discrete actions are drawn without it) and NumPy's (minibatch order)."""
 
     torch: torch.Generator
     numpy: np.random.RandomState

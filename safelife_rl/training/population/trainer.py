@@ -8,8 +8,10 @@ vector-env step and one batched forward pass per step), then one PPO update of e
 (each member's own minibatch order, advantages, losses, gradient clipping and Adam moments,
 computed as stacked tensors; one fused Adam over the stacked parameters is P Adams).
 
-**Exactness.** Each member's actions and envs are its own (its own torch and NumPy streams, its
-group of the vector env). Run member by member (``batching="loop"``, the CPU's default), each
+**Exactness.** Each member's actions and envs are its own: its actions drawn by one batched
+:class:`~safelife_rl.training.device.sampler.ActionSampler` from its seed and step count as its
+single run draws them, its minibatches from its own NumPy stream, its group of the vector
+env. Run member by member (``batching="loop"``, the CPU's default), each
 member makes its single DevicePPO run's updates bit for bit (on the CPU; the tests check it).
 Batched with ``torch.func.vmap`` (CUDA's default), the convolutions and products of all members
 run in other kernels, whose sums round otherwise: about 1e-9 relative per forward pass, a few
@@ -35,6 +37,7 @@ from safelife_rl.training.device.adapters import GymnasiumTensorVecEnv, TensorVe
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.deferred import no_argument_checks
 from safelife_rl.training.device.episodes import EpisodeRecorder
+from safelife_rl.training.device.sampler import ActionSampler, run_seed
 from safelife_rl.training.methods.ppo_lagrangian.algorithm import TensorCostRolloutBuffer
 from safelife_rl.training.population.costs import PopulationCosts
 from safelife_rl.training.population.members import (
@@ -107,6 +110,12 @@ class PopulationPPO:
         self._check_members()
         first = self.members[0]
         self.device = first.device
+        self.sampler = ActionSampler(
+            [run_seed(member) for member in self.members],
+            self.n_envs,
+            int(env.single_action_space.n),
+            self.device,
+        )
         self.stacked = StackedNetworks([PolicyHeads(m.policy) for m in self.members], batching)
         self.optimizer = StackedOptimizer(self.stacked, [m.policy.optimizer for m in self.members])
         #: PPO-Lagrangian's parts, if the members are PPO-Lagrangian's
@@ -215,16 +224,10 @@ class PopulationPPO:
         return tensor[k * self.n_envs : (k + 1) * self.n_envs]
 
     def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each member's actions drawn from its own torch stream, as ``Categorical.sample``
-        draws them, and their log-probabilities: ``(P, n)`` each."""
+        """Each member's actions, drawn in one batch as its single run draws them, and their
+        log-probabilities: ``(P, n)`` each."""
         distribution = Categorical(logits=logits)
-        probs = distribution.probs
-        actions = torch.stack(
-            [
-                torch.multinomial(probs[k], 1, True, generator=random.torch).T.reshape(-1)
-                for k, random in enumerate(self.random)
-            ]
-        )
+        actions = self.sampler(distribution.logits)
         return actions, distribution.log_prob(actions)
 
     def _collect_rollouts(self, callbacks: list[BaseCallback]) -> bool:
@@ -244,6 +247,7 @@ class PopulationPPO:
         obs, starts = self._last_obs, self._last_starts
         no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
+        self.sampler.start(first.num_timesteps)
         taken = []
         for _ in range(first.n_steps):
             with torch.no_grad(), no_argument_checks():
@@ -345,26 +349,18 @@ class PopulationPPO:
         self.recorded.continue_from(actions)
 
     def _bootstrap_timeouts(self) -> None:
-        """``gamma * V(final observation)`` added where a time limit cut an episode, each
-        member's values by its own network in batches of its ``n_envs`` (as DevicePPO does)."""
-        buffer = self.buffer
-        if buffer.final_observations is None:
-            return
-        steps, envs = buffer.timeouts.nonzero().unbind(1)
-        members = envs // self.n_envs
-        # each member's cuts in the (step, env) order of its own run's, read in one copy
-        order = torch.argsort(members, stable=True)
-        counts = torch.bincount(members, minlength=self.size).tolist()
-        gamma = self.members[0].gamma
+        """``gamma * V(final observation)`` added where a time limit cut an episode, as a
+        member's single run adds it (DevicePPO's): one stacked pass of every env's final
+        observation per round of cuts, added where it was cut."""
+        buffer, gamma = self.buffer, self.members[0].gamma
+        envs = torch.arange(buffer.n_envs, device=self.device)
         with torch.no_grad():
-            for k, (s, e) in enumerate(zip(steps[order].split(counts), envs[order].split(counts))):
-                for s_part, e_part in zip(s.split(self.n_envs), e.split(self.n_envs)):
-                    final = buffer.final_observations[s_part, e_part]
-                    values = self.stacked.member(k, final)[1]
-                    buffer.rewards[s_part, e_part] += gamma * values.flatten()
-                    if self.costs is not None:
-                        cost_values = self.costs.critics.member(k, final).flatten()
-                        buffer.costs[s_part, e_part] += gamma * cost_values  # type: ignore[attr-defined]
+            for steps, cut, final in buffer.cuts():
+                values = self.stacked(self._by_member(final))[1].flatten()
+                buffer.rewards[steps, envs] += torch.where(cut, gamma * values, 0.0)
+                if self.costs is not None:
+                    cost_values = self.costs.values(self._by_member(final))
+                    buffer.costs[steps, envs] += torch.where(cut, gamma * cost_values, 0.0)  # type: ignore[attr-defined]
 
     def _minibatch_indices(self, total: int) -> torch.Tensor:
         """Each member's permutation of its rollout's flat indices (SB3's env-major order),
