@@ -31,6 +31,7 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(
     saved = load_run_config(tmp_path)
     assert saved.algo.batch_size == 8 and saved.env.id == "safelife_rl/AppendStill-v1"
     assert (tmp_path / "final_model.zip").exists()
+    assert not (tmp_path / "train.lock").exists()  # a finished run holds no lock
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
         "model_128_steps.zip",
         "model_64_steps.zip",
