@@ -1,8 +1,8 @@
 """Scores over seeds as the field reports them (Agarwal et al., "Deep Reinforcement Learning at
 the Edge of the Statistical Precipice", NeurIPS 2021), computed with their ``rliable`` library:
-the interquartile mean (IQM) with a 95% stratified-bootstrap confidence interval, and, of one
-method over another, the difference of their IQMs and the probability of improvement, each with
-its interval.
+the interquartile mean (IQM) with a 95% stratified-bootstrap confidence interval (and the plain
+mean with its interval, for a run's evaluation episodes), and, of one method over another, the
+difference of their IQMs and the probability of improvement, each with its interval.
 
 Scores are matrices of shape ``(runs, tasks)``: one row per run (seed), one column per task
 (a stratum: the bootstrap resamples the runs of each task apart). Every bootstrap here is
@@ -93,6 +93,13 @@ def iqm_interval(scores: np.ndarray | list, reps: int = REPS, seed: int = 0) -> 
     resampled within each task). One run gives an interval of no width."""
     array = _scores(scores)
     return _interval(array, lambda x: np.array([metrics.aggregate_iqm(x)]), reps, seed)
+
+
+def mean_interval(values: np.ndarray | list, reps: int = REPS, seed: int = 0) -> Estimate:
+    """The mean of ``values`` (one run's episodes, say) with its 95% percentile-bootstrap
+    interval; one value gives an interval of no width."""
+    array = _scores(values, "values")
+    return _interval(array, lambda x: np.array([metrics.aggregate_mean(x)]), reps, seed)
 
 
 def _pair(

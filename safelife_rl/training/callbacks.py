@@ -4,6 +4,7 @@ atomic checkpoints."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -18,8 +19,10 @@ from stable_baselines3.common.logger import TensorBoardOutputFormat
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.evaluation import (
     Policy,
+    describe,
     episode_scalars,
     evaluate,
+    mean_intervals,
     own_streams,
     summarize,
 )
@@ -33,6 +36,7 @@ from safety_rl_common.workers import note_stop_signal
 
 CHECKPOINT_PATTERN = re.compile(r"model_(\d+)_steps\.zip")
 Metrics = Callable[[list[dict[str, Any]], Callable[[], gym.Env]], dict[str, float]]
+log = logging.getLogger(__name__)
 
 
 def tensorboard_writer(logger: Any) -> Any:
@@ -179,7 +183,10 @@ class TrainingClock(BaseCallback):
 
 class PeriodicEvaluation(BaseCallback):
     """Every ``eval_every`` env steps, play ``n_episodes`` fixed evaluation episodes and log
-    their means as ``eval/<metric>``; the history goes to ``<run_dir>/evaluations.json``.
+    their means as ``eval/<metric>`` (with the 95% intervals of the
+    :data:`~safelife_rl.training.evaluation.INTERVALS` means: ``eval/<metric>_low`` and
+    ``_high``) and as a line of the run's log; the history goes to
+    ``<run_dir>/evaluations.json``.
 
     :param run_dir: the run's output folder.
     :param make_env: builds one evaluation env (no training wrappers).
@@ -245,14 +252,16 @@ class PeriodicEvaluation(BaseCallback):
 
     def play(self, policy: Policy) -> dict[str, float]:
         """Play the evaluation episodes with ``policy`` and summarise them: the mean of each
-        episode scalar (``mean_<name>``) and the extra ``metrics``. Everything random in them
-        draws from streams seeded with ``seed`` (:func:`own_streams`): an evaluation depends
-        on the weights alone, and the run's streams are left as they were."""
+        episode scalar (``mean_<name>``), the intervals of
+        :func:`~safelife_rl.training.evaluation.mean_intervals` and the extra ``metrics``.
+        Everything random in them draws from streams seeded with ``seed`` (:func:`own_streams`):
+        an evaluation depends on the weights alone, and the run's streams are left as they
+        were."""
         with own_streams(self.seed, self.model.device, self.model.action_space):
             episodes = self.evaluator(
                 policy, self.make_env, self.n_episodes, seed=self.seed, pick_levels=self.pick_levels
             )
-            summary = summarize(episodes)
+            summary = {**summarize(episodes), **mean_intervals(episodes)}
             if self.metrics is not None:
                 summary.update(self.metrics(episodes, self.make_env))
         return summary
@@ -270,6 +279,7 @@ class PeriodicEvaluation(BaseCallback):
                 tag = key.removeprefix("mean_")
                 self._writer.add_scalar(f"eval/{tag}", value, self.num_timesteps)
         self._writer.flush()
+        log.info("evaluation at %d steps: %s", self.num_timesteps, describe(summary))
         return summary
 
     def final(self) -> dict[str, float]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,6 +14,9 @@ import torch
 from safelife_rl.engine.side_effects import SIDE_EFFECT_WEIGHTS
 
 Policy = Callable[[np.ndarray], np.ndarray]
+#: The episode numbers whose mean an evaluation states with its 95% interval over the episodes
+#: (``mean_<name>_low``, ``mean_<name>_high``; :func:`mean_intervals`), where they are reported.
+INTERVALS = ("reward", "performance", "success", "side_effects/normalized/total")
 #: Final-``info`` numbers of other envs logged per episode: the DREST gridworlds' chosen
 #: trajectory length and discounted coins.
 EPISODE_INFO = ("trajectory_length", "discounted_coins")
@@ -158,6 +161,47 @@ def summarize(episodes: list[dict[str, Any]]) -> dict[str, float]:
     }
     summary["episodes"] = len(episodes)
     return summary
+
+
+def mean_intervals(
+    episodes: list[dict[str, Any]], names: Sequence[str] = INTERVALS
+) -> dict[str, float]:
+    """The 95% bootstrap interval of the mean over the episodes of each of ``names`` that they
+    report, as ``mean_<name>_low`` and ``mean_<name>_high``
+    (:func:`safety_rl_common.statistics.mean_interval`, seeded: the same episodes give the same
+    interval)."""
+    # rliable takes seconds to import: only a run that evaluates pays for it
+    from safety_rl_common.statistics import mean_interval
+
+    bounds = {}
+    for name in names:
+        values = [e[name] for e in episodes if name in e and np.isfinite(e[name])]
+        if values:
+            estimate = mean_interval(values)
+            bounds[f"mean_{name}_low"], bounds[f"mean_{name}_high"] = estimate.low, estimate.high
+    return bounds
+
+
+def label(name: str) -> str:
+    """How :func:`describe` and the run's summary table name an :data:`INTERVALS` number."""
+    return "side effects" if name.startswith("side_effects/") else name
+
+
+def with_interval(summary: Mapping[str, Any], name: str) -> str:
+    """``mean [low, high]`` of ``name`` in an evaluation's ``summary``."""
+    mean = summary[f"mean_{name}"]
+    low, high = summary.get(f"mean_{name}_low", mean), summary.get(f"mean_{name}_high", mean)
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def describe(summary: Mapping[str, Any]) -> str:
+    """One line of an evaluation's :data:`INTERVALS` means with their intervals, e.g.
+    ``performance 0.512 [0.430, 0.590], success 0.350 [0.150, 0.550]``."""
+    return ", ".join(
+        f"{label(name)} {with_interval(summary, name)}"
+        for name in INTERVALS
+        if f"mean_{name}" in summary
+    )
 
 
 def random_policy(n_actions: int, seed: int = 0) -> Policy:

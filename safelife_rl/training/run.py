@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import signal
 import sys
 import time
@@ -36,7 +37,7 @@ from safelife_rl.training.config import (
 )
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
-from safelife_rl.training.evaluation import random_policy
+from safelife_rl.training.evaluation import INTERVALS, label, random_policy, with_interval
 from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.gymnasium_vec_env import WorkerFailed
 from safelife_rl.training.hparams import record_hparams
@@ -63,6 +64,7 @@ __all__ = ["load_run_config", "train"]
 
 CURVE_FILE = "learning_curve.png"
 LOCK_FILE = "train.lock"
+log = logging.getLogger(__name__)
 
 
 def plain(node: Any) -> Any:
@@ -292,6 +294,16 @@ def _learn(
         start_steps, start_time = model.num_timesteps, time.perf_counter()
         if model.num_timesteps < cfg.total_timesteps:
             stop.phase = "training"
+            log.info(
+                "training %s on %s from %d to %d steps (%d envs, vec_env=%s) in %s",
+                type(model).__name__,
+                cfg.env.id,
+                model.num_timesteps,
+                cfg.total_timesteps,
+                cfg.n_envs,
+                cfg.vec_env,
+                run_dir,
+            )
             try:
                 model.learn(
                     total_timesteps=cfg.total_timesteps - model.num_timesteps,
@@ -312,6 +324,10 @@ def _learn(
             save_model_atomic(model, run_dir / "final_model.zip", run_config, entries)
         seconds = time.perf_counter() - start_time
         n_actions = int(env.action_space.n)
+        if model.num_timesteps > start_steps:
+            log.info(
+                "trained to %d steps in %.0f s, saved final_model.zip", model.num_timesteps, seconds
+            )
     finally:
         env.close()
     summary: dict[str, Any] = {
@@ -420,6 +436,12 @@ def evaluate_run(
             evaluation.init_callback(learnt.model)
         summary["trained"] = evaluation.final()
         summary["random"] = evaluation.play(random_policy(learnt.n_actions, cfg.seed))
+        log.info(
+            "the trained and a random agent on the same %d evaluation episodes (mean [95%% "
+            "interval]):\n%s",
+            summary["random"]["episodes"],
+            comparison(summary),
+        )
     record_hparams(learnt.model.logger, cfg, summary, learnt.model.num_timesteps)
     learnt.model.logger.close()
     stop.phase = "writing the evaluation"
@@ -430,4 +452,18 @@ def evaluate_run(
 
 
 def format_summary(summary: dict[str, Any]) -> str:
+    """The summary as the app prints it: JSON."""
     return json.dumps(summary, indent=2)
+
+
+def comparison(summary: dict[str, Any]) -> str:
+    """A table of the ``trained`` and ``random`` agents' means with their 95% intervals over
+    the evaluation episodes (:data:`~safelife_rl.training.evaluation.INTERVALS`)."""
+    agents = {f"trained ({summary['algo']})": summary["trained"], "random": summary["random"]}
+    names = [n for n in INTERVALS if all(f"mean_{n}" in a for a in agents.values())]
+    rows = [["", *map(label, names)]]
+    rows += [[agent, *(with_interval(means, n) for n in names)] for agent, means in agents.items()]
+    widths = [max(len(row[k]) for row in rows) for k in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows
+    )

@@ -87,3 +87,16 @@ def test_iqm_difference_on_hand_cases():
     assert statistics.iqm_difference([[1, 3], [2, 4]], [[0, 0], [0, 0]]).point == pytest.approx(2.5)
     with pytest.raises(ValueError, match="the same tasks"):
         statistics.iqm_difference(np.zeros((2, 2)), np.zeros((2, 1)))
+
+
+def test_the_mean_interval_of_episodes():
+    """Two episodes 0 and 1: a resample's mean is 0, 0.5 or 1 (the extremes a quarter of the
+    time each), so the 95% interval is [0, 1]; episodes that all agree have no width."""
+    found = statistics.mean_interval([0.0, 1.0])
+    assert (found.point, found.low, found.high) == (0.5, 0.0, 1.0)
+    values = np.random.default_rng(3).uniform(size=20)
+    found = statistics.mean_interval(values)
+    assert found.point == pytest.approx(values.mean()) and found.low < found.point < found.high
+    assert statistics.mean_interval(values) == found  # seeded
+    zeros = statistics.mean_interval([0.0] * 20)
+    assert zeros.low == zeros.point == zeros.high == 0.0

@@ -18,6 +18,7 @@ from safelife_rl.apps.train import resume_config
 from safelife_rl.training.envs import make_env, make_vec_env, registered_id
 from safelife_rl.training.run import _eval_env_factory, load_run_config, train
 from safety_rl_common.errors import UserError
+from tests.safelife.conftest import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "safelife_rl" / "conf"
@@ -39,6 +40,10 @@ def test_ppo_run_writes_config_logs_checkpoints_model_and_evaluation(
     evaluation = json.loads((tmp_path / "evaluation.json").read_text())
     for who in ("trained", "random"):
         assert evaluation[who]["episodes"] == 2 and evaluation[who]["mean_length"] == 30
+        means = evaluation[who]  # each with its 95% interval over the episodes
+        for name in ("reward", "performance", "success", "side_effects/normalized/total"):
+            low, high = means[f"mean_{name}_low"], means[f"mean_{name}_high"]
+            assert low <= means[f"mean_{name}"] <= high
     history = json.loads((tmp_path / "evaluations.json").read_text())
     # two periodic evaluations; the final summary is the one at the last step
     assert [h["step"] for h in history] == [64, 128]
@@ -274,3 +279,33 @@ def test_cudnn_deterministic_kernels_only_where_asked(tmp_path, train_config, mo
     )
     assert torch.backends.cudnn.deterministic is asked
     assert torch.backends.cudnn.benchmark is not asked
+
+
+def test_the_app_writes_the_runs_log_to_train_log_and_leaves_no_lock(tmp_path):
+    """Hydra's job logging writes ``train.log``; the run logs its start, each evaluation with
+    its intervals and the trained agent against the random one there (and to the console)."""
+    run = tmp_path / "run"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "safelife_rl",
+            "train",
+            *TINY,
+            "total_timesteps=64",
+            f"hydra.run.dir={run}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    log = (run / "train.log").read_text()
+    assert "training PPO on safelife_rl/AppendStill-v1 from 0 to 64 steps" in log
+    assert "evaluation at 64 steps: reward " in log and ", performance " in log
+    assert "the trained and a random agent on the same 2 evaluation episodes" in log
+    assert "trained (PPO)" in log and "\nrandom " in log
+    assert "the trained and a random agent" in result.stdout
+    assert not (run / "train.lock").exists()
