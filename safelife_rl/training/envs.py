@@ -65,7 +65,7 @@ def _make(env_id: str, kwargs: Mapping[str, Any] | None) -> gym.Env:
     except TypeError as error:  # a keyword or a value of the wrong type: the user's env kwargs
         raise UserError(
             f"{name} does not take the env kwargs {sorted(kwargs)}: {error} (the default "
-            "experiment=quick sets SafeLife's view_shape and time_limit: choose another "
+            "experiment=main sets SafeLife's view_shape, time_limit and bank: choose another "
             "experiment, e.g. experiment=paper or one made for this env)"
         ) from error
 
