@@ -11,12 +11,16 @@ seeded, so the same scores give the same interval.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 from rliable import library, metrics
+
+# rliable logs a line ("Calculating estimates for x ...") through absl at every interval
+logging.getLogger("absl").setLevel(logging.WARNING)
 
 #: Bootstrap resamples per interval (rliable's own default is 50,000; 2,000 moves the bounds
 #: of a 3-seed interval by under 1% of its width and keeps a table of dozens of cells fast).

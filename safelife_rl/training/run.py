@@ -301,7 +301,7 @@ def _learn(
                 model.num_timesteps,
                 cfg.total_timesteps,
                 cfg.n_envs,
-                cfg.vec_env,
+                getattr(cfg.vec_env, "value", cfg.vec_env),  # VecEnvKind.auto -> auto
                 run_dir,
             )
             try:

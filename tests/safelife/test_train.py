@@ -303,7 +303,11 @@ def test_the_app_writes_the_runs_log_to_train_log_and_leaves_no_lock(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     log = (run / "train.log").read_text()
-    assert "training PPO on safelife_rl/AppendStill-v1 from 0 to 64 steps" in log
+    assert (
+        "training PPO on safelife_rl/AppendStill-v1 from 0 to 64 steps (2 envs, vec_env=auto)"
+        in log
+    )
+    assert "Calculating estimates" not in log  # rliable's line per interval
     assert "evaluation at 64 steps: reward " in log and ", performance " in log
     assert "the trained and a random agent on the same 2 evaluation episodes" in log
     assert "trained (PPO)" in log and "\nrandom " in log
