@@ -23,4 +23,4 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest -n auto -q
+	$(VENV)/bin/python -m pytest -n auto -q --durations=15
