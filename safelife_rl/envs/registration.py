@@ -113,7 +113,10 @@ def make_task_env(
         else:
             levels = ProceduralLevels(task, workers=workers)
     elif workers or bank is not None:
-        raise UserError("workers= and bank= only apply to procedural levels, not to levels=...")
+        raise UserError(
+            "workers= and bank= only apply to procedural levels, not to levels=... (the main "
+            "job, experiment=main, trains on a bank: in a training run add '~env.kwargs.bank')"
+        )
     return SafeLifeEnv(levels, **kwargs)
 
 

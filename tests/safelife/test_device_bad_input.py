@@ -17,7 +17,12 @@ from .test_vector_env import tiny_levels
 
 SUITE = "{_target_:safelife_rl.envs.registration.suite_file,task:append-still}"
 #: a tiny device run on the fixed suite (no level bank to make)
-ON_THE_DEVICE = ["vec_env=device", f"+env.kwargs.levels={SUITE}", "total_timesteps=64"]
+ON_THE_DEVICE = [
+    "experiment=quick",  # the main job trains on a level bank, which levels= does not take
+    "vec_env=device",
+    f"+env.kwargs.levels={SUITE}",
+    "total_timesteps=64",
+]
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 TOO_MANY = (
     r"num_envs=10000000000 envs of 26x26 boards need about \d+\.\d GiB on cpu, which "
