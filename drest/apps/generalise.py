@@ -375,8 +375,9 @@ def _generalise(args: argparse.Namespace) -> dict:
     split = split_worlds(args.train_worlds, args.test_worlds, args.world_seed)
     check_disjoint(split.train, split.test)
     jobs = _jobs(args, split.train, split.test)
-    results = [r for r in (_kept(args.out, job) for job in jobs) if r is not None]
-    todo = [job for job in jobs if _kept(args.out, job) is None]
+    found = [(job, _kept(args.out, job)) for job in jobs]
+    results = [result for _, result in found if result is not None]
+    todo = [job for job, result in found if result is None]
     kept = len(results)
     if kept:
         print(f"{kept} of {len(jobs)} agents kept from {args.out / AGENTS}")
