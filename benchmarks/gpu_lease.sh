@@ -13,26 +13,33 @@
 #          (default 480);
 #   profile: where a population's time goes (benchmarks/population_profile.py, 72 members,
 #          every batching kept), into $OUT/population_profile.txt;
+#   results: the paper's protocol (benchmarks/gpu_results.py): Table 2's 18 runs, then Table 1's
+#          72, each 6M steps, trained as populations in /tmp/paper_results, stopped gracefully
+#          by RESULTS_SECONDS (default 540; the runs save) so that the same command on the same
+#          warm machine continues them; its report, tables and runs' files into $OUT or
+#          outputs/gpu_results;
 #   all:   quick, train and table1, one after the other.
 # Options after the stage go to its program (gpu_measure.py, gpu_suite.py, gpu_table1.py,
-# population_profile.py; for all, --device and --tiny to each); each takes --device (default
-# cuda where there is one) and --tiny (CI runs every stage so on a CPU: --device cpu --tiny).
+# population_profile.py, gpu_results.py; for all, --device and --tiny to each); each takes
+# --device (default cuda where there is one) and --tiny (CI runs every stage so on a CPU:
+# --device cpu --tiny).
 # A device this machine lacks or a precision it cannot run is refused in one line before
 # anything runs. The wheels (.whl/, benchmarks/gpu_wheels.sh) are installed into /tmp/site
 # once a machine: a later stage on the same warm machine finds them there.
 # Reports go to $OUT (the device tool's folder that comes back) or outputs/gpu_lease, each
 # rewritten after every section, so a crash or a kill still returns what ran.
-# usage: benchmarks/gpu_lease.sh measure|quick|train|table1|profile|all [options]
+# usage: benchmarks/gpu_lease.sh measure|quick|train|table1|profile|results|all [options]
 set -uo pipefail
-stage=${1:?usage: gpu_lease.sh measure|quick|train|table1|profile|all [options]}
+stage=${1:?usage: gpu_lease.sh measure|quick|train|table1|profile|results|all [options]}
 shift
-case $stage in measure|quick|train|table1|profile|all) ;;
-    *) echo "gpu_lease.sh: unknown stage '$stage' (measure, quick, train, table1, profile, all)" >&2
+case $stage in measure|quick|train|table1|profile|results|all) ;;
+    *) echo "gpu_lease.sh: unknown stage '$stage' (measure, quick, train, table1, profile, results, all)" >&2
        exit 2;;
 esac
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 out=${OUT:-outputs/gpu_lease}
+[ "$stage" = results ] && out=${OUT:-outputs/gpu_results}
 # The GPU image has torch, NumPy and Numba; the rest travels as wheels (benchmarks/gpu_wheels.sh).
 site=/tmp/site
 needs="import gymnasium, stable_baselines3, hydra"
@@ -75,6 +82,10 @@ if [ "$stage" = table1 ] || [ "$stage" = all ]; then
 fi
 if [ "$stage" = measure ]; then
     timeout -k 10 "${MEASURE_SECONDS:-420}" "$python" benchmarks/gpu_measure.py --out "$out" "$@" \
+        || status=1
+fi
+if [ "$stage" = results ]; then
+    "$python" benchmarks/gpu_results.py --seconds "${RESULTS_SECONDS:-540}" --out "$out" "$@" \
         || status=1
 fi
 if [ "$stage" = profile ]; then

@@ -21,25 +21,24 @@ benchmarked on the original v1.0 suites, sized to finish by a deadline.
    each v1.0 suite ``--episodes`` times. ``--jobs`` tasks train at once (one process each).
 
 Writes ``table1_lease.md`` (the speeds, the command, its wall time), the reproduction's
-``table1.md``, ``report_table1.md`` and ``table1.csv``, and ``table1_runs.tar.gz`` (each run's
-config, evaluations and benchmark episodes, from which ``reproduce`` writes the tables again)
-into ``--out`` (default ``$OUT`` or
-``outputs/gpu_table1``), the report rewritten after each stage.
+``table1.md``, ``report_table1.md`` and ``table1.csv``, and ``table1_runs.tar.gz`` (the report's
+figures, its statements, and each run's config, evaluations and benchmark episodes, from which
+``reproduce`` writes the tables again: ``benchmarks/lease_files.py``) into ``--out`` (default
+``$OUT`` or ``outputs/gpu_table1``), the report rewritten after each stage.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 import time
 import traceback
 from pathlib import Path
 
 import torch
+from lease_files import copy_tables, machine, pack
 from population_speed import TINY, config, population_rates
 from precision import flags_text, refusal, with_precision
 
@@ -121,10 +120,8 @@ def main() -> int:
     report = args.out / "table1_lease.md"
     import pandas
 
-    name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
     lines = [
-        f"# Table 1 on one lease: {name}, torch {torch.__version__}, Python "
-        f"{sys.version.split()[0]}, pandas {pandas.__version__}, {os.cpu_count()} cores\n",
+        f"# Table 1 on one lease: {machine(args.device)}, pandas {pandas.__version__}\n",
         "## Population training speed (env steps/s, all members together)\n",
         "| members | envs | batching | env step | env steps/s | per CPU-s | precision |",
         "|---|---|---|---|---|---|---|",
@@ -185,14 +182,11 @@ def main() -> int:
         ended = "stopped at the deadline"
         tail = ((stopped.stdout or b"") + (stopped.stderr or b"")).decode(errors="replace")[-1500:]
     lines.append(f"{ended} after {time.perf_counter() - begin:.0f} s, {steps:,} steps a run")
-    for file in ("table1.md", "report_table1.md", "table1.csv"):
-        if (out / file).is_file() and out != args.out:
-            shutil.copyfile(out / file, args.out / file)
-    # what the tables are made of (not the models), to write them again elsewhere
-    with tarfile.open(args.out / "table1_runs.tar.gz", "w:gz") as archive:
-        for path in sorted(out.glob("sweep.json")) + sorted(out.glob("runs/*/*/*/*.*")):
-            if path.suffix in (".json", ".csv", ".yaml"):
-                archive.add(path, path.relative_to(out))
+    copy_tables(out, args.out, "table1")
+    # the figures and what the tables are made of (not the models), to write them again
+    too_large = pack(args.out / "table1_runs.tar.gz", {"": out})
+    if too_large:
+        lines += ["", f"**{too_large}: it will not come back from a device call.**"]
     if ended != "finished":
         lines += ["", "```", tail, "```"]
     report.write_text("\n".join(lines) + "\n")

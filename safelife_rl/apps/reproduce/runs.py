@@ -112,6 +112,12 @@ def saved_steps(run: Run, out: Path) -> int:
     return checkpoint_steps(found[-1]) if found else 0
 
 
+def progress(run: Run, out: Path, steps: int) -> int:
+    """Training steps of a run of ``steps`` done so far: all of them once it is finished, else
+    those saved (its newest checkpoint's, at most ``steps``)."""
+    return steps if is_finished(run, out) else min(saved_steps(run, out), steps)
+
+
 def write_episodes(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write benchmark episodes as CSV, whole or not at all."""
     text = io.StringIO()

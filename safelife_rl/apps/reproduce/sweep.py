@@ -29,7 +29,7 @@ from tqdm import tqdm
 from safelife_rl.apps.benchmark import SUITES
 from safelife_rl.apps.cli import PROG as CLI
 from safelife_rl.apps.reproduce.job import MARK
-from safelife_rl.apps.reproduce.runs import Run, is_finished, saved_steps
+from safelife_rl.apps.reproduce.runs import Run, is_finished, progress
 from safelife_rl.training.resume import RESUME_OVERRIDES
 from safety_rl_common.errors import UserError
 from safety_rl_common.files import write_json
@@ -307,7 +307,7 @@ def launch(
     log_path.parent.mkdir(parents=True, exist_ok=True)
 
     def done() -> int:
-        return sum(steps if is_finished(r, out) else min(saved_steps(r, out), steps) for r in runs)
+        return sum(progress(r, out, steps) for r in runs)
 
     env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"}
     print(
