@@ -17,10 +17,9 @@ resume from their newest checkpoint (a task's together, as one population). ``--
 540) the reproduction gets SIGINT, as Ctrl-C: every population stops at its next rollout
 boundary (the rollout under way is trained on; a periodic evaluation under way is finished
 first) and saves a checkpoint of each member, losing nothing; a final evaluation or benchmark
-under way is dropped and done again by the next call (the run's final model is saved). Five
-seconds before the deadline whatever still runs is killed: then the runs lose what they trained
-since their last checkpoint (``callbacks.checkpoint.save_every``, the paper's 50,000 steps a
-member).
+under way is dropped and done again by the next call (the run's final model is saved). At the
+deadline whatever still runs is killed: then the runs lose what they trained since their last
+checkpoint (``callbacks.checkpoint.save_every``, the paper's 50,000 steps a member).
 
 Writes into ``--out`` (default ``$OUT`` or ``outputs/gpu_results``) ``results.md`` (the machine,
 precision, command, wall time; per table the runs finished, the steps saved a run, the env
@@ -260,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             begun = time.monotonic()
             log = args.work / f"{table}.log"
-            ended = run_until(reproduce, log, deadline - args.grace, deadline - 5)
+            ended = run_until(reproduce, log, deadline - args.grace, deadline)
             seconds = time.monotonic() - begun
             if ended.startswith(("FAILED", "killed")):
                 status = 1

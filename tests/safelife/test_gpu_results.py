@@ -42,7 +42,7 @@ def test_a_call_stopped_by_its_deadline_is_continued_by_the_next(tmp_path):
     # stopped by the deadline: Table 2's runs saved where they were, Table 1 waits for it (a
     # call whose stop came before training began saved nothing: the next goes further)
     for call in range(3):
-        report = lease(tmp_path / f"call{call}", work, "--seconds", "45")
+        report = lease(tmp_path / f"call{call}", work, "--seconds", "30", "--grace", "12")
         assert "- stopped at the deadline: the runs saved where they were" in report
         assert "- not started: table2 is not finished (largest first)" in report
         assert "run the same command again on this machine to continue" in report
