@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,3 +56,5 @@ def test_the_gpu_lease_writes_its_whole_report_on_a_cpu(tmp_path):
     assert "reproduce table1 --population --quick" in table1
     assert re.search(r"^finished after \d+ s", table1, re.MULTILINE)
     assert "| prune-still |" in (tmp_path / "table1.md").read_text()
+    with tarfile.open(tmp_path / "table1_runs.tar.gz") as archive:  # the report's figures too
+        assert {"table1.png", "figure3.png", "claims_table1.csv"} <= set(archive.getnames())
