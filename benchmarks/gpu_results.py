@@ -6,14 +6,14 @@ on the same warm machine continues where the first stopped.
 
     python benchmarks/gpu_results.py [--seconds 540] [--steps 6000000] [--seeds 3]
         [--tables table2 table1] [--levels N] [--episodes N] [--bank-size 1000] [--jobs 4]
-        [--grace 45] [--work /tmp/paper_results] [--out DIR] [--device cuda] [--precision fp32]
+        [--grace 60] [--work /tmp/paper_results] [--out DIR] [--device cuda] [--precision fp32]
     python benchmarks/gpu_results.py --tiny --device cpu   # the same on a CPU, tiny (CI)
 
 Largest first: a table is started only once the tables before it are finished, and not with
 less than ``--grace`` seconds left before the stop. Each is the reproduction's own sweep in
 ``--work``/``tableN`` (default ``/tmp/paper_results``): finished runs are skipped, stopped ones
 resume from their newest checkpoint (a task's together, as one population). ``--grace`` seconds
-(default 45) before the deadline (``--seconds`` from the start, default ``$RESULTS_SECONDS`` or
+(default 60) before the deadline (``--seconds`` from the start, default ``$RESULTS_SECONDS`` or
 540) the reproduction gets SIGINT, as Ctrl-C: every population stops at its next rollout
 boundary (the rollout under way is trained on; a periodic evaluation under way is finished
 first) and saves a checkpoint of each member, losing nothing; a final evaluation or benchmark
@@ -101,7 +101,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--grace",
         type=float,
-        help="seconds before the deadline that the runs are told to stop and save (default 45, "
+        help="seconds before the deadline that the runs are told to stop and save (default 60, "
         "tiny 20)",
     )
     parser.add_argument("--work", type=Path, default=Path("/tmp/paper_results"))
@@ -115,7 +115,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     if args.steps is None:
         args.steps = TINY_STEPS if args.tiny else FULL_STEPS
     if args.grace is None:
-        args.grace = 20.0 if args.tiny else 45.0
+        args.grace = 20.0 if args.tiny else 60.0
     return args
 
 
