@@ -32,6 +32,7 @@ evaluations and benchmark episodes: ``benchmarks/lease_files.py``): at most 8 fi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import signal
@@ -178,7 +179,8 @@ def run_until(argv: list[str], log: Path, stop_at: float, kill_at: float) -> str
             now = time.monotonic()
             if now >= kill_at:
                 for pid in session(process.pid):
-                    os.kill(pid, signal.SIGKILL)
+                    with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+                        os.kill(pid, signal.SIGKILL)
                 process.wait()
                 return "killed at the deadline: the steps since each run's last checkpoint lost"
             if now >= stop_at and not stopped:
