@@ -7,7 +7,10 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -40,9 +43,10 @@ def saved(work: Path, table: str) -> gpu_results.Progress:
 def test_a_call_stopped_by_its_deadline_is_continued_by_the_next(tmp_path):
     work = tmp_path / "work"
     # stopped by the deadline: Table 2's runs saved where they were, Table 1 waits for it (a
-    # call whose stop came before training began saved nothing: the next goes further)
-    for call in range(3):
-        report = lease(tmp_path / f"call{call}", work, "--seconds", "30", "--grace", "12")
+    # call whose stop came before training began, on a busy machine, saved nothing: the next
+    # is given longer)
+    for call, seconds in enumerate((30, 50, 80)):
+        report = lease(tmp_path / f"call{call}", work, "--seconds", str(seconds), "--grace", "12")
         assert "- stopped at the deadline: the runs saved where they were" in report
         assert "- not started: table2 is not finished (largest first)" in report
         assert "run the same command again on this machine to continue" in report
@@ -98,3 +102,34 @@ def test_a_precision_the_device_cannot_run_is_refused_before_anything_runs(tmp_p
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "precision=tf32 is TensorFloat" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("script", "ended"),
+    [
+        ("import time\ntry: time.sleep(60)\nexcept KeyboardInterrupt: raise SystemExit(130)",
+         "stopped at the deadline"),
+        ("import signal, subprocess, sys, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+         "print('started', child.pid, flush=True)\ntime.sleep(60)", "killed at the deadline"),
+        ("raise SystemExit(3)", "FAILED (exit status 3; "),
+    ],
+)  # fmt: skip
+def test_the_reproduction_is_asked_to_stop_then_killed_with_its_session(tmp_path, script, ended):
+    """SIGINT at the stop; at the deadline, every process of its session killed (a child
+    included); a failure named with its status."""
+    begun = time.monotonic()
+    argv = [sys.executable, "-c", script]
+    result = gpu_results.run_until(argv, tmp_path / "log", begun + 1, begun + 3)
+    assert result.startswith(ended), result
+    assert time.monotonic() - begun < 10
+    children = [
+        int(line.split()[1])
+        for line in (tmp_path / "log").read_text().splitlines()
+        if line.startswith("started ")
+    ]
+    assert len(children) == (ended == "killed at the deadline")
+    for pid in children:  # the child, in the session: killed too
+        while Path(f"/proc/{pid}").exists() and time.monotonic() - begun < 10:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{pid}").exists()
