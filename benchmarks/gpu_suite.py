@@ -378,6 +378,7 @@ CONFORMANCE = [
     "tests/safelife/test_torch_conformance.py",
     "tests/safelife/test_game_batch.py",
     "tests/safelife/test_device_training.py",
+    "tests/safelife/test_sampler.py",  # the same logits draw the same actions on CPU and CUDA
 ]
 TINY_CONFORMANCE = [
     "tests/safelife/test_device_training.py::test_device_algorithms_make_the_updates_of_stock_sb3"
