@@ -127,7 +127,14 @@ class StackedNetworks:
         ``k``'s of ``obs[k]`` by its own network. A population of one always runs its network
         as itself."""
         if self.size == 1 or self.batching == "loop":
-            outputs = [self.member(k, obs[k]) for k in range(self.size)]
+            # the members' slices in one unbind, whose backward stacks their gradients (P
+            # slices taken one by one would each make a gradient the size of the whole stack)
+            names, stacks = list(self.params), self.params.values()
+            members = [dict(zip(names, parts)) for parts in zip(*(p.unbind() for p in stacks))]
+            outputs = [
+                _called(self._base, params, {n: b[k] for n, b in self.buffers.items()}, obs[k])
+                for k, params in enumerate(members)
+            ]
             return tree_map(lambda *parts: torch.stack(parts), *outputs)
         if self._grouped is not None:
             return self._grouped(self.params, obs)
