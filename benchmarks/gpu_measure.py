@@ -567,7 +567,7 @@ INTROS = {
     ),
     "speed": (
         "## Population training speed (`population_speed.py`: the paper's setup, all members "
-        "together, no grid)\n\nbatching `auto` (vmap on CUDA, member by member on a CPU), at "
+        "together, no grid)\n\nbatching `auto` (unfold on CUDA, member by member on a CPU), at "
         "the run's `precision`. per s: env steps a second; ms: one rollout and update of every "
         "member."
     ),

@@ -24,7 +24,14 @@ from torch.utils._pytree import tree_map
 
 from safelife_rl.training.population.grouped import PolicyHeads, grouped_network
 
-__all__ = ["BATCHING", "PolicyHeads", "StackedNetworks", "StackedOptimizer", "UnfoldConv2d"]
+__all__ = [
+    "BATCHING",
+    "CUDA_AUTO",
+    "PolicyHeads",
+    "StackedNetworks",
+    "StackedOptimizer",
+    "UnfoldConv2d",
+]
 
 
 #: How the members' forward passes run: ``vmap``: all members in one grouped kernel per layer
@@ -36,6 +43,8 @@ __all__ = ["BATCHING", "PolicyHeads", "StackedNetworks", "StackedOptimizer", "Un
 #: kernels or faster, and bit for bit the single runs'); ``auto``: ``vmap`` on CUDA, ``loop``
 #: elsewhere.
 BATCHING = ("auto", "grouped", "vmap", "unfold", "loop")
+#: ``auto``'s batching on CUDA: the fastest measured there (see :data:`BATCHING`)
+CUDA_AUTO = "unfold"
 
 
 class UnfoldConv2d(nn.Module):
@@ -102,7 +111,7 @@ class StackedNetworks:
                 param.data = self.params[name].detach()[k]
         if batching == "auto":
             device = next(iter(self.params.values())).device
-            batching = "vmap" if device.type == "cuda" else "loop"
+            batching = CUDA_AUTO if device.type == "cuda" else "loop"
         self.batching = batching
         self._base = copy.deepcopy(networks[0]).to("meta")
         #: the network the batched pass runs (the same as ``_base`` but under ``unfold``)
