@@ -34,15 +34,20 @@ __all__ = [
 ]
 
 
-#: How the members' forward passes run: ``vmap``: all members in one grouped kernel per layer
-#: (fewer, larger kernels: what a GPU wants; its sums round otherwise than a single network's;
-#: its convolutions become grouped convolutions, one group per member); ``unfold``: as
-#: ``vmap``, but each convolution an unfold and one batched matrix product over the members
-#: (:class:`UnfoldConv2d`: no grouped convolution); ``loop``: member by member, each as its
-#: single run computes it (on a CPU, where the arithmetic dominates, as fast as the batched
-#: kernels or faster, and bit for bit the single runs'); ``auto``: ``vmap`` on CUDA, ``loop``
-#: elsewhere.
-BATCHING = ("auto", "grouped", "vmap", "unfold", "loop")
+#: How the members' forward passes run: ``grouped``: written out over the member axis
+#: (:mod:`.grouped`: each convolution one grouped ``conv2d``, each linear layer one
+#: ``baddbmm``; 13 kernel ops a forward of the SafeLife CNN's policy for any number of members,
+#: vmap's outputs bit for bit; not yet measured on a GPU); ``vmap``: ``torch.func.vmap`` of a
+#: member's network (the same grouped kernels with its batching rules around them: 25 ops; any
+#: network); ``unfold``: as ``vmap``, but each convolution an unfold and one batched matrix
+#: product over the members (:class:`UnfoldConv2d`: no grouped convolution; 34 ops). Batched,
+#: the sums round otherwise than a single network's. ``loop``: member by member, each as its
+#: single run computes it (bit for bit the single runs'). ``auto``: :data:`CUDA_AUTO` on CUDA
+#: (``unfold``: on the H200 lease, P = 72, fp32, a minibatch in 8.6 ms against vmap's 15.7, a
+#: rollout forward in 2.82 ms against 3.06; grouped runs vmap's kernels and is not yet measured
+#: there), ``loop`` elsewhere (on a 2-core CPU, 72 paper CNNs on a minibatch's 80 observations
+#: each: a forward and backward in 1.9 s, grouped 3.8, vmap 3.9, unfold 6.6; docs/speed.md).
+BATCHING = ("auto", "grouped", "unfold", "vmap", "loop")
 #: ``auto``'s batching on CUDA: the fastest measured there (see :data:`BATCHING`)
 CUDA_AUTO = "unfold"
 
