@@ -11,8 +11,9 @@ benchmarked on the original v1.0 suites, sized to finish by a deadline.
    grid as one batch) members in the paper's setup (16 envs x 20 steps a member, 3 epochs, 4
    minibatches, the SafeLife CNN), on the prune-still suite's levels, for each ``--batching``
    of the members' networks (``auto``: unfold on CUDA, convolutions as batched matrix
-   products; ``grouped``: grouped convolutions and batched products written out), and at ``--graph-members`` with the env's step replayed as a CUDA graph
-   (``compile=cudagraphs``: an eager step is some 800-1,000 kernel launches at 18-72 members);
+   products; ``grouped``: grouped convolutions and batched products written out), and at
+   ``--graph-members`` with the env's step replayed as a CUDA graph (``compile=cudagraphs``:
+   an eager step is some 800-1,000 kernel launches at 18-72 members);
 2. **grid**: ``safelife-rl reproduce table1 --population`` with the paper's settings, each run
    ``--steps`` long (default: as many as the measured speed allows by the deadline, with the
    impact-penalty and exit-curriculum schedules squeezed into the run in their proportions of
