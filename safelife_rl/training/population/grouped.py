@@ -123,15 +123,16 @@ def _sequence(modules: nn.Module, prefix: str, layout: str, size: int) -> tuple[
     layers: list[Layer] = []
     for name, child in modules.named_children():
         path = f"{prefix}{name}"
-        if isinstance(child, nn.Sequential):
+        kind = type(child)  # the class itself: a subclass may compute otherwise
+        if kind is nn.Sequential:
             layer, layout = _sequence(child, f"{path}.", layout, size)
-        elif isinstance(child, nn.Conv2d) and layout == IMAGES:
+        elif kind is nn.Conv2d and layout == IMAGES:
             layer = _conv(child, path)
-        elif isinstance(child, nn.Linear) and layout == VECTORS:
+        elif kind is nn.Linear and layout == VECTORS:
             layer = _linear(child, path)
-        elif isinstance(child, nn.Flatten) and layout == IMAGES:
+        elif kind is nn.Flatten and layout == IMAGES:
             layer, layout = _flatten(child, path, size), VECTORS
-        elif type(child) in ELEMENTWISE:
+        elif kind in ELEMENTWISE:
             layer = _elementwise(child)
         else:
             raise _unknown(child, path, f" on {layout}")
@@ -151,7 +152,7 @@ def _elementwise(module: nn.Module) -> Layer:
 
 def _mlp(modules: nn.Module, prefix: str, size: int) -> Layer:
     """A multilayer perceptron (a ``Sequential`` of linear layers and activations) on vectors."""
-    if not isinstance(modules, nn.Sequential):
+    if type(modules) is not nn.Sequential:
         raise _unknown(modules, prefix.rstrip("."))
     layer, _ = _sequence(modules, prefix, VECTORS, size)
     return layer
@@ -224,7 +225,7 @@ def _policy_heads(heads: PolicyHeads, size: int) -> Layer:
     heads_ = []
     for name in ("action_net", "value_net"):
         head = getattr(policy, name)
-        if not isinstance(head, nn.Linear):
+        if type(head) is not nn.Linear:
             raise _unknown(head, f"policy.{name}")
         heads_.append(_linear(head, f"policy.{name}"))
     action, value = heads_
