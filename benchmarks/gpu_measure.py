@@ -4,7 +4,7 @@ step as a CUDA graph, and population training speed; every figure with its preci
 flags.
 
     python benchmarks/gpu_measure.py [--device cuda] [--sections profile network env speed]
-        [--precisions fp32 tf32 bf16] [--batchings vmap unfold] [--profile-members 72]
+        [--precisions fp32 tf32 bf16] [--batchings grouped vmap unfold] [--profile-members 72]
         [--network-members 72] [--env-sizes 1152 4608] [--members 18 72] [--seconds 0.5]
         [--budget SECTION=SECONDS ...] [--cudnn-deterministic] [--out DIR]
     python benchmarks/gpu_measure.py --device cpu --tiny   # the same in seconds on a CPU (CI)
@@ -567,7 +567,7 @@ INTROS = {
     ),
     "speed": (
         "## Population training speed (`population_speed.py`: the paper's setup, all members "
-        "together, no grid)\n\nbatching `auto` (vmap on CUDA, member by member on a CPU), at "
+        "together, no grid)\n\nbatching `auto` (unfold on CUDA, member by member on a CPU), at "
         "the run's `precision`. per s: env steps a second; ms: one rollout and update of every "
         "member."
     ),

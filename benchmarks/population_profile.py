@@ -3,7 +3,7 @@ in the paper's setup, the operators with the most device (or CPU) time, and the 
 rollouts, the updates and the host's Python between them.
 
     python benchmarks/population_profile.py [--device cuda] [--members 72] [--rollouts 2]
-        [--batching vmap unfold] [--precision fp32] [--out FILE] [--tiny] [OVERRIDE ...]
+        [--batching grouped vmap unfold] [--precision fp32] [--out FILE] [--tiny] [OVERRIDE ...]
 
 Each ``--batching`` (how the members' networks run together; by default every one kept, see
 ``population_speed.KEPT_BATCHINGS``) is profiled in turn, its section written as soon as it is

@@ -16,7 +16,8 @@ env=append-still n_envs=16). Every run at ``--precision`` (``benchmarks/precisio
 cuDNN kernels as a training run chooses them (autotuned, not deterministic: not the
 deterministic ones SB3's seeding turns on). ``--ops`` counts instead what a rollout step asks
 of the device at each population size (:mod:`safety_rl_common.torch_counts`, members batched
-by vmap as on CUDA): a rollout's ops per step, an env step's alone and the difference.
+by each ``--batching``, ``auto`` as on CUDA): a rollout's ops per step, an env step's alone
+and the difference.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.population.stacked import BATCHING
+from safelife_rl.training.population.stacked import BATCHING, CUDA_AUTO
 from safelife_rl.training.precision import PRECISIONS, apply_precision
 from safelife_rl.training.run import cudnn_kernels, plain
 from safety_rl_common.torch_counts import count_ops, counting
@@ -94,10 +95,10 @@ def population_rates(
     return steps / wall, steps / cpu
 
 
-def rollout_ops(cfg: DictConfig, count: int) -> str:
-    """What a rollout step of ``count`` members (vmap) asks of the device, counted over its
-    second rollout (the first builds what is reused), beside one env step's."""
-    population = build_population(members(cfg, count), "vmap")
+def rollout_ops(cfg: DictConfig, count: int, batching: str = CUDA_AUTO) -> str:
+    """What a rollout step of ``count`` members (``batching``) asks of the device, counted over
+    its second rollout (the first builds what is reused), beside one env step's."""
+    population = build_population(members(cfg, count), batching)
     try:
         population.learn(cfg.n_envs * cfg.algo.n_steps)
         with counting() as rollout:
@@ -108,7 +109,8 @@ def rollout_ops(cfg: DictConfig, count: int) -> str:
         population.env.close()
     per_step = rollout.kernels / cfg.algo.n_steps
     return (
-        f"population of {count:3d}: {per_step:,.0f} kernel ops a rollout step ({rollout}), "
+        f"population of {count:3d} ({batching}): {per_step:,.0f} kernel ops a rollout step "
+        f"({rollout}), "
         f"an env step alone {env.kernels:,}: {per_step - env.kernels:,.0f} outside the env step"
     )
 
@@ -161,7 +163,8 @@ def main() -> None:
     torch.set_num_threads(cfg.torch_threads)
     if args.ops:
         for count in args.members:
-            print(rollout_ops(cfg, count))
+            for batching in args.batching:  # auto: as on CUDA
+                print(rollout_ops(cfg, count, CUDA_AUTO if batching == "auto" else batching))
         return
     print(
         f"{cfg.env.id} on {cfg.device}, {cfg.n_envs} envs x {cfg.algo.n_steps} steps a run, "

@@ -48,9 +48,9 @@ def test_the_measuring_call_runs_whole_on_a_cpu(tmp_path):
     assert all(row["precision"] in ("fp32", "bf16") and all(row[f] for f in flags) for row in rows)
     assert all(row["cudnn_allow_tf32"] == row["matmul_allow_tf32"] == "False" for row in rows)
     by_section = {name: [r for r in rows if r["section"] == name] for name in gpu_measure.SECTIONS}
-    assert {r["batching"] for r in by_section["profile"]} == {"vmap", "unfold"}
+    assert {r["batching"] for r in by_section["profile"]} == {"grouped", "vmap", "unfold"}
     network = by_section["network"]
-    assert len(network) == 2 * 2 * 2 * 2  # batchings x precisions x bodies x (eager, graph)
+    assert len(network) == 3 * 2 * 2 * 2  # batchings x precisions x bodies x (eager, graph)
     for row in network + by_section["env"]:  # eager measured; the graph stated, not dropped
         if row["mode"] == "eager":
             assert float(row["ms"]) > 0 and float(row["per_second"]) > 0
@@ -66,9 +66,9 @@ def test_the_profile_stage_runs_on_a_cpu(tmp_path):
     result = lease(tmp_path, "profile", "--device", "cpu", "--tiny")
     assert result.returncode == 0, result.stderr[-3000:]
     profile = (tmp_path / "population_profile.txt").read_text()
-    for batching in ("vmap", "unfold"):
+    for batching in ("grouped", "vmap", "unfold"):
         assert f"2 members, 2 envs each, on cpu (batching: {batching}): " in profile
-    assert profile.count("fp32: cuDNN benchmark on, deterministic off, TF32 off") == 2
+    assert profile.count("fp32: cuDNN benchmark on, deterministic off, TF32 off") == 3
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_the_bit_checks_compare_a_replay_with_its_eager_body(perturbed):
     rows = gpu_measure.Rows(Path(os.devnull))
     gpu_measure.network_part(args, rows, gpu_measure.Deadline(600))
     graphs = [row for row in rows.rows if row["mode"] == "CUDA graph"]
-    assert len(graphs) == 2 * 2  # batchings x bodies
+    assert len(graphs) == len(args.batchings) * 2  # batchings x bodies
     assert all(row["eager_equals_eager"] for row in graphs)
     assert all(row["graph_equals_eager"] is not perturbed for row in graphs)
     assert all(gpu_measure.graph_failed(row) is perturbed for row in graphs)

@@ -50,7 +50,7 @@ def test_the_gpu_lease_writes_its_whole_report_on_a_cpu(tmp_path):
     assert re.search(r"^\| 1,024 \| [\d.]+ \| [\d.]+ \| 100 \|$", train, re.MULTILINE)
     assert (tmp_path / "train_evaluations.json").exists()
     table1 = (tmp_path / "table1_lease.md").read_text()
-    for batching in ("auto", "unfold"):  # the networks batched both ways
+    for batching in ("auto", "grouped"):  # the networks batched both ways
         row = rf"^\| 2 \| 4 \| {batching} \| eager \| [\d,]+ \| [\d,]+ \| fp32; cuDNN benchmark on"
         assert re.search(row, table1, re.MULTILINE)
     assert "reproduce table1 --population --quick" in table1

@@ -94,12 +94,13 @@ def test_a_population_of_one_is_device_ppo_bit_for_bit():
     assert len(member.ep_info_buffer) >= 4
 
 
-@pytest.mark.parametrize("batching", ["loop", "vmap", "unfold"])
+@pytest.mark.parametrize("batching", ["loop", "grouped", "vmap", "unfold"])
 def test_each_member_is_its_own_single_run(batching):
     """Three members with their own seeds and penalties end where three single runs end, having
     played the same episodes: bit for bit member by member, to the batched kernels' rounding
-    (a few 1e-7 here, after updates that move the weights by 6e-3) batched by vmap (its
-    convolutions grouped, or unfolded into batched matrix products)."""
+    (a few 1e-7 here, after updates that move the weights by 6e-3) batched: written out
+    (grouped convolutions and batched products) or by vmap (its convolutions grouped, or
+    unfolded into batched matrix products)."""
     steps = N_ENVS * N_STEPS * 3
     seeds, penalties = [0, 7, 3], [0.0, 0.5, 0.2]
     pop = population(seeds, penalties, batching=batching).learn(steps)
@@ -133,7 +134,7 @@ def lagrangian_single(seed: int, cost_limit: float, steps: int) -> DevicePPOLagr
     return model.learn(steps)
 
 
-@pytest.mark.parametrize("batching", ["loop", "vmap", "unfold"])
+@pytest.mark.parametrize("batching", ["loop", "grouped", "vmap", "unfold"])
 def test_each_lagrangian_member_is_its_own_single_run(batching):
     """PPO-Lagrangian members, each with its own seed and budget: its multiplier, cost critic
     and policy end where its single DevicePPOLagrangian run's end (bit for bit member by
@@ -304,7 +305,7 @@ def test_a_rollout_makes_as_many_operations_for_72_members_as_for_2():
     assert (longer.syncs, longer.copies) == (two.syncs, two.copies)  # none a step
 
 
-@pytest.mark.parametrize("batching", ["vmap", "unfold"])
+@pytest.mark.parametrize("batching", ["grouped", "vmap", "unfold"])
 def test_a_batched_update_launches_as_many_kernels_for_more_members(batching):
     """Batched, an update's kernels do not grow with the members: one pass of the stacked
     networks per minibatch, one optimizer step over the stacked parameters."""

@@ -145,7 +145,7 @@ class _BoardEnv(gym.Env):
         return self.observation_space.sample(), 0.0, False, False, {}
 
 
-@pytest.mark.parametrize("batching", ["loop", "vmap", "unfold"])
+@pytest.mark.parametrize("batching", ["loop", "grouped", "vmap", "unfold"])
 def test_a_bf16_population_trains_in_every_batching(batching):
     pop = population([0, 1], [0.0, 0.2], batching=batching)
     for member in pop.members:

@@ -1,7 +1,7 @@
 """The networks of a population's members as one: their parameters stacked along a leading
-member dimension and their forward passes batched over it, with ``torch.func.vmap`` (one
-grouped kernel for all members) or member by member over slices of the stack; and their
-optimizers (:class:`StackedOptimizer`).
+member dimension and their forward passes batched over it (written out as grouped convolutions
+and batched products, :mod:`.grouped`; by ``torch.func.vmap``; or member by member over slices
+of the stack); and their optimizers (:class:`StackedOptimizer`).
 
 Each member's network (its SB3 policy, its cost critic) keeps its own parameter objects, whose
 data become views of the stacked tensors: the member's ``predict``, evaluation and ``save`` see
@@ -18,37 +18,38 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.utils._pytree import tree_map
 
+from safelife_rl.training.population.grouped import PolicyHeads, grouped_network
 
-class PolicyHeads(nn.Module):
-    """An SB3 actor-critic policy's action logits and values of a batch of observations, the
-    same operations in the same order as its ``forward``, ``evaluate_actions`` and
-    ``predict_values`` (features, latent codes, heads)."""
-
-    def __init__(self, policy: ActorCriticPolicy):
-        super().__init__()
-        self.policy = policy
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        policy = self.policy
-        features = policy.extract_features(obs)
-        latent_pi, latent_vf = policy.mlp_extractor(features)
-        return policy.action_net(latent_pi), policy.value_net(latent_vf)
+__all__ = [
+    "BATCHING",
+    "CUDA_AUTO",
+    "PolicyHeads",
+    "StackedNetworks",
+    "StackedOptimizer",
+    "UnfoldConv2d",
+]
 
 
-#: How the members' forward passes run: ``vmap``: all members in one grouped kernel per layer
-#: (fewer, larger kernels: what a GPU wants; its sums round otherwise than a single network's;
-#: its convolutions become grouped convolutions, one group per member); ``unfold``: as
-#: ``vmap``, but each convolution an unfold and one batched matrix product over the members
-#: (:class:`UnfoldConv2d`: no grouped convolution); ``loop``: member by member, each as its
-#: single run computes it (on a CPU, where the arithmetic dominates, as fast as the batched
-#: kernels or faster, and bit for bit the single runs'); ``auto``: ``vmap`` on CUDA, ``loop``
-#: elsewhere.
-BATCHING = ("auto", "vmap", "unfold", "loop")
+#: How the members' forward passes run: ``grouped``: written out over the member axis
+#: (:mod:`.grouped`: each convolution one grouped ``conv2d``, each linear layer one
+#: ``baddbmm``; 13 kernel ops a forward of the SafeLife CNN's policy for any number of members,
+#: vmap's outputs bit for bit; not yet measured on a GPU); ``vmap``: ``torch.func.vmap`` of a
+#: member's network (the same grouped kernels with its batching rules around them: 25 ops; any
+#: network); ``unfold``: as ``vmap``, but each convolution an unfold and one batched matrix
+#: product over the members (:class:`UnfoldConv2d`: no grouped convolution; 34 ops). Batched,
+#: the sums round otherwise than a single network's. ``loop``: member by member, each as its
+#: single run computes it (bit for bit the single runs'). ``auto``: :data:`CUDA_AUTO` on CUDA
+#: (``unfold``: on the H200 lease, P = 72, fp32, a minibatch in 8.6 ms against vmap's 15.7, a
+#: rollout forward in 2.82 ms against 3.06; grouped runs vmap's kernels and is not yet measured
+#: there), ``loop`` elsewhere (on a 2-core CPU, 72 paper CNNs on a minibatch's 80 observations
+#: each: a forward and backward in 1.9 s, grouped 3.8, vmap 3.9, unfold 6.6; docs/speed.md).
+BATCHING = ("auto", "grouped", "unfold", "vmap", "loop")
+#: ``auto``'s batching on CUDA: the fastest measured there (see :data:`BATCHING`)
+CUDA_AUTO = "unfold"
 
 
 class UnfoldConv2d(nn.Module):
@@ -115,7 +116,7 @@ class StackedNetworks:
                 param.data = self.params[name].detach()[k]
         if batching == "auto":
             device = next(iter(self.params.values())).device
-            batching = "vmap" if device.type == "cuda" else "loop"
+            batching = CUDA_AUTO if device.type == "cuda" else "loop"
         self.batching = batching
         self._base = copy.deepcopy(networks[0]).to("meta")
         #: the network the batched pass runs (the same as ``_base`` but under ``unfold``)
@@ -123,6 +124,8 @@ class StackedNetworks:
             _unfolded(copy.deepcopy(self._base)) if batching == "unfold" else self._base
         )
         self._batched = vmap(partial(_called, self._batched_base), in_dims=(0, 0, 0))
+        #: the forward pass written out (``grouped``: the networks it takes have no buffers)
+        self._grouped = grouped_network(self._base, self.size) if batching == "grouped" else None
 
     def set_training_mode(self, mode: bool) -> None:
         """Training or evaluation mode (dropout, batch norm) for the network all members run."""
@@ -138,8 +141,17 @@ class StackedNetworks:
         ``k``'s of ``obs[k]`` by its own network. A population of one always runs its network
         as itself."""
         if self.size == 1 or self.batching == "loop":
-            outputs = [self.member(k, obs[k]) for k in range(self.size)]
+            # the members' slices in one unbind, whose backward stacks their gradients (P
+            # slices taken one by one would each make a gradient the size of the whole stack)
+            names, stacks = list(self.params), self.params.values()
+            members = [dict(zip(names, parts)) for parts in zip(*(p.unbind() for p in stacks))]
+            outputs = [
+                _called(self._base, params, {n: b[k] for n, b in self.buffers.items()}, obs[k])
+                for k, params in enumerate(members)
+            ]
             return tree_map(lambda *parts: torch.stack(parts), *outputs)
+        if self._grouped is not None:
+            return self._grouped(self.params, obs)
         return self._batched(self.params, self.buffers, obs)
 
     def member(self, k: int, obs: torch.Tensor) -> Any:
@@ -173,9 +185,9 @@ def _called(
 class StackedOptimizer:
     """The members' optimizers of one :class:`StackedNetworks`, stepped as one.
 
-    Batched (``vmap``, ``unfold``): one optimizer (the members' kind and settings) over the
-    stacked parameters; each member's optimizer state is made views of its slices of it (after
-    the first step), so that a member's save holds its own moments. Member by member: each
+    Batched (``grouped``, ``vmap``, ``unfold``): one optimizer (the members' kind and settings)
+    over the stacked parameters; each member's optimizer state is made views of its slices of it
+    (after the first step), so that a member's save holds its own moments. Member by member: each
     member's own optimizer steps its slices (a fused Adam's vector loop and scalar tail round a
     slice's elements otherwise than a single run's, unless run on it alone).
     """
@@ -183,7 +195,7 @@ class StackedOptimizer:
     def __init__(self, stacked: StackedNetworks, optimizers: Sequence[torch.optim.Optimizer]):
         self.stacked, self.optimizers = stacked, list(optimizers)
         self.optimizer: torch.optim.Optimizer | None = None
-        if stacked.batching != "loop":  # batched: vmap or unfold
+        if stacked.batching != "loop":  # batched: grouped, vmap or unfold
             first = self.optimizers[0]
             self.optimizer = type(first)(stacked.parameters(), **first.defaults)
         self._linked = False
@@ -231,7 +243,7 @@ class StackedOptimizer:
         self.link_member_states()
 
     def link_member_states(self) -> None:
-        """Under vmap, make each member's optimizer state views of its slices of the stacked
+        """Batched, make each member's optimizer state views of its slices of the stacked
         optimizer's (once it has a state: after its first step)."""
         if self._linked or self.optimizer is None or not self.optimizer.state:
             return
