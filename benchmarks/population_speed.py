@@ -37,7 +37,7 @@ from safelife_rl.envs.registration import suite_file
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.population.stacked import BATCHING
+from safelife_rl.training.device.stacked import BATCHING
 from safelife_rl.training.precision import PRECISIONS, apply_precision
 from safelife_rl.training.run import cudnn_kernels, plain
 from safety_rl_common.torch_counts import count_ops, counting
@@ -101,7 +101,7 @@ def rollout_ops(cfg: DictConfig, count: int) -> str:
     try:
         population.learn(cfg.n_envs * cfg.algo.n_steps)
         with counting() as rollout:
-            population._collect_rollouts([])
+            population.collect_rollouts([])
         actions = population._last_obs.new_zeros(len(population._last_obs), dtype=torch.long)
         env = count_ops(population.venv.step, actions)
     finally:

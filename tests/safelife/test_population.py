@@ -286,7 +286,7 @@ def rollout_counts(size: int, n_steps: int) -> OpCounts:
 
     pop.venv.step = uncounted  # type: ignore[method-assign]
     with counting() as counts:
-        pop._collect_rollouts([])
+        pop.collect_rollouts([])
     return counts
 
 
@@ -313,7 +313,7 @@ def test_a_batched_update_launches_as_many_kernels_for_more_members(batching):
         pop = population(list(range(size)), [0.0] * size, batching=batching)
         pop.learn(N_ENVS * N_STEPS)
         with counting() as counts:
-            pop._train()
+            pop.train()
         return counts.kernels
 
     assert update_kernels(2) == update_kernels(4)

@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_map
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training.device.adapters import Forwarding, TensorVecEnv
 from safelife_rl.training.device.algorithms import DevicePPO
-from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
+from safelife_rl.training.methods.ppo_lagrangian.costs import DevicePPOLagrangian
 
 
 class SharedSchedules:
@@ -124,4 +124,4 @@ class PopulationLagrangianMember(PopulationMember, DevicePPOLagrangian):
     """A :class:`PopulationMember` trained by PPO-Lagrangian (a
     :class:`~safelife_rl.training.methods.ppo_lagrangian.DevicePPOLagrangian`): its cost critic's
     weights and Adam moments are views of the population's stacks too, its multiplier and
-    budget its own (:mod:`.costs`)."""
+    budget its own (:class:`~safelife_rl.training.methods.ppo_lagrangian.PopulationCosts`)."""
