@@ -25,9 +25,9 @@ from population_speed import KEPT_BATCHINGS, TINY, config, members
 from precision import default_device, flags_text, refusal, with_precision
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from safelife_rl.training.device.stacked import BATCHING
 from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.device.stacked import BATCHING
 
 
 def profiled(population: PopulationPPO, rollouts: int) -> tuple[profile, dict[str, float]]:

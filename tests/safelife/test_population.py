@@ -16,11 +16,7 @@ from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training import SafeLifeCNN
 from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
-from safelife_rl.training.population import (
-    PopulationLagrangianMember,
-    PopulationMember,
-    PopulationPPO,
-)
+from safelife_rl.training.population import PopulationPPO
 from safety_rl_common.errors import UserError
 from safety_rl_common.torch_counts import OpCounts, counting
 
@@ -69,7 +65,7 @@ def population(
     )
 
     def member(view, seed):
-        return PopulationMember(
+        return DevicePPO(
             "CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **(settings or SETTINGS)
         )
 
@@ -143,7 +139,7 @@ def test_each_lagrangian_member_is_its_own_single_run(batching):
     env = SafeLifeVectorEnv(single_env(COSTLY), 2 * N_ENVS, "cpu", wrappers(0.0), groups=2)
 
     def member(view, seed):
-        return PopulationLagrangianMember(
+        return DevicePPOLagrangian(
             "CnnPolicy", view, seed=seed, policy_kwargs=POLICY, cost_limit=limits[view.index],
             **LAGRANGIAN, **SETTINGS,
         )  # fmt: skip
@@ -212,7 +208,7 @@ def test_members_that_cannot_be_batched_are_refused():
 
         def member(view, seed):
             settings = SETTINGS | {"n_epochs": next(epochs)}
-            return PopulationMember("CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **settings)
+            return DevicePPO("CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **settings)
 
         PopulationPPO(env, member, [0, 1])
     with pytest.raises(UserError, match="target_kl"):
@@ -225,7 +221,7 @@ def counted_learn(
     """What two rollouts and updates of a population of ``size`` ask of the host, from its
     second rollout on (the first builds what is reused)."""
     env = vector_env(size * 2, groups=size)
-    kind = PopulationLagrangianMember if lagrangian else PopulationMember
+    kind = DevicePPOLagrangian if lagrangian else DevicePPO
     more = {"cost_limit": 1.0} if lagrangian else {}
 
     def member(view, seed):
@@ -271,7 +267,7 @@ def rollout_counts(size: int, n_steps: int) -> OpCounts:
     env = vector_env(size * 2, groups=size)
 
     def member(view, seed):
-        return PopulationMember(
+        return DevicePPO(
             "MlpPolicy", view, seed=seed, n_steps=n_steps, batch_size=2 * n_steps, n_epochs=1,
             policy_kwargs={"net_arch": [8]},
         )  # fmt: skip

@@ -10,7 +10,7 @@ from safelife_rl.training.device.adapters import (
     TensorVecEnv,
     tensor_vec_env,
 )
-from safelife_rl.training.device.algorithms import DevicePPO, device_algorithm
+from safelife_rl.training.device.algorithms import DevicePPO
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.trainer import MemberTrainer
 
@@ -23,6 +23,5 @@ __all__ = [
     "TensorRolloutBuffer",
     "TensorStep",
     "TensorVecEnv",
-    "device_algorithm",
     "tensor_vec_env",
 ]

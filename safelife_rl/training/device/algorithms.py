@@ -18,18 +18,17 @@ continuous actions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
+from torch.utils._pytree import tree_map
 
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.trainer import MemberTrainer
-from safety_rl_common.errors import UserError
 
 
 class DevicePPO(PPO):
@@ -54,6 +53,14 @@ class DevicePPO(PPO):
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_trainer"]
+
+    def get_parameters(self) -> dict[str, dict]:
+        """SB3's, each tensor a copy: the weights and Adam moments are views of the trainer's
+        stacked tensors (a population's, for a member), and a file holds only the run's own."""
+        return tree_map(
+            lambda value: value.clone() if isinstance(value, torch.Tensor) else value,
+            super().get_parameters(),
+        )
 
     def trainer(self) -> MemberTrainer:
         """The run's trainer (P = 1), made on its first use and again for a new env or
@@ -93,26 +100,3 @@ class DevicePPO(PPO):
             tb_log_name,
         )
         return self
-
-
-#: The device algorithm of each SB3 algorithm that has one, by ``_target_`` (the methods'
-#: algorithms declare their own twins).
-DEVICE_ALGORITHMS = {
-    "stable_baselines3.PPO": "safelife_rl.training.device.DevicePPO",
-    "stable_baselines3.ppo.PPO": "safelife_rl.training.device.DevicePPO",
-}
-
-
-def device_algorithm(target: str, more: Mapping[str, str] | None = None) -> str:
-    """The ``_target_`` of the device algorithm for the SB3 algorithm ``target`` (looked up in
-    :data:`DEVICE_ALGORITHMS` and ``more``), or a :class:`~safety_rl_common.errors.UserError`
-    for one without (A2C, DQN: the NumPy path trains them)."""
-    twins = {**DEVICE_ALGORITHMS, **(more or {})}
-    if target in twins.values():
-        return target
-    if target not in twins:
-        names = sorted({t.rpartition(".")[2] for t in twins})
-        raise UserError(
-            f"vec_env=device trains {' and '.join(names)}, not {target}: use vec_env=batched"
-        )
-    return twins[target]

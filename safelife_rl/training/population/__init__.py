@@ -5,16 +5,12 @@ from safelife_rl.training.device.stacked import StackedNetworks
 from safelife_rl.training.population.members import (
     MemberEnv,
     MemberRandom,
-    PopulationLagrangianMember,
-    PopulationMember,
 )
 from safelife_rl.training.population.trainer import PopulationPPO
 
 __all__ = [
     "MemberEnv",
     "MemberRandom",
-    "PopulationLagrangianMember",
-    "PopulationMember",
     "PopulationPPO",
     "StackedNetworks",
 ]

@@ -18,12 +18,12 @@ import torch
 
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training.device.adapters import GymnasiumTensorVecEnv, TensorVecEnv
+from safelife_rl.training.device.algorithms import DevicePPO
 from safelife_rl.training.device.episodes import EpisodeRecorder
 from safelife_rl.training.device.trainer import MemberTrainer
 from safelife_rl.training.population.members import (
     MemberEnv,
     MemberRandom,
-    PopulationMember,
     SharedSchedules,
 )
 from safelife_rl.training.population.record import RecordedActions
@@ -35,8 +35,9 @@ class PopulationPPO(MemberTrainer):
 
     :param env: a :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` of ``P`` groups
         (one per member, ``n_envs`` envs each).
-    :param make_member: builds member ``k``'s model on its env view and seed (a
-        :class:`~.members.PopulationMember` as a single run would build its ``DevicePPO``).
+    :param make_member: builds member ``k``'s model on its env view and seed, as its single
+        run would build it (a :class:`~safelife_rl.training.device.DevicePPO`, or
+        PPO-Lagrangian's ``DevicePPOLagrangian``).
     :param seeds: the members' seeds.
     :param penalties: the members' impact penalties (``None``: the env's wrapper's, for all).
     :param batching: how the members' networks run together
@@ -47,7 +48,7 @@ class PopulationPPO(MemberTrainer):
     def __init__(
         self,
         env: SafeLifeVectorEnv,
-        make_member: Callable[[TensorVecEnv, int], PopulationMember],
+        make_member: Callable[[TensorVecEnv, int], DevicePPO],
         seeds: Sequence[int],
         penalties: Sequence[float] | None = None,
         batching: str = "auto",
@@ -58,13 +59,13 @@ class PopulationPPO(MemberTrainer):
         venv = GymnasiumTensorVecEnv(env)
         if penalties is not None:
             env.set_group_penalties(penalties)
-        members: list[PopulationMember] = []
+        members: list[DevicePPO] = []
         self.random: list[MemberRandom] = []
         self.schedules = SharedSchedules(env)
         for k, seed in enumerate(seeds):
             member = make_member(MemberEnv(venv, k, env.group_size, self.schedules), int(seed))
-            if not isinstance(member, PopulationMember):
-                raise UserError(f"member {k} is a {type(member).__name__}, not a PopulationMember")
+            if not isinstance(member, DevicePPO):
+                raise UserError(f"member {k} is a {type(member).__name__}, not a DevicePPO")
             self.random.append(MemberRandom.capture(member.device))
             members.append(member)
         if members[0].n_envs != env.group_size:
