@@ -28,7 +28,7 @@ from torch.utils._pytree import tree_map
 
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
-from safelife_rl.training.device.trainer import MemberTrainer
+from safelife_rl.training.device.trainer import MemberTrainer, check_trainable
 
 
 class DevicePPO(PPO):
@@ -50,6 +50,7 @@ class DevicePPO(PPO):
             }
         kwargs["policy_kwargs"] = policy_kwargs
         super().__init__(*args, **kwargs)
+        check_trainable(self)  # as it is built: a run refuses it before it writes
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_trainer"]

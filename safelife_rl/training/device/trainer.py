@@ -70,6 +70,23 @@ SHARED = (
     "use_sde",
 )
 
+
+def check_trainable(model: Any) -> None:
+    """Refuse, in one line, a PPO model the trainer cannot train: continuous actions or
+    ``target_kl`` (an update that stops early), which the NumPy path trains."""
+    space = model.action_space
+    if space is not None and not isinstance(space, spaces.Discrete):
+        raise UserError(
+            f"vec_env=device trains discrete actions, not {type(space).__name__} ones: "
+            "use vec_env=batched"
+        )
+    if model.target_kl is not None:
+        raise UserError(
+            "vec_env=device trains PPO without target_kl (no run stops its update early): "
+            "use vec_env=batched"
+        )
+
+
 #: The episodes of each member that ended in a rollout, as ``(timesteps, info)``.
 Episodes = list[list[tuple[int, dict[str, Any]]]]
 
@@ -137,11 +154,7 @@ class MemberTrainer:
 
     def _check_members(self) -> None:
         first = self.members[0]
-        if not isinstance(first.action_space, spaces.Discrete):
-            raise UserError(
-                f"vec_env=device trains discrete actions, not {type(first.action_space).__name__}"
-                " ones: use vec_env=batched"
-            )
+        check_trainable(first)
         if not isinstance(first.rollout_buffer, TensorRolloutBuffer):
             raise UserError("the device trainer keeps its rollouts in a TensorRolloutBuffer")
         for k, member in enumerate(self.members):
@@ -156,11 +169,6 @@ class MemberTrainer:
                         f"the members differ in {name} ({getattr(first, name)!r} and "
                         f"{getattr(member, name)!r}): a population batches them as one"
                     )
-        if first.target_kl is not None:
-            raise UserError(
-                "vec_env=device trains PPO without target_kl (no run stops its update early): "
-                "use vec_env=batched"
-            )
         if self.venv.num_envs != self.size * self.n_envs:
             raise UserError(
                 f"{self.size} members of {self.n_envs} envs need {self.size * self.n_envs} "
