@@ -109,6 +109,7 @@ class StackedNetworks:
         self.params = {name: p.detach().requires_grad_() for name, p in params.items()}
         self.buffers = buffers
         self.size = len(networks)
+        self.networks = list(networks)
         self.members = [list(net.parameters()) for net in networks]
         for k, net in enumerate(networks):
             for name, param in net.named_parameters():
@@ -135,12 +136,19 @@ class StackedNetworks:
 
     def __call__(self, obs: torch.Tensor) -> Any:
         """The networks' outputs of observations ``(P, B, ...)``, each ``(P, B, ...)``: member
-        ``k``'s of ``obs[k]`` by its own network. A population of one always runs its network
-        as itself."""
-        if self.size == 1 or self.batching == "loop":
-            outputs = [self.member(k, obs[k]) for k in range(self.size)]
-            return tree_map(lambda *parts: torch.stack(parts), *outputs)
-        return self._batched(self.params, self.buffers, obs)
+        ``k``'s of ``obs[k]`` by its own network. Member by member (``loop``) each member's
+        module runs as its single run runs it (its gradients on its own parameters, which
+        :class:`StackedOptimizer` steps); batched, a population of one runs its network alone
+        on the stacked parameters."""
+        if self.batching == "loop":
+            outputs = [network(obs[k]) for k, network in enumerate(self.networks)]
+        elif self.size == 1:
+            outputs = [self.member(0, obs[0])]
+        else:
+            return self._batched(self.params, self.buffers, obs)
+        if self.size == 1:  # a view, not a copy
+            return tree_map(lambda part: part.unsqueeze(0), outputs[0])
+        return tree_map(lambda *parts: torch.stack(parts), *outputs)
 
     def member(self, k: int, obs: torch.Tensor) -> Any:
         """Member ``k``'s outputs of a batch ``obs`` by its network alone."""
@@ -197,17 +205,19 @@ class StackedOptimizer:
     def zero_grad(self) -> None:
         for param in self.stacked.parameters():
             param.grad = None
+        for params in self.stacked.members:
+            for param in params:
+                param.grad = None
 
     def step(self, max_grad_norm: float) -> None:
-        """Every member's step on the stacked gradients: clipped to ``max_grad_norm`` (its
-        global norm, as ``clip_grad_norm_``), then its optimizer's step."""
+        """Every member's step on its gradients (the stacked ones batched, its own parameters'
+        member by member): clipped to ``max_grad_norm`` (its global norm, as
+        ``clip_grad_norm_``), then its optimizer's step."""
         if self.optimizer is not None:
             self.stacked.clip_grad_norms(max_grad_norm)
             self.optimizer.step()
             return
-        for k, (params, optimizer) in enumerate(zip(self.stacked.members, self.optimizers)):
-            for param, stacked in zip(params, self.stacked.parameters()):
-                param.grad = None if stacked.grad is None else stacked.grad[k]
+        for params, optimizer in zip(self.stacked.members, self.optimizers):
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             optimizer.step()
 
