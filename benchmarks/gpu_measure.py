@@ -71,13 +71,13 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils._pytree import tree_leaves
 
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
-from safelife_rl.training.population import PopulationPPO
-from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.population.stacked import (
+from safelife_rl.training.device.stacked import (
     PolicyHeads,
     StackedNetworks,
     StackedOptimizer,
 )
+from safelife_rl.training.population import PopulationPPO
+from safelife_rl.training.population.runs import build_population
 from safelife_rl.training.precision import PRECISIONS, available, set_tensorfloat
 from safelife_rl.training.run import cudnn_kernels
 

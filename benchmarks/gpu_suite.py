@@ -320,11 +320,12 @@ def ppo_rate(
         cudnn_kernels(cfg.get("cudnn_deterministic", False))  # as a run: not SB3's seeding's
         steps = n * model.n_steps
         model.learn(steps)  # warm up
-        _, callback = model._setup_learn(10**12, reset_num_timesteps=False)
+        trainer = model.trainer()  # the device trainer at P = 1
+        _, callbacks = trainer.setup(10**12, reset_num_timesteps=False)
         with counting() as rollout:
-            model.collect_rollouts(env, callback, model.rollout_buffer, model.n_steps)
+            trainer.collect_rollouts(callbacks)
         with counting() as update:
-            model.train()
+            trainer.train()
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
         per_rollout = timed(lambda: model.learn(steps, reset_num_timesteps=False), sync, seconds)
         return steps / per_rollout, (rollout, update)

@@ -25,16 +25,16 @@ from population_speed import KEPT_BATCHINGS, TINY, config, members
 from precision import default_device, flags_text, refusal, with_precision
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from safelife_rl.training.device.stacked import BATCHING
 from safelife_rl.training.population import PopulationPPO
 from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.population.stacked import BATCHING
 
 
 def profiled(population: PopulationPPO, rollouts: int) -> tuple[profile, dict[str, float]]:
     """The profile of ``rollouts`` rollouts and updates, and their wall seconds by part."""
     steps = population.n_envs * population.members[0].n_steps
     population.learn(steps)  # warm-up
-    collect, train = population._collect_rollouts, population._train
+    collect, train = population.collect_rollouts, population.train
     seconds = {"rollouts": 0.0, "updates": 0.0}
 
     def timed(name: str, part):  # each part synchronised, so its wall time is its own
@@ -49,8 +49,8 @@ def profiled(population: PopulationPPO, rollouts: int) -> tuple[profile, dict[st
 
         return run
 
-    population._collect_rollouts = timed("rollouts", collect)
-    population._train = timed("updates", train)
+    population.collect_rollouts = timed("rollouts", collect)
+    population.train = timed("updates", train)
     activities = [ProfilerActivity.CPU]
     if population.device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)

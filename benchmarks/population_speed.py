@@ -1,7 +1,8 @@
 """Population training speed: env steps per second of P PPO members trained as one population
 (the SafeLife paper's setup: 16 envs x 20 steps a member, 3 epochs, 4 minibatches, 25x25 view,
 the SafeLife CNN), beside single runs of the current paths measured in the same process: the
-device path (DevicePPO on the device vector env) and SB3's PPO on the batched NumPy env.
+device path (DevicePPO on the device vector env: the same trainer at P = 1) and SB3's PPO on
+the batched NumPy env.
 
     .venv/bin/python benchmarks/population_speed.py [--members 18] [--rollouts 4]
         [--single-rollouts 4] [--paths device batched] [--batching auto] [--precision fp32]
@@ -35,10 +36,10 @@ from omegaconf import DictConfig, open_dict
 from precision import flags_text, with_precision
 
 from safelife_rl.envs.registration import suite_file
+from safelife_rl.training.device.stacked import BATCHING, CUDA_AUTO
 from safelife_rl.training.envs import make_vec_env
 from safelife_rl.training.models import build_model
 from safelife_rl.training.population.runs import build_population
-from safelife_rl.training.population.stacked import BATCHING, CUDA_AUTO
 from safelife_rl.training.precision import PRECISIONS, apply_precision
 from safelife_rl.training.run import cudnn_kernels, plain
 from safety_rl_common.torch_counts import count_ops, counting
@@ -102,7 +103,7 @@ def rollout_ops(cfg: DictConfig, count: int, batching: str = CUDA_AUTO) -> str:
     try:
         population.learn(cfg.n_envs * cfg.algo.n_steps)
         with counting() as rollout:
-            population._collect_rollouts([])
+            population.collect_rollouts([])
         actions = population._last_obs.new_zeros(len(population._last_obs), dtype=torch.long)
         env = count_ops(population.venv.step, actions)
     finally:

@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 from stable_baselines3.common.policies import ActorCriticPolicy
 
 from safelife_rl.training import SafeLifeCNN, env_configs
-from safelife_rl.training.population.stacked import BATCHING, PolicyHeads, StackedNetworks
+from safelife_rl.training.device.stacked import BATCHING, PolicyHeads, StackedNetworks
 from safety_rl_common.torch_counts import count_ops
 
 #: The paper setting's view and channels, as the task configs give them.

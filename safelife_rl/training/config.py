@@ -19,6 +19,7 @@ from hydra.utils import get_class
 from omegaconf import OmegaConf
 
 from safelife_rl.training.methods import method_of, registry, replay_buffer
+from safelife_rl.training.models import device_algorithm
 from safelife_rl.training.precision import PAPER, check_precision
 from safety_rl_common.checks import check, is_int, is_number
 from safety_rl_common.errors import UserError
@@ -170,6 +171,8 @@ def check_settings(cfg: Any) -> None:
         lambda v: v is not None and "_target_" in v,
         "an SB3 algorithm with _target_ (e.g. algo=ppo)",
     )
+    if cfg.get("vec_env") == "device":  # an algorithm the device trainer trains
+        device_algorithm(cfg.algo._target_)
     algo = get_class(cfg.algo._target_)
     aliases = tuple(getattr(algo, "policy_aliases", {}))
     check.value(

@@ -206,8 +206,8 @@ def make_device_vec_env(
     compile: bool | str = False,
     groups: int = 1,
 ) -> TensorVecEnv:
-    """``n_envs`` envs stepped with tensors on ``device``, for
-    :class:`~safelife_rl.training.device.DevicePPO` and ``DeviceA2C``: SafeLife envs as one
+    """``n_envs`` envs stepped with tensors on ``device``, for the device trainer
+    (:class:`~safelife_rl.training.device.DevicePPO`, a population): SafeLife envs as one
     :class:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv` (games, observations and rewards
     stay on the device; the wrappers applied there in batch), other envs of :func:`make_env`
     stepped in this process by Gymnasium's ``SyncVectorEnv``

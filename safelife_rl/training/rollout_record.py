@@ -42,7 +42,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from safelife_rl.envs.wrappers import sync_training_steps
 from safelife_rl.training.device.adapters import TensorVecEnv
-from safelife_rl.training.device.episodes import EpisodeRecorder
+from safelife_rl.training.device.episodes import EpisodeRecorder, add_episode_infos
 from safety_rl_common.errors import UserError
 
 STATE_ENTRY = "rollout_state.json"
@@ -387,14 +387,14 @@ def _replay_tensors(
     ended = torch.ones(n, dtype=torch.bool, device=env.device)
     for t, taken in enumerate(actions):
         if t in starts:
-            model._read_episodes(recorder)
+            add_episode_infos(model, [info for _, info in recorder.read()])
             sync_training_steps(env, offset + t * n)
         step = env.step(torch.as_tensor(taken, device=env.device))
         recorder.add(offset + (t + 1) * n, step)
         if replayed is not None:
             replayed({"step": step})
         obs, ended = step.observations, step.terminated | step.truncated
-    model._read_episodes(recorder)
+    add_episode_infos(model, [info for _, info in recorder.read()])
     model._last_obs = obs
     model._last_episode_starts = ended.to(model.device)
 

@@ -14,13 +14,9 @@ import torch
 from stable_baselines3.common.policies import ActorCriticCnnPolicy
 from torch._dynamo.utils import counters
 
-from safelife_rl.training.device import (
-    DevicePPO,
-    GymnasiumTensorVecEnv,
-    algorithms,
-    tensor_vec_env,
-)
-from safelife_rl.training.device.captured_policy import CapturedPolicy, distribution_and_values
+from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv, tensor_vec_env, trainer
+from safelife_rl.training.device.captured_policy import CapturedPolicy
+from safelife_rl.training.device.stacked import PolicyHeads
 from safelife_rl.training.features import SafeLifeCNN
 
 
@@ -57,11 +53,8 @@ def test_the_captured_cnn_policy_gives_the_eager_policys_distribution_bit_for_bi
         obs = torch.randint(0, 256, (16, 25, 25, 15), dtype=torch.uint8, generator=generator)
         with torch.no_grad():
             ours, our_values = captured(obs)
-            theirs, their_values = distribution_and_values(policy, obs)
-        pairs = [
-            (ours.distribution.logits, theirs.distribution.logits),
-            (our_values, their_values),
-        ]
+            theirs, their_values = PolicyHeads(policy)(obs)
+        pairs = [(ours, theirs), (our_values, their_values)]
         for a, b in pairs:
             assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
     assert counters["stats"]["unique_graphs"] == graphs + 1
@@ -72,7 +65,7 @@ def test_a_rollout_with_the_captured_policy_makes_the_eager_updates(monkeypatch)
     with aot_eager) and trains to the parameters of the eager rollouts bit for bit; the
     captured network is not saved with the model."""
     monkeypatch.setattr(
-        algorithms, "CapturedPolicy", lambda policy: CapturedPolicy(policy, backend="aot_eager")
+        trainer, "CapturedPolicy", lambda policy: CapturedPolicy(policy, backend="aot_eager")
     )
     settings = {
         "n_steps": 8,
@@ -87,17 +80,20 @@ def test_a_rollout_with_the_captured_policy_makes_the_eager_updates(monkeypatch)
     graphed = DevicePPO("MlpPolicy", graphed_cartpoles(), **settings)
     graphed.policy.load_state_dict(initial)
     graphed.learn(96)
-    assert eager._captured is None and isinstance(graphed._captured, CapturedPolicy)
+    captured = graphed.trainer()._captured
+    assert eager.trainer()._captured is None and isinstance(captured, CapturedPolicy)
     assert any(not torch.equal(p, initial[k]) for k, p in graphed.policy.state_dict().items())
     for (name, p), q in zip(eager.policy.named_parameters(), graphed.policy.parameters()):
         assert torch.equal(p, q), name
-    assert "_captured" in graphed._excluded_save_params()
+    assert "_trainer" in graphed._excluded_save_params()
 
 
 @pytest.mark.parametrize("env,expected", [(cartpoles, False), (graphed_cartpoles, True)])
-def test_only_an_env_that_replays_cuda_graphs_has_the_policy_captured(env, expected):
+def test_only_an_env_that_replays_cuda_graphs_has_the_policy_captured(env, expected, monkeypatch):
+    monkeypatch.setattr(
+        trainer, "CapturedPolicy", lambda policy: CapturedPolicy(policy, backend="aot_eager")
+    )
     model = DevicePPO("MlpPolicy", env(), n_steps=8, batch_size=32, seed=0)
-    forward = model._forward(model.env)
-    assert isinstance(forward, CapturedPolicy) is expected
-    if expected:
-        assert model._forward(model.env) is forward  # captured once
+    captured = model.trainer()._captured
+    assert isinstance(captured, CapturedPolicy) is expected
+    assert model.trainer()._captured is captured  # captured once, with the trainer

@@ -117,6 +117,29 @@ def test_make_vec_refuses(overrides, app_message, kwargs, message):
         )
 
 
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        (
+            "+algo.target_kl=0.01",
+            r"vec_env=device trains PPO without target_kl .*: use vec_env=batched",
+        ),
+        (
+            "algo=a2c",
+            r"vec_env=device trains PPO and PPOLagrangian, not stable_baselines3.A2C: use",
+        ),
+    ],
+    ids=["target-kl", "a2c"],
+)
+def test_what_the_device_trainer_does_not_train_is_refused_before_it_writes(
+    tmp_path, train_config, override, message
+):
+    """The NumPy path trains them; the device trainer (one PPO update, no early stop) not."""
+    with pytest.raises(UserError, match=message):
+        train(train_config(*ON_THE_DEVICE, override), tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_the_training_app_compiles_only_the_device_step(tmp_path, train_config):
     with pytest.raises(
         UserError,

@@ -1,14 +1,14 @@
-"""DevicePPO and DeviceA2C without stopping: a rollout step and a minibatch update make no
-host sync and no host<->device copy (what a rollout or an update reads, it reads once,
-however many steps or minibatches it has), and the statistics still arrive whole."""
+"""The device trainer (DevicePPO, PPO-Lagrangian's device algorithm: P = 1) without stopping: a
+rollout step and a minibatch update make no host sync and no host<->device copy (what a rollout
+or an update reads, it reads once, however many steps or minibatches it has), and the
+statistics still arrive whole."""
 
 import numpy as np
 import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from safelife_rl.training.device import DeviceA2C, DevicePPO, GymnasiumTensorVecEnv
-from safelife_rl.training.device.deferred import DeferredScalar, deferred_scalars
+from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.methods.aup import DeviceAUPPenalty
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
 from safety_rl_common.torch_counts import OpCounts, counting
@@ -36,8 +36,7 @@ def model(
     if aup:
         env = DeviceAUPPenalty(env)
         env.q_network, env.coefficient = ActionQ(), 0.1
-    if algo is not DeviceA2C:
-        settings.setdefault("batch_size", N_ENVS * n_steps)
+    settings.setdefault("batch_size", N_ENVS * n_steps)
     if algo is DevicePPOLagrangian:  # the costs arrive as the env's tensor; some episodes end
         settings.setdefault("cost_limit", 0.5)
     agent = algo(
@@ -49,12 +48,16 @@ def model(
         policy_kwargs={"net_arch": [8]},
         **settings,
     )
-    _, agent.test_callback = agent._setup_learn(10**6, callback=callback)
+    _, agent.test_callbacks = agent.trainer().setup(10**6, [callback])
     return agent
 
 
 def collect(agent) -> None:
-    agent.collect_rollouts(agent.env, agent.test_callback, agent.rollout_buffer, agent.n_steps)
+    assert agent.trainer().collect_rollouts(agent.test_callbacks)
+
+
+def train(agent) -> None:
+    agent.trainer().train()
 
 
 def rollout_counts(agent) -> OpCounts:
@@ -64,7 +67,7 @@ def rollout_counts(agent) -> OpCounts:
     return counts
 
 
-@pytest.mark.parametrize("algo", [DevicePPO, DeviceA2C, DevicePPOLagrangian])
+@pytest.mark.parametrize("algo", [DevicePPO, DevicePPOLagrangian])
 def test_a_rollout_step_makes_no_sync_and_no_copy(algo):
     """Twice the steps, the same syncs and copies: each step adds none (restarts included)."""
     short, long = (rollout_counts(model(algo, n)) for n in (3, 6))
@@ -83,7 +86,7 @@ def train_counts(algo: type, batch_size: int) -> OpCounts:
     agent = model(algo, 6, batch_size=batch_size, n_epochs=1)
     collect(agent)
     with counting() as counts:
-        agent.train()
+        train(agent)
     return counts
 
 
@@ -109,7 +112,7 @@ def test_the_multiplier_is_updated_and_logged_on_the_device_path():
     agent = model(DevicePPOLagrangian, 6, callback=seen, n_epochs=1, multiplier_init=0.3)
     collect(agent)  # 3-step episodes: every env's ends at steps 3 and 6
     assert agent._ended.tolist() == [seen.total, 2 * N_ENVS]
-    agent.train()
+    train(agent)
     logged = agent.logger.name_to_value
     mean = seen.total / (2 * N_ENVS)
     assert logged["safety/episode_cost"] == pytest.approx(mean)
@@ -122,7 +125,7 @@ def test_the_multiplier_is_updated_and_logged_on_the_device_path():
 def test_the_losses_are_still_logged_as_numbers():
     agent = model(DevicePPO, 6, batch_size=8, n_epochs=2)
     collect(agent)
-    agent.train()
+    train(agent)
     logged = agent.logger.name_to_value
     for key in (
         "train/policy_gradient_loss",
@@ -133,17 +136,6 @@ def test_the_losses_are_still_logged_as_numbers():
         "train/loss",
     ):
         assert isinstance(logged[key], float) and np.isfinite(logged[key]), key
-
-
-def test_deferred_scalars_average_as_numpy_does_and_read_when_asked():
-    values = [torch.tensor(1.5), torch.tensor(2.0), torch.tensor(4.0)]
-    with deferred_scalars():
-        items = [v.item() for v in values]  # not SB3's train: read at once
-    assert items == [1.5, 2.0, 4.0]
-    deferred = [DeferredScalar(v) for v in values]
-    mean = np.mean(deferred)
-    assert isinstance(mean, DeferredScalar) and float(mean) == pytest.approx(2.5)
-    assert mean > 2 and f"{mean:.1f}" == "2.5"
 
 
 def test_episodes_reach_the_callbacks_at_the_rollout_end_with_their_steps():

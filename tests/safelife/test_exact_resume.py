@@ -40,7 +40,8 @@ ALGOS = {
         "log_interval=2",
     ],
 }
-# vec_env=device: the SafeLife envs stepped as tensors (DevicePPO, DeviceA2C), levels from a bank
+# vec_env=device: the SafeLife envs stepped as tensors (DevicePPO: the device trainer at P = 1),
+# levels from a bank
 DEVICE = ["vec_env=device", "env.kwargs.bank={size:4,progress:false}"]
 ALGOS["lagrangian"] = ["method=ppo_lagrangian", "cost_limit=2"]
 # AUP_proj: phase 1 takes 32 random and 64 DQN steps; phase 2 rollouts end at 128 and 160
@@ -50,9 +51,7 @@ ALGOS["aup"] = [
     "method.aux_steps=64",
     "method.aux_agent.buffer_size=200",
 ]
-ALGOS.update(
-    {f"device-{algo}": [*ALGOS[algo], *DEVICE] for algo in ("ppo", "a2c", "lagrangian", "aup")}
-)
+ALGOS.update({f"device-{algo}": [*ALGOS[algo], *DEVICE] for algo in ("ppo", "lagrangian", "aup")})
 
 
 class Killed(BaseException):
@@ -142,8 +141,8 @@ def stop_and_resume(train_config, run, algo, steps, how, monkeypatch):
         ("dqn", 70, "kill"),
         ("dqn", 150, "signal"),
         ("device-ppo", 40, "signal"),
+        ("device-ppo", 64, "signal"),
         ("device-ppo", 100, "kill"),
-        ("device-a2c", 74, "signal"),
         # the episode costs in progress at the checkpoint are counted again as the steps replay
         ("lagrangian", 100, "kill"),
         ("device-lagrangian", 40, "signal"),

@@ -254,6 +254,15 @@ def test_an_env_without_cost_is_refused_at_its_first_step():
         model(NoCost).learn(40)
 
 
+def test_an_env_without_cost_is_refused_on_the_device_path_naming_it():
+    """The device trainer's PPO-Lagrangian parts refuse a step without costs, naming the env
+    as the NumPy path does."""
+    envs = make_vec_env(NoCost, n_envs=4, seed=0, vec_env_cls=tensor_vec_env)
+    agent = DevicePPOLagrangian("MlpPolicy", envs, **SETTINGS)
+    with pytest.raises(UserError, match=r"info\['cost'\] \(every SafeLife id does\); .* does not"):
+        agent.learn(40)
+
+
 # -- the training app: method=ppo_lagrangian ------------------------------------------------
 
 LAGRANGIAN = ("method=ppo_lagrangian", "cost_limit=2")

@@ -16,11 +16,8 @@ from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training import SafeLifeCNN
 from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
-from safelife_rl.training.population import (
-    PopulationLagrangianMember,
-    PopulationMember,
-    PopulationPPO,
-)
+from safelife_rl.training.population import PopulationPPO
+from safelife_rl.training.precision import apply_precision
 from safety_rl_common.errors import UserError
 from safety_rl_common.torch_counts import OpCounts, counting
 
@@ -62,16 +59,22 @@ def single_run(seed: int, penalty: float, steps: int) -> DevicePPO:
 
 
 def population(
-    seeds: list[int], penalties: list[float], settings: dict | None = None, batching="auto"
+    seeds: list[int],
+    penalties: list[float],
+    settings: dict | None = None,
+    batching="auto",
+    precision: str = "fp32",
 ) -> PopulationPPO:
     env = SafeLifeVectorEnv(
         single_env(), N_ENVS * len(seeds), "cpu", wrappers(0.0), groups=len(seeds)
     )
 
     def member(view, seed):
-        return PopulationMember(
+        model = DevicePPO(
             "CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **(settings or SETTINGS)
         )
+        apply_precision(precision, model.policy)  # before the stacks are built, as runs.py
+        return model
 
     return PopulationPPO(env, member, seeds, penalties, batching)
 
@@ -144,7 +147,7 @@ def test_each_lagrangian_member_is_its_own_single_run(batching):
     env = SafeLifeVectorEnv(single_env(COSTLY), 2 * N_ENVS, "cpu", wrappers(0.0), groups=2)
 
     def member(view, seed):
-        return PopulationLagrangianMember(
+        return DevicePPOLagrangian(
             "CnnPolicy", view, seed=seed, policy_kwargs=POLICY, cost_limit=limits[view.index],
             **LAGRANGIAN, **SETTINGS,
         )  # fmt: skip
@@ -213,7 +216,7 @@ def test_members_that_cannot_be_batched_are_refused():
 
         def member(view, seed):
             settings = SETTINGS | {"n_epochs": next(epochs)}
-            return PopulationMember("CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **settings)
+            return DevicePPO("CnnPolicy", view, seed=seed, policy_kwargs=POLICY, **settings)
 
         PopulationPPO(env, member, [0, 1])
     with pytest.raises(UserError, match="target_kl"):
@@ -226,7 +229,7 @@ def counted_learn(
     """What two rollouts and updates of a population of ``size`` ask of the host, from its
     second rollout on (the first builds what is reused)."""
     env = vector_env(size * 2, groups=size)
-    kind = PopulationLagrangianMember if lagrangian else PopulationMember
+    kind = DevicePPOLagrangian if lagrangian else DevicePPO
     more = {"cost_limit": 1.0} if lagrangian else {}
 
     def member(view, seed):
@@ -272,7 +275,7 @@ def rollout_counts(size: int, n_steps: int) -> OpCounts:
     env = vector_env(size * 2, groups=size)
 
     def member(view, seed):
-        return PopulationMember(
+        return DevicePPO(
             "MlpPolicy", view, seed=seed, n_steps=n_steps, batch_size=2 * n_steps, n_epochs=1,
             policy_kwargs={"net_arch": [8]},
         )  # fmt: skip
@@ -287,7 +290,7 @@ def rollout_counts(size: int, n_steps: int) -> OpCounts:
 
     pop.venv.step = uncounted  # type: ignore[method-assign]
     with counting() as counts:
-        pop._collect_rollouts([])
+        pop.collect_rollouts([])
     return counts
 
 
@@ -314,7 +317,7 @@ def test_a_batched_update_launches_as_many_kernels_for_more_members(batching):
         pop = population(list(range(size)), [0.0] * size, batching=batching)
         pop.learn(N_ENVS * N_STEPS)
         with counting() as counts:
-            pop._train()
+            pop.train()
         return counts.kernels
 
     assert update_kernels(2) == update_kernels(4)

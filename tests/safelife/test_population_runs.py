@@ -76,7 +76,8 @@ def test_members_train_into_ordinary_run_folders(train_config, tmp_path, tb_scal
     "overrides, message",
     [
         (["method=aup"], "a population trains PPO, PPO with the impact penalty and PPO-Lag"),
-        (["algo=a2c"], "a population trains PPO"),
+        # a member is a vec_env=device run: refused as a single device run of A2C is
+        (["algo=a2c"], "vec_env=device trains PPO and PPOLagrangian, not stable_baselines3.A2C"),
         (["wrappers.side_effect_penalty=null"], "need the side_effect_penalty wrapper"),
     ],
 )
@@ -136,7 +137,7 @@ def test_reproduce_trains_a_task_as_one_population_and_resumes_a_member_alone(tm
 def test_a_resumed_population_continues_each_member_from_its_checkpoint(
     train_config, tmp_path, batching, monkeypatch
 ):
-    from safelife_rl.training.population import trainer
+    from safelife_rl.training.device import trainer
 
     if batching == "vmap":  # as on CUDA
         original = trainer.StackedNetworks
@@ -258,7 +259,7 @@ def test_a_population_needs_levels_the_device_keeps(tmp_path, capsys):
 def test_a_stopped_population_saves_every_member_and_resumes(train_config, tmp_path, monkeypatch):
     """SIGTERM mid-run: every member saves at the last rollout boundary (32 steps: one rollout
     of 2 envs x 16 steps), and the population continues from there."""
-    original = PopulationPPO._collect_rollouts
+    original = PopulationPPO.collect_rollouts
     rollouts = []
 
     def collect(self, callbacks):
@@ -267,7 +268,7 @@ def test_a_stopped_population_saves_every_member_and_resumes(train_config, tmp_p
             os.kill(os.getpid(), signal.SIGTERM)
         return original(self, callbacks)
 
-    monkeypatch.setattr(PopulationPPO, "_collect_rollouts", collect)
+    monkeypatch.setattr(PopulationPPO, "collect_rollouts", collect)
     folders = [tmp_path / "a", tmp_path / "b"]
     cfgs = members(train_config, "total_timesteps=128")
     with pytest.raises(RunStopped, match=r"stopped by SIGTERM at 32 steps a member"):

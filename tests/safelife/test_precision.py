@@ -147,9 +147,17 @@ class _BoardEnv(gym.Env):
 
 @pytest.mark.parametrize("batching", ["loop", "grouped", "vmap", "unfold"])
 def test_a_bf16_population_trains_in_every_batching(batching):
-    pop = population([0, 1], [0.0, 0.2], batching=batching)
-    for member in pop.members:
-        apply_precision("bf16", member.policy)
+    """The stacked pass computes in bfloat16 (its outputs FP32's to bf16's rounding, not
+    equal), and the population trains to finite weights."""
+    pop = population([0, 1], [0.0, 0.2], batching=batching, precision="bf16")
+    fp32 = population([0, 1], [0.0, 0.2], batching=batching)
+    obs = torch.randint(0, 2, (2, N_ENVS, *pop.env.single_observation_space.shape))
+    with torch.no_grad():
+        (logits, values), (logits_32, values_32) = pop.stacked(obs), fp32.stacked(obs)
+    assert logits.dtype == values.dtype == torch.float32
+    assert not torch.equal(logits, logits_32)
+    torch.testing.assert_close(logits, logits_32, rtol=0.05, atol=0.02)
+    torch.testing.assert_close(values, values_32, rtol=0.05, atol=0.02)
     pop = pop.learn(N_ENVS * N_STEPS * 2)
     for member in pop.members:
         assert all(torch.isfinite(p).all() for p in member.policy.parameters())

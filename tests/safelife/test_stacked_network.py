@@ -1,5 +1,5 @@
 """The members' networks written out over the member axis (``batching="grouped"``,
-:mod:`safelife_rl.training.population.grouped`): each member's outputs and gradients are its
+:mod:`safelife_rl.training.device.grouped`): each member's outputs and gradients are its
 own network's (to the batched kernels' rounding: bit for bit vmap's outputs), the operations of
 a forward pass do not grow with the members and are fewer than vmap's, a member's weights
 reach its outputs alone, and a network it does not know is refused by name."""
@@ -15,9 +15,9 @@ from stable_baselines3.common.torch_layers import NatureCNN
 from torch import nn
 
 from safelife_rl.training import SafeLifeCNN
-from safelife_rl.training.methods.ppo_lagrangian.algorithm import CostCritic
-from safelife_rl.training.population.grouped import UnknownNetwork
-from safelife_rl.training.population.stacked import PolicyHeads, StackedNetworks
+from safelife_rl.training.cost_critic import CostCritic
+from safelife_rl.training.device.grouped import UnknownNetwork
+from safelife_rl.training.device.stacked import PolicyHeads, StackedNetworks
 from safety_rl_common.torch_counts import count_ops
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
@@ -66,13 +66,18 @@ def members(kind: str, size: int) -> list[nn.Module]:
 def outputs_and_gradients(
     stacked: StackedNetworks, obs: torch.Tensor
 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """The stacked outputs of ``obs`` and the gradients of their sum of squares."""
+    """The stacked outputs of ``obs`` and the gradients of their sum of squares, stacked over
+    the members (``loop`` leaves them on each member's own parameters)."""
     out = stacked(obs)
     out = list(out) if isinstance(out, tuple) else [out]
-    for param in stacked.parameters():
+    for param in [*stacked.parameters(), *(p for m in stacked.members for p in m)]:
         param.grad = None
     sum(o.float().square().sum() for o in out).backward()  # type: ignore[union-attr]
-    return [o.detach() for o in out], [p.grad.clone() for p in stacked.parameters()]  # type: ignore[union-attr]
+    if stacked.batching == "loop":
+        grads = [torch.stack([p.grad for p in params]) for params in zip(*stacked.members)]  # type: ignore[misc]
+    else:
+        grads = [p.grad.clone() for p in stacked.parameters()]  # type: ignore[union-attr]
+    return [o.detach() for o in out], grads
 
 
 @pytest.mark.parametrize("kind", NETWORKS)

@@ -1,5 +1,6 @@
-"""SB3 learning without leaving the torch device: PPO and A2C whose rollouts (observations,
-actions, buffer) stay tensors on the training device, stepped from a tensor vector env."""
+"""SB3 learning without leaving the torch device: PPO whose rollouts (observations, actions,
+buffer) stay tensors on the training device, stepped from a tensor vector env, trained by one
+trainer over a member axis (:mod:`.trainer`: a single run is P = 1, a population P > 1)."""
 
 from safelife_rl.training.device.adapters import (
     GymnasiumTensorVecEnv,
@@ -9,24 +10,18 @@ from safelife_rl.training.device.adapters import (
     TensorVecEnv,
     tensor_vec_env,
 )
-from safelife_rl.training.device.algorithms import (
-    DeviceA2C,
-    DevicePPO,
-    DeviceRollouts,
-    device_algorithm,
-)
+from safelife_rl.training.device.algorithms import DevicePPO
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
+from safelife_rl.training.device.trainer import MemberTrainer
 
 __all__ = [
-    "DeviceA2C",
     "DevicePPO",
-    "DeviceRollouts",
     "GymnasiumTensorVecEnv",
+    "MemberTrainer",
     "NumpyToTorchArrays",
     "NumpyView",
     "TensorRolloutBuffer",
     "TensorStep",
     "TensorVecEnv",
-    "device_algorithm",
     "tensor_vec_env",
 ]

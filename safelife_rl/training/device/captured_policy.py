@@ -1,23 +1,20 @@
 """The policy's forward pass of a rollout step replayed as a CUDA graph (``compile=cudagraphs``).
 
 With ``compile=cudagraphs`` the device vector env's step is one CUDA graph; :class:`CapturedPolicy`
-makes the policy's network one more, so that a rollout step is two graph replays and a few
-kernels of SB3's own action distribution, where it was some fifty launches of the network
-alone. The network (features, the shared MLP, the value head) is captured with
+makes a single run's policy network one more, so that a rollout step is two graph replays and a
+few kernels of the action draw, where it was some fifty launches of the network alone. The
+network (features, the shared MLP, the value head) is captured with
 ``torch.compile(backend="cudagraphs")``: its graph runs the eager kernels, only replayed, so the
-actions, values and log-probabilities are the eager policy's bit for bit (inductor's fused
-kernels round differently, by about 1e-9 on the SafeLife CNN, and were no faster on a CPU), and
-a run may resume with ``compile`` changed. The action head and the distribution stay SB3's
-own code, run eagerly; the device algorithms draw from it (:mod:`.sampler`).
+action logits and values are the eager policy's bit for bit (inductor's fused kernels round
+differently, by about 1e-9 on the SafeLife CNN, and were no faster on a CPU), and a run may
+resume with ``compile`` changed. The action head runs eagerly after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
 import torch
-from stable_baselines3.common.distributions import Distribution
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 
@@ -35,23 +32,9 @@ def policy_latents(
     return latent_pi, policy.value_net(latent_vf)
 
 
-def distribution_and_values(
-    policy: ActorCriticPolicy,
-    observations: torch.Tensor,
-    network: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
-) -> tuple[Distribution, torch.Tensor]:
-    """SB3's ``ActorCriticPolicy.forward`` up to its sampling: the action distribution and the
-    values of ``observations`` (``network``: :func:`policy_latents` of ``policy``, or a capture
-    of it)."""
-    preprocessed = preprocess_obs(
-        observations, policy.observation_space, normalize_images=policy.normalize_images
-    )
-    latent_pi, values = (network or partial(policy_latents, policy))(preprocessed)
-    return policy._get_action_dist_from_latent(latent_pi), values
-
-
 class CapturedPolicy:
-    """:func:`distribution_and_values` of a policy with its network captured.
+    """A policy's action logits (its action head's output) and values of a batch of
+    observations, as :class:`~.stacked.PolicyHeads` computes them, with its network captured.
 
     :param policy: an SB3 actor-critic policy, in evaluation mode when called.
     :param backend: the ``torch.compile`` backend: ``"cudagraphs"`` (a CUDA graph of the eager
@@ -67,9 +50,13 @@ class CapturedPolicy:
         )
         self._graphs = backend == "cudagraphs"
 
-    def __call__(self, observations: torch.Tensor) -> tuple[Distribution, torch.Tensor]:
+    def __call__(self, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self._graphs:
             torch.compiler.cudagraph_mark_step_begin()
-        distribution, values = distribution_and_values(self.policy, observations, self._network)
+        policy = self.policy
+        preprocessed = preprocess_obs(
+            observations, policy.observation_space, normalize_images=policy.normalize_images
+        )
+        latent_pi, values = self._network(preprocessed)
         # the graph's next replay writes over its outputs: the values outlive this step
-        return distribution, values.clone() if self._graphs else values
+        return policy.action_net(latent_pi), values.clone() if self._graphs else values

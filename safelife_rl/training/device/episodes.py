@@ -109,3 +109,15 @@ def _concatenated(final_infos: list[dict[str, Any]], endeds: list[Any]) -> dict[
             else:
                 joined[key] = [item for part in filled for item in part]
     return joined
+
+
+def add_episode_infos(model: Any, infos: list[dict[str, Any]]) -> None:
+    """The final infos of ended episodes into an SB3 model's episode statistics, as its
+    rollouts add them (``info["episode"]`` to ``ep_info_buffer``, ``info["is_success"]`` to
+    ``ep_success_buffer``)."""
+    for info in infos:
+        episode, success = info.get("episode"), info.get("is_success")
+        if episode is not None:
+            model.ep_info_buffer.append(episode)
+        if success is not None:
+            model.ep_success_buffer.append(success)

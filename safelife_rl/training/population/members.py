@@ -1,6 +1,7 @@
-"""A population member as its own SB3 model sees the world: its envs (a view of its group of
-the population's vector env), its random streams, and a model whose saved files hold only its
-own weights."""
+"""A population member as its own SB3 model (its single run's
+:class:`~safelife_rl.training.device.DevicePPO` or PPO-Lagrangian's device algorithm) sees the
+world: its envs (a view of its group of the population's vector env), its shared schedules and
+its random streams."""
 
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
-from torch.utils._pytree import tree_map
 
 from safelife_rl.envs.vector_env import SafeLifeVectorEnv
 from safelife_rl.training.device.adapters import Forwarding, TensorVecEnv
-from safelife_rl.training.device.algorithms import DevicePPO
-from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
 
 
 class SharedSchedules:
@@ -105,23 +103,3 @@ class MemberRandom:
         stream = np.random.RandomState()
         stream.set_state(np.random.get_state())
         return cls(generator, stream)
-
-
-class PopulationMember(DevicePPO):
-    """A :class:`~safelife_rl.training.device.DevicePPO` whose weights and Adam moments are
-    views of the population's stacked tensors: its saved parameters are copies of its own
-    slices (not the population's storage), so its files are a single run's, loadable by
-    ``PPO.load``."""
-
-    def get_parameters(self) -> dict[str, dict]:
-        return tree_map(
-            lambda value: value.clone() if isinstance(value, torch.Tensor) else value,
-            super().get_parameters(),
-        )
-
-
-class PopulationLagrangianMember(PopulationMember, DevicePPOLagrangian):
-    """A :class:`PopulationMember` trained by PPO-Lagrangian (a
-    :class:`~safelife_rl.training.methods.ppo_lagrangian.DevicePPOLagrangian`): its cost critic's
-    weights and Adam moments are views of the population's stacks too, its multiplier and
-    budget its own (:mod:`.costs`)."""

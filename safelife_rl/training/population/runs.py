@@ -37,17 +37,16 @@ from safelife_rl.training.config import (
     check_settings,
     user_errors_of_instantiate,
 )
+from safelife_rl.training.cost_critic import CostCritic
+from safelife_rl.training.device import DevicePPO
 from safelife_rl.training.device.adapters import TensorVecEnv
 from safelife_rl.training.envs import make_device_vec_env
 from safelife_rl.training.files import save_model_atomic
 from safelife_rl.training.logs import run_logger
 from safelife_rl.training.methods import method_of
-from safelife_rl.training.methods.ppo_lagrangian.algorithm import CostCritic
+from safelife_rl.training.methods.ppo_lagrangian.algorithm import LagrangianMixin
 from safelife_rl.training.model_files import load_model
-from safelife_rl.training.population.members import (
-    PopulationLagrangianMember,
-    PopulationMember,
-)
+from safelife_rl.training.models import training_target
 from safelife_rl.training.population.record import (
     MemberRecord,
     joined_rollouts,
@@ -84,13 +83,6 @@ VARYING = (
     "algo.cost_limit",
     "method.name",
 )
-#: The population member of each algorithm a population trains, by its ``_target_``.
-MEMBERS: dict[str, type[PopulationMember]] = {
-    "stable_baselines3.PPO": PopulationMember,
-    "stable_baselines3.ppo.PPO": PopulationMember,
-    "safelife_rl.training.PPOLagrangian": PopulationLagrangianMember,
-    "safelife_rl.training.methods.ppo_lagrangian.PPOLagrangian": PopulationLagrangianMember,
-}
 
 
 def member_config(cfg: DictConfig) -> DictConfig:
@@ -131,11 +123,7 @@ def check_population(cfgs: Sequence[DictConfig]) -> None:
         check_settings(cfg)
         method_of(cfg).check_env(cfg)
         method = cfg.get("method") or {}
-        if (
-            cfg.algo._target_ not in MEMBERS
-            or method.get("vec_env_wrapper")
-            or method.get("callbacks")
-        ):
+        if method.get("vec_env_wrapper") or method.get("callbacks"):
             name = method.get("name", cfg.algo._target_)
             raise UserError(
                 "a population trains PPO, PPO with the impact penalty and PPO-Lagrangian; "
@@ -197,7 +185,7 @@ def _networks(
         )
         obs = torch.as_tensor(observation_space.sample()[None])
         passes = [(policy, lambda: policy.evaluate_actions(obs, torch.zeros(1)))]
-        if MEMBERS[cfg.algo._target_] is PopulationLagrangianMember:
+        if issubclass(get_class(training_target(cfg)), LagrangianMixin):
             critic = CostCritic.like(policy)
             passes.append((critic, lambda: critic(obs)))
     return passes
@@ -271,14 +259,11 @@ def build_population(cfgs: Sequence[DictConfig], batching: str = "auto") -> Popu
             groups=len(cfgs),
         )
     vector = venv.venv.unwrapped  # type: ignore[attr-defined]
-    kind = MEMBERS[first.algo._target_]
-    algos = iter(
-        OmegaConf.merge(cfg.algo, {"_target_": f"{kind.__module__}.{kind.__qualname__}"})
-        for cfg in cfgs
-    )
+    # each member its single run's device algorithm (DevicePPO, DevicePPOLagrangian)
+    algos = iter(OmegaConf.merge(cfg.algo, {"_target_": training_target(cfg)}) for cfg in cfgs)
     policy_kwargs = instantiate(first.policy.kwargs, _convert_="all")
 
-    def make_member(view: TensorVecEnv, seed: int) -> PopulationMember:
+    def make_member(view: TensorVecEnv, seed: int) -> DevicePPO:
         member = instantiate(
             next(algos), policy=first.policy.name, env=view, policy_kwargs=policy_kwargs,
             seed=seed, device=device, verbose=0, _convert_="all",

@@ -13,7 +13,6 @@ from safelife_rl.training.envs import make_env, multi_agent_task
 from safelife_rl.training.methods.plugin import Method
 from safelife_rl.training.methods.ppo_lagrangian.algorithm import (
     CostRolloutBuffer,
-    DevicePPOLagrangian,
     PPOLagrangian,
     TensorCostRolloutBuffer,
 )
@@ -22,6 +21,7 @@ from safelife_rl.training.methods.ppo_lagrangian.checks import (
     check_env_reports_cost,
     check_lagrangian_settings,
 )
+from safelife_rl.training.methods.ppo_lagrangian.costs import DevicePPOLagrangian, PopulationCosts
 from safety_rl_common.errors import UserError
 
 
@@ -67,6 +67,7 @@ __all__ = [
     "CostRolloutBuffer",
     "DevicePPOLagrangian",
     "PPOLagrangian",
+    "PopulationCosts",
     "TensorCostRolloutBuffer",
     "check_cost_limit",
 ]

@@ -20,18 +20,19 @@ The constrained problem ``max J_r  s.t.  J_c <= cost_limit`` becomes
 3. the cost critic (a network like the policy's value branch, its own features extractor and
    optimizer) regresses the cost returns over the same epochs and minibatch size.
 
-The rollouts are SB3's
-:meth:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm.collect_rollouts`
-(:class:`PPOLagrangian`) or the device path's (:class:`DevicePPOLagrangian`, ``vec_env=device``): a
-stand-in for its callback reads each step's costs (from the ``infos`` it is handed, as every SB3
-callback can, or from the device step's cost tensor) and stores them, with the cost critic's values,
-in the rollout buffer; truncated episodes are bootstrapped with the cost critic as the reward is.
-Both twins share one implementation (:class:`LagrangianMixin`): the episode costs, their sums and
-the multiplier are tensors on the training device, so on the device path no rollout step and no
-minibatch waits for the host; an update reads what it logs once. The multiplier's state is a tensor
-saved with the model (``lagrange_state``), the cost critic and its optimizer are saved beside the
-policy, and an exact resume counts the costs of the episodes in progress again as it replays their
-steps, so a run resumes where it was.
+On the NumPy path (:class:`PPOLagrangian`) the rollouts are SB3's
+:meth:`~stable_baselines3.common.on_policy_algorithm.OnPolicyAlgorithm.collect_rollouts`: a
+stand-in for its callback reads each step's costs from the ``infos`` it is handed (as every SB3
+callback can) and stores them, with the cost critic's values, in the rollout buffer; truncated
+episodes are bootstrapped with the cost critic as the reward is. On the device path
+(``vec_env=device``, :class:`~.costs.DevicePPOLagrangian`) the device trainer does the same with
+the step's cost tensor, and the cost critic's update and the multiplier's are
+:class:`~.costs.PopulationCosts`, one run's or a population's. The episode costs, their sums and
+the multiplier (:class:`LagrangianMixin`) are tensors on the training device, so on the device
+path no rollout step and no minibatch waits for the host; an update reads what it logs once.
+The multiplier's state is a tensor saved with the model (``lagrange_state``), the cost critic
+and its optimizer are saved beside the policy, and an exact resume counts the costs of the
+episodes in progress again as it replays their steps, so a run resumes where it was.
 
 TensorBoard (``safety/``): ``episode_cost`` (the mean ``J_c`` the update used), ``cost_limit``,
 ``multiplier``, ``multiplier_update`` (its change this rollout), ``cost_value_loss``.
@@ -39,24 +40,19 @@ TensorBoard (``safety/``): ``episode_cost`` (the mean ``J_c`` the update used), 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.preprocessing import preprocess_obs
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
 from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
-from safelife_rl.training.device.adapters import TensorStep
-from safelife_rl.training.device.algorithms import DeviceRollouts
+from safelife_rl.training.cost_critic import CostCritic
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.methods.ppo_lagrangian.checks import (
     check_lagrange_state,
@@ -153,7 +149,7 @@ def count_costs(
 
 
 class TensorCostRolloutBuffer(TensorRolloutBuffer):
-    """:class:`CostRolloutBuffer` on the training device (for :class:`DevicePPOLagrangian`):
+    """:class:`CostRolloutBuffer` on the training device (for the device path):
     the same fields as tensors, the same GAE, the same minibatches."""
 
     def reset(self) -> None:
@@ -195,47 +191,6 @@ class TensorCostRolloutBuffer(TensorRolloutBuffer):
                 yield self.observations[steps, envs], self.cost_returns[steps, envs]
 
 
-class CostCritic(nn.Module):
-    """Estimates the discounted cost to come: a features extractor like the policy's, its
-    value-branch layers and a linear output."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        features_extractor: BaseFeaturesExtractor,
-        net_arch: list[int],
-        activation_fn: type[nn.Module],
-        normalize_images: bool,
-    ):
-        super().__init__()
-        self.observation_space = observation_space
-        self.normalize_images = normalize_images
-        self.features_extractor = features_extractor
-        self.head = nn.Sequential(
-            *create_mlp(features_extractor.features_dim, 1, net_arch, activation_fn)
-        )
-
-    @classmethod
-    def like(cls, policy: ActorCriticPolicy) -> CostCritic:
-        """A critic shaped as ``policy``'s value side: a features extractor of its own like the
-        policy's, and the policy's value-branch layers."""
-        net_arch = policy.net_arch
-        value_arch = list(net_arch["vf"] if isinstance(net_arch, dict) else net_arch)
-        return cls(
-            policy.observation_space,
-            policy.make_features_extractor(),
-            value_arch,
-            policy.activation_fn,
-            policy.normalize_images,
-        )
-
-    def forward(self, obs: th.Tensor) -> th.Tensor:
-        features = self.features_extractor(
-            preprocess_obs(obs, self.observation_space, normalize_images=self.normalize_images)
-        )
-        return self.head(features)
-
-
 class _CostTap:
     """Stands in for the learn loop's callback during a rollout: after each env step it stores
     the step's costs and cost values in the buffer, then hands on to the callback."""
@@ -260,9 +215,10 @@ class _CostTap:
 
 
 class LagrangianMixin:
-    """The Lagrangian method for an SB3 PPO (see the module docstring), written once for the
-    NumPy rollouts (:class:`PPOLagrangian`) and the device's (:class:`DevicePPOLagrangian`):
-    each twin says only how a step's costs are read (:meth:`_step_costs`). The episode-cost
+    """The Lagrangian method for an SB3 PPO (see the module docstring): its settings, state and
+    multiplier update for the NumPy rollouts (:class:`PPOLagrangian`) and the device's
+    (:class:`~.costs.DevicePPOLagrangian`, whose update is the device trainer's); each says
+    how a step's costs are read (:meth:`_step_costs`). The episode-cost
     accounting and the multiplier are tensors on the training device, so a device rollout or
     update never waits for them; an update reads what it logs once, at its end.
 
@@ -511,25 +467,3 @@ class PPOLagrangian(LagrangianMixin, PPO):
                 terminal = self.policy.obs_to_tensor(info["terminal_observation"])[0]
                 stored[k] += self.gamma * float(self._cost_values(terminal)[0])
         return stored
-
-
-class DevicePPOLagrangian(LagrangianMixin, DeviceRollouts, PPO):
-    """:class:`PPOLagrangian` trained from a :class:`~safelife_rl.training.device.TensorVecEnv`
-    without leaving the device (``vec_env=device``): the costs come as the step's tensor
-    (:attr:`~safelife_rl.training.device.TensorStep.costs`), a time limit's cuts bootstrap the
-    costs with the cost critic where they bootstrap the rewards, once per rollout, and nothing
-    in a rollout step or a minibatch waits for the device."""
-
-    cost_buffer_class = TensorCostRolloutBuffer
-    rollout_buffer: TensorCostRolloutBuffer
-
-    def _step_costs(self, locals_: dict[str, Any]) -> tuple[th.Tensor, th.Tensor]:
-        step: TensorStep = locals_["step"]
-        if step.costs is None:
-            check_reports_cost({}, self._env_name())
-        return step.costs, step.terminated | step.truncated  # type: ignore[return-value]
-
-    def _timeout_bootstraps(
-        self, buffer: TensorRolloutBuffer
-    ) -> list[tuple[Callable[[th.Tensor], th.Tensor], th.Tensor]]:
-        return [*super()._timeout_bootstraps(buffer), (self.cost_critic, buffer.costs)]  # type: ignore[attr-defined]

@@ -1,30 +1,30 @@
-"""PPO-Lagrangian's parts of a population (:class:`PopulationCosts`): every member's cost
-critic run and trained as one stack, its episode costs counted as one tensor, and its own
-multiplier, budget and PID gains, as
-:class:`~safelife_rl.training.methods.ppo_lagrangian.algorithm.LagrangianMixin` keeps them for
-one run (the same steps in the same order: a member makes its single
-:class:`~safelife_rl.training.methods.ppo_lagrangian.DevicePPOLagrangian` run's updates)."""
+"""PPO-Lagrangian on the device path: :class:`DevicePPOLagrangian` (``vec_env=device``) and its
+parts of the device trainer (:class:`PopulationCosts`, one run's or a population's): every
+member's cost critic run and trained as one stack, its episode costs counted as one tensor, and
+its own multiplier, budget and PID gains, as
+:class:`~safelife_rl.training.methods.ppo_lagrangian.algorithm.LagrangianMixin` keeps them (the
+same steps in the same order for P = 1 and each member of a population)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from safelife_rl.training.device.adapters import TensorStep
+from safelife_rl.training.device.algorithms import DevicePPO
+from safelife_rl.training.device.stacked import StackedNetworks, StackedOptimizer
+from safelife_rl.training.device.trainer import MemberTrainer
 from safelife_rl.training.methods.ppo_lagrangian.algorithm import (
     MULTIPLIER,
+    LagrangianMixin,
     TensorCostRolloutBuffer,
     count_costs,
     penalised,
 )
 from safelife_rl.training.methods.ppo_lagrangian.checks import check_reports_cost
-from safelife_rl.training.population.members import PopulationLagrangianMember
-from safelife_rl.training.population.stacked import StackedNetworks, StackedOptimizer
-
-#: One epoch's minibatches: the (steps, envs) indices ``(P, batch)`` of each.
-Minibatches = Callable[[], Iterable[tuple[torch.Tensor, torch.Tensor]]]
 
 
 class PopulationCosts:
@@ -36,7 +36,7 @@ class PopulationCosts:
     :param batching: as the policies' (:data:`~.stacked.BATCHING`).
     """
 
-    def __init__(self, members: Sequence[PopulationLagrangianMember], n_envs: int, batching: str):
+    def __init__(self, members: Sequence[DevicePPOLagrangian], n_envs: int, batching: str):
         self.members, self.n_envs, self.size = list(members), n_envs, len(members)
         self.critics = StackedNetworks([m.cost_critic for m in members], batching)
         self.optimizer = StackedOptimizer(self.critics, [m.cost_optimizer for m in members])
@@ -62,7 +62,7 @@ class PopulationCosts:
         each member's total since its last update (:func:`count_costs`); the step's costs and
         ends."""
         if step.costs is None:
-            check_reports_cost({}, "the population's env")
+            check_reports_cost({}, self.members[0]._env_name())
         costs, dones = step.costs, step.terminated | step.truncated
         count_costs(self.episode_costs, self.ended, costs, dones)
         return costs, dones
@@ -89,19 +89,16 @@ class PopulationCosts:
             )
         return torch.stack(reports)
 
-    def train(
-        self, buffer: TensorCostRolloutBuffer, minibatches: Minibatches, progress: float
-    ) -> torch.Tensor:
-        """Every member's cost critic regressed on its cost returns (``n_epochs`` passes of
-        ``minibatches``, each member's own order); the members' mean losses ``(P,)``."""
-        first = self.members[0]
+    def train(self, trainer: MemberTrainer, progress: float) -> torch.Tensor:
+        """Every member's cost critic regressed on its cost returns (``n_epochs`` passes of the
+        trainer's minibatches, each member's own order); the members' mean losses ``(P,)``."""
+        first, buffer = self.members[0], trainer.buffer
         self.set_training_mode(True)
-        for member in self.members:
-            member._update_learning_rate(member.cost_optimizer)
-        self.optimizer.set_lr(first.lr_schedule(progress))
+        lr = trainer.set_learning_rates([m.cost_optimizer for m in self.members], progress)
+        self.optimizer.set_lr(lr)
         losses = []
         for _ in range(first.n_epochs):
-            for steps, envs in minibatches():
+            for steps, envs in trainer.minibatches():
                 values = self.critics(buffer.observations[steps, envs]).flatten(1)
                 loss = F.mse_loss(values, buffer.cost_returns[steps, envs], reduction="none")
                 loss = loss.mean(1)
@@ -120,3 +117,25 @@ class PopulationCosts:
         ).tolist()
         for member, row in zip(self.members, read):
             member.record_update(row)
+
+
+class DevicePPOLagrangian(LagrangianMixin, DevicePPO):
+    """:class:`~.algorithm.PPOLagrangian` trained from a
+    :class:`~safelife_rl.training.device.TensorVecEnv` without leaving the device
+    (``vec_env=device``) by the device trainer, with :class:`PopulationCosts` as its parts: the
+    costs come as the step's tensor (:attr:`~safelife_rl.training.device.TensorStep.costs`), a
+    time limit's cuts bootstrap the costs with the cost critic where they bootstrap the
+    rewards, once per rollout, and nothing in a rollout step or a minibatch waits for the
+    device."""
+
+    cost_buffer_class = TensorCostRolloutBuffer
+    rollout_buffer: TensorCostRolloutBuffer
+    #: the device trainer's parts of this algorithm (:class:`~.trainer.MemberTrainer`)
+    member_axis_parts = PopulationCosts
+
+    def _step_costs(self, locals_: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """A replayed step's costs (an exact resume's)."""
+        step: TensorStep = locals_["step"]
+        if step.costs is None:
+            check_reports_cost({}, self._env_name())
+        return step.costs, step.terminated | step.truncated  # type: ignore[return-value]

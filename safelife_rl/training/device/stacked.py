@@ -22,7 +22,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.utils._pytree import tree_map
 
-from safelife_rl.training.population.grouped import PolicyHeads, grouped_network
+from safelife_rl.training.device.grouped import PolicyHeads, grouped_network
 
 __all__ = [
     "BATCHING",
@@ -110,6 +110,7 @@ class StackedNetworks:
         self.params = {name: p.detach().requires_grad_() for name, p in params.items()}
         self.buffers = buffers
         self.size = len(networks)
+        self.networks = list(networks)
         self.members = [list(net.parameters()) for net in networks]
         for k, net in enumerate(networks):
             for name, param in net.named_parameters():
@@ -138,21 +139,21 @@ class StackedNetworks:
 
     def __call__(self, obs: torch.Tensor) -> Any:
         """The networks' outputs of observations ``(P, B, ...)``, each ``(P, B, ...)``: member
-        ``k``'s of ``obs[k]`` by its own network. A population of one always runs its network
-        as itself."""
-        if self.size == 1 or self.batching == "loop":
-            # the members' slices in one unbind, whose backward stacks their gradients (P
-            # slices taken one by one would each make a gradient the size of the whole stack)
-            names, stacks = list(self.params), self.params.values()
-            members = [dict(zip(names, parts)) for parts in zip(*(p.unbind() for p in stacks))]
-            outputs = [
-                _called(self._base, params, {n: b[k] for n, b in self.buffers.items()}, obs[k])
-                for k, params in enumerate(members)
-            ]
-            return tree_map(lambda *parts: torch.stack(parts), *outputs)
-        if self._grouped is not None:
+        ``k``'s of ``obs[k]`` by its own network. Member by member (``loop``) each member's
+        module runs as its single run runs it (its gradients on its own parameters, which
+        :class:`StackedOptimizer` steps); batched, a population of one runs its network alone
+        on the stacked parameters."""
+        if self.batching == "loop":
+            outputs = [network(obs[k]) for k, network in enumerate(self.networks)]
+        elif self.size == 1:
+            outputs = [self.member(0, obs[0])]
+        elif self._grouped is not None:
             return self._grouped(self.params, obs)
-        return self._batched(self.params, self.buffers, obs)
+        else:
+            return self._batched(self.params, self.buffers, obs)
+        if self.size == 1:  # a view, not a copy
+            return tree_map(lambda part: part.unsqueeze(0), outputs[0])
+        return tree_map(lambda *parts: torch.stack(parts), *outputs)
 
     def member(self, k: int, obs: torch.Tensor) -> Any:
         """Member ``k``'s outputs of a batch ``obs`` by its network alone."""
@@ -209,17 +210,19 @@ class StackedOptimizer:
     def zero_grad(self) -> None:
         for param in self.stacked.parameters():
             param.grad = None
+        for params in self.stacked.members:
+            for param in params:
+                param.grad = None
 
     def step(self, max_grad_norm: float) -> None:
-        """Every member's step on the stacked gradients: clipped to ``max_grad_norm`` (its
-        global norm, as ``clip_grad_norm_``), then its optimizer's step."""
+        """Every member's step on its gradients (the stacked ones batched, its own parameters'
+        member by member): clipped to ``max_grad_norm`` (its global norm, as
+        ``clip_grad_norm_``), then its optimizer's step."""
         if self.optimizer is not None:
             self.stacked.clip_grad_norms(max_grad_norm)
             self.optimizer.step()
             return
-        for k, (params, optimizer) in enumerate(zip(self.stacked.members, self.optimizers)):
-            for param, stacked in zip(params, self.stacked.parameters()):
-                param.grad = None if stacked.grad is None else stacked.grad[k]
+        for params, optimizer in zip(self.stacked.members, self.optimizers):
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             optimizer.step()
 

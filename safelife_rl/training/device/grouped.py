@@ -25,8 +25,8 @@ from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
 from torch import nn
 
+from safelife_rl.training.cost_critic import CostCritic
 from safelife_rl.training.features import SafeLifeCNN
-from safelife_rl.training.methods.ppo_lagrangian.algorithm import CostCritic
 
 
 class PolicyHeads(nn.Module):

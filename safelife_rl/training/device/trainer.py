@@ -1,0 +1,526 @@
+"""The device path's one PPO trainer, written once over a leading member axis: P runs trained
+together in one process (a population), or one run (P = 1: every ``vec_env=device`` PPO run,
+:class:`~.algorithms.DevicePPO` and PPO-Lagrangian's device algorithm).
+
+Each member is an ordinary SB3 model (a :class:`~.algorithms.DevicePPO`) with its own seed,
+callbacks, logger and files; :class:`MemberTrainer` drives them in lockstep as SB3's ``learn``
+drives one: a rollout of every member's envs (one vector-env step and one batched forward pass
+per step) into one rollout buffer ``(steps, P * n_envs)``, then one PPO update of every member
+(each member's own minibatch order, advantages, losses, gradient clipping and Adam moments,
+computed as stacked tensors: :mod:`.stacked`). A method's own parts of a rollout and an update
+(PPO-Lagrangian's cost critics and multipliers) plug in as the member class's
+``member_axis_parts``; a population's grouped env, its resets and exact resume are
+:class:`~safelife_rl.training.population.PopulationPPO`'s.
+
+**Exactness.** At P = 1 the update is stock SB3 PPO's bit for bit from the same rollout (same
+float32 operations in the same order: ``tests/safelife/test_device_training.py``). Each
+member's actions are drawn by one batched :class:`~.sampler.ActionSampler` from its seed and
+step count, its minibatches from its own NumPy stream (``permutations``). Run member by member
+(``batching="loop"``, the CPU's default and a single run's), each member makes its single
+run's updates bit for bit. Batched with ``torch.func.vmap`` (CUDA's default for P > 1), the
+convolutions and products of all members run in other kernels, whose sums round otherwise:
+about 1e-9 relative per forward pass, a few 1e-7 in the weights after a few updates.
+
+**Callbacks.** Nothing in a rollout step waits for the device. At each step a member's
+callback sees ``locals["actions"]`` (its actions, on the device), ``locals["step"]`` (the whole
+:class:`~.adapters.TensorStep`) and empty ``infos`` and ``dones``; its ``on_step`` runs once a
+vector-env step, after ``num_timesteps`` has moved on by its ``n_envs``, so SB3's
+``CheckpointCallback`` and the project's step-counted callbacks fire at the step counts they
+fire at on the NumPy path. The episodes that ended in the rollout come together at its end: in
+``on_rollout_end``, ``locals["episodes"]`` is a list of ``(timesteps, info)`` in the order they
+ended (read from the device in one copy), and SB3's ``ep_info_buffer`` gets them then too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import explained_variance
+from torch.distributions import Categorical
+from tqdm import tqdm
+
+from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.device.buffer import TensorRolloutBuffer
+from safelife_rl.training.device.captured_policy import CapturedPolicy
+from safelife_rl.training.device.episodes import EpisodeRecorder, add_episode_infos
+from safelife_rl.training.device.sampler import ActionSampler, run_seed
+from safelife_rl.training.device.stacked import PolicyHeads, StackedNetworks, StackedOptimizer
+from safety_rl_common.errors import UserError
+
+#: The PPO settings every member must share (they shape the batched update).
+SHARED = (
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "normalize_advantage",
+    "target_kl",
+    "n_envs",
+    "use_sde",
+)
+
+
+def check_trainable(model: Any) -> None:
+    """Refuse, in one line, a PPO model the trainer cannot train: continuous actions or
+    ``target_kl`` (an update that stops early), which the NumPy path trains."""
+    space = model.action_space
+    if space is not None and not isinstance(space, spaces.Discrete):
+        raise UserError(
+            f"vec_env=device trains discrete actions, not {type(space).__name__} ones: "
+            "use vec_env=batched"
+        )
+    if model.target_kl is not None:
+        raise UserError(
+            "vec_env=device trains PPO without target_kl (no run stops its update early): "
+            "use vec_env=batched"
+        )
+
+
+#: The episodes of each member that ended in a rollout, as ``(timesteps, info)``.
+Episodes = list[list[tuple[int, dict[str, Any]]]]
+
+
+class MemberTrainer:
+    """P PPO members trained together (P = 1: one run); see the module docstring.
+
+    :param venv: the tensor vector env of all members' envs, member ``k``'s the ``k``-th
+        ``n_envs`` of it.
+    :param members: the members' models (:class:`~.algorithms.DevicePPO`s of one class and the
+        :data:`SHARED` settings).
+    :param permutations: each member's draw of its minibatch order (``np.random.permutation``
+        for a single run, as SB3's buffer draws it).
+    :param batching: how the members' networks run together (:data:`~.stacked.BATCHING`).
+    """
+
+    def __init__(
+        self,
+        venv: TensorVecEnv,
+        members: Sequence[Any],
+        permutations: Sequence[Callable[[int], np.ndarray]],
+        batching: str = "auto",
+    ):
+        self.venv = venv
+        self.members = list(members)
+        self.permutations = list(permutations)
+        self.size, self.n_envs = len(self.members), self.members[0].n_envs
+        self._check_members()
+        first = self.members[0]
+        self.device = first.device
+        self.sampler = ActionSampler(
+            [run_seed(member) for member in self.members],
+            self.n_envs,
+            int(first.action_space.n),
+            self.device,
+        )
+        self.stacked = StackedNetworks([PolicyHeads(m.policy) for m in self.members], batching)
+        self.optimizer = StackedOptimizer(self.stacked, [m.policy.optimizer for m in self.members])
+        #: a method's parts (PPO-Lagrangian's costs), from the member class's ``member_axis_parts``
+        self.costs: Any = None
+        parts = getattr(first, "member_axis_parts", None)
+        if parts is not None:
+            self.costs = parts(self.members, self.n_envs, self.stacked.batching)
+        if self.size == 1:  # a single run's own buffer
+            self.buffer = first.rollout_buffer
+        else:
+            self.buffer = type(first.rollout_buffer)(
+                first.n_steps,
+                first.observation_space,
+                first.action_space,
+                self.device,
+                gae_lambda=first.gae_lambda,
+                gamma=first.gamma,
+                n_envs=self.size * self.n_envs,
+            )
+        self.buffer.reset()
+        #: a single run's network replayed as a CUDA graph when its env replays its step as one
+        self._captured = None
+        if self.size == 1 and getattr(venv, "cuda_graphs", False):
+            self._captured = CapturedPolicy(first.policy)
+        #: each member's steps at the last rollout boundary (trained on every step it counts)
+        self.trained_steps = 0
+        self._last_obs: torch.Tensor | None = None
+        self._last_starts: torch.Tensor | None = None
+
+    def _check_members(self) -> None:
+        first = self.members[0]
+        check_trainable(first)
+        if not isinstance(first.rollout_buffer, TensorRolloutBuffer):
+            raise UserError("the device trainer keeps its rollouts in a TensorRolloutBuffer")
+        for k, member in enumerate(self.members):
+            if type(member) is not type(first):
+                raise UserError(
+                    f"member {k} is a {type(member).__name__}, member 0 a "
+                    f"{type(first).__name__}: a population's members train one algorithm"
+                )
+            for name in SHARED:
+                if getattr(member, name) != getattr(first, name):
+                    raise UserError(
+                        f"the members differ in {name} ({getattr(first, name)!r} and "
+                        f"{getattr(member, name)!r}): a population batches them as one"
+                    )
+        if self.venv.num_envs != self.size * self.n_envs:
+            raise UserError(
+                f"{self.size} members of {self.n_envs} envs need {self.size * self.n_envs} "
+                f"envs, got {self.venv.num_envs}"
+            )
+
+    # -- learning -----------------------------------------------------------------------------
+
+    def _reset_envs(self) -> None:
+        """Before the members start afresh: a single run's env is reset by SB3's setup."""
+
+    def setup(
+        self,
+        total_timesteps: int,
+        callbacks: Sequence[BaseCallback | None] | None = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+    ) -> tuple[int, list[BaseCallback]]:
+        """SB3's setup of every member's learning (step count, episode statistics, logger,
+        callbacks, first observations: ``_setup_learn``), the envs reset where the members
+        start afresh; the step count to train to and each member's callback, ready for
+        :meth:`collect_rollouts`."""
+        callbacks = list(callbacks or [None] * self.size)
+        if len(callbacks) != self.size:
+            raise UserError(f"need one callback per member ({self.size}), got {len(callbacks)}")
+        if reset_num_timesteps or any(m._last_obs is None for m in self.members):
+            self._reset_envs()
+        started = []
+        for member, callback in zip(self.members, callbacks):
+            # SB3's setup: step count, episode statistics, logger, callbacks, first observations
+            total, started_callback = member._setup_learn(
+                total_timesteps, callback, reset_num_timesteps, tb_log_name, False
+            )
+            started.append(started_callback)
+        self._last_obs = torch.cat(
+            [torch.as_tensor(m._last_obs).to(self.device) for m in self.members]
+        )
+        self._last_starts = torch.cat(
+            [
+                torch.as_tensor(m._last_episode_starts, dtype=torch.bool).to(self.device)
+                for m in self.members
+            ]
+        )
+        return total, started
+
+    def learn(
+        self,
+        total_timesteps: int,
+        callbacks: Sequence[BaseCallback | None] | None = None,
+        log_interval: int = 1,
+        progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+    ) -> MemberTrainer:
+        """Train every member ``total_timesteps`` more steps of its own, as
+        ``model.learn(total_timesteps, callback, reset_num_timesteps=...)`` trains one (the
+        step counts from 0, or on from the members' own, all equal).
+
+        :param callbacks: one per member (or ``None``), each seeing its member's model, steps,
+            episodes (``locals["episodes"]`` at a rollout's end) and logger.
+        """
+        total, started = self.setup(total_timesteps, callbacks, reset_num_timesteps, tb_log_name)
+        for callback in started:
+            callback.on_training_start(locals(), globals())
+        iteration = 0
+        first = self.members[0]
+        self.trained_steps = first.num_timesteps
+        bar = tqdm(total=total, initial=self.trained_steps, disable=not progress_bar, unit="steps")
+        while first.num_timesteps < total:
+            if not self.collect_rollouts(started):
+                break
+            iteration += 1
+            bar.update(self.n_envs * first.n_steps)
+            progress = 1.0 - float(first.num_timesteps) / float(total)
+            for member in self.members:
+                member._current_progress_remaining = progress
+                if log_interval and iteration % log_interval == 0:
+                    member.dump_logs(iteration)
+            self.train()
+            self.trained_steps = first.num_timesteps
+        bar.close()
+        for callback in started:
+            callback.on_training_end()
+        return self
+
+    def _part(self, tensor: torch.Tensor, k: int) -> torch.Tensor:
+        return tensor[k * self.n_envs : (k + 1) * self.n_envs]
+
+    def _by_member(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A tensor of all envs ``(P * n, ...)`` as ``(P, n, ...)``."""
+        return tensor.view(self.size, self.n_envs, *tensor.shape[1:])
+
+    def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every member's action logits and values of its observations (all envs'
+        ``(P * n, ...)``), ``(P, n, ...)`` each."""
+        if self._captured is not None:
+            logits, values = self._captured(obs)
+            return logits[None], values[None]
+        return self.stacked(self._by_member(obs))
+
+    def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each member's actions, drawn in one batch as its single run draws them, and their
+        log-probabilities: ``(P, n)`` each."""
+        distribution = Categorical(logits=logits)
+        actions = self.sampler(distribution.logits)
+        return actions, distribution.log_prob(actions)
+
+    def _set_training_mode(self, mode: bool) -> None:
+        for member in self.members:
+            member.policy.set_training_mode(mode)
+        self.stacked.set_training_mode(mode)
+        if self.costs is not None:
+            self.costs.set_training_mode(mode)
+
+    def _record_rollout(self, actions: torch.Tensor) -> None:
+        """A rollout's actions ``(steps, P * n)`` sent to the envs (a population keeps them)."""
+
+    def collect_rollouts(self, callbacks: list[BaseCallback]) -> bool:
+        """One rollout of every member, into the stacked buffer."""
+        first = self.members[0]
+        buffer, n = self.buffer, self.n_envs
+        self._set_training_mode(False)
+        buffer.reset()
+        for callback in callbacks:
+            callback.on_rollout_start()
+        recorder = EpisodeRecorder(self.venv.level_names)
+        obs, starts = self._last_obs, self._last_starts
+        no_dones = np.zeros(0, dtype=bool)
+        assert obs is not None and starts is not None
+        self.sampler.start(first.num_timesteps)
+        taken = []
+        for _ in range(first.n_steps):
+            with torch.no_grad(), no_argument_checks():
+                logits, values = self._heads(obs)
+                actions, log_probs = self._sample(logits)
+            taken.append(actions.flatten())
+            step = self.venv.step(taken[-1].to(self.venv.device))
+            for member in self.members:
+                member.num_timesteps += n
+            recorder.add(first.num_timesteps, step)
+            for k, callback in enumerate(callbacks):
+                # the episodes come at the rollout's end, none per step
+                callback.update_locals(
+                    {"actions": actions[k], "step": step, "infos": [], "dones": no_dones}
+                )
+                if not callback.on_step():
+                    return False
+            if self.costs is not None:
+                self.costs.record(buffer, self._by_member(obs), step)
+            truncated, terminated = step.truncated.to(self.device), step.terminated.to(self.device)
+            final = step.final_observations
+            buffer.add_timeouts(truncated, None if final is None else final.to(self.device))
+            buffer.add(
+                obs,
+                actions.reshape(-1, 1),
+                step.rewards.to(self.device, torch.float32),
+                starts,
+                values.flatten(),
+                log_probs.flatten(),
+            )
+            obs, starts = step.observations.to(self.device), terminated | truncated
+        self.venv.check_actions()
+        self._bootstrap_timeouts()
+        with torch.no_grad():
+            last_values = self._heads(obs)[1]
+        buffer.compute_returns_and_advantage(last_values.flatten(), starts)
+        self._record_rollout(torch.stack(taken))
+        self._set_last(obs, starts)
+        for episodes, callback in zip(self._deliver_episodes(recorder), callbacks):
+            callback.update_locals({"episodes": episodes})
+            callback.on_rollout_end()
+        if self.costs is not None:
+            buffer.compute_cost_returns_and_advantage(
+                self.costs.values(self._by_member(obs)), starts
+            )
+        return True
+
+    def _set_last(self, obs: torch.Tensor, starts: torch.Tensor) -> None:
+        """Where the next rollout starts: the trainer's and each member's view."""
+        self._last_obs, self._last_starts = obs, starts
+        for k, member in enumerate(self.members):
+            member._last_obs = self._part(obs, k)
+            member._last_episode_starts = self._part(starts, k)
+
+    def _deliver_episodes(self, recorder: EpisodeRecorder) -> Episodes:
+        """The episodes ``recorder`` holds (one read), into each member's SB3 episode
+        statistics; each member's as ``(timesteps, info)``."""
+        by_member: Episodes = [[] for _ in range(self.size)]
+        for timesteps, index, info in recorder.read_by_env():
+            by_member[index // self.n_envs].append((timesteps, info))
+        for member, episodes in zip(self.members, by_member):
+            add_episode_infos(member, [info for _, info in episodes])
+        return by_member
+
+    def _bootstrap_timeouts(self) -> None:
+        """``gamma * V(final observation)`` added to the rewards (and the costs, under the cost
+        critics) where a time limit cut an episode, as SB3 does for ``TimeLimit.truncated``
+        (GitHub issue #633): one stacked pass of every env's final observation per round of
+        :meth:`~.buffer.TensorRolloutBuffer.cuts`, added where it was cut."""
+        buffer, gamma = self.buffer, self.members[0].gamma
+        envs = torch.arange(buffer.n_envs, device=self.device)
+        with torch.no_grad():
+            for steps, cut, final in buffer.cuts():
+                values = self._heads(final)[1].flatten()
+                buffer.rewards[steps, envs] += torch.where(cut, gamma * values, 0.0)
+                if self.costs is not None:
+                    cost_values = self.costs.values(self._by_member(final))
+                    buffer.costs[steps, envs] += torch.where(cut, gamma * cost_values, 0.0)
+
+    def minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """One epoch's minibatches, each member's drawn in its own order (SB3's env-major
+        flattening of the rollout): the (steps, envs) indices ``(P, batch_size)`` of each."""
+        buffer, n = self.buffer, self.n_envs
+        steps_per_rollout = buffer.buffer_size
+        total = steps_per_rollout * n
+        offsets = (torch.arange(self.size, device=self.device) * n)[:, None]
+        order = np.stack([permutation(total) for permutation in self.permutations])
+        order_t = torch.as_tensor(order, device=self.device)
+        batch_size = self.members[0].batch_size
+        for start in range(0, total, batch_size):
+            flat = order_t[:, start : start + batch_size]
+            yield flat % steps_per_rollout, flat // steps_per_rollout + offsets
+
+    def set_learning_rates(
+        self, optimizers: Sequence[torch.optim.Optimizer], progress: float
+    ) -> float:
+        """Each member's learning rate now into its optimizer of ``optimizers`` (and logged,
+        as SB3 logs it); the first member's, which a batched optimizer takes."""
+        for member, optimizer in zip(self.members, optimizers):
+            lr = member.lr_schedule(progress)
+            member.logger.record("train/learning_rate", lr)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+        return self.members[0].lr_schedule(progress)
+
+    def train(self) -> None:
+        """One update of every member: SB3's ``PPO.train`` batched over members (after a
+        method's own steps, e.g. PPO-Lagrangian's multiplier updates and penalised advantages,
+        and followed by its cost critics' regression)."""
+        first, buffer = self.members[0], self.buffer
+        progress = first._current_progress_remaining
+        reports = self.costs.penalise(buffer) if self.costs is not None else None
+        self._set_training_mode(True)
+        lr = self.set_learning_rates([m.policy.optimizer for m in self.members], progress)
+        self.optimizer.set_lr(lr)
+        clip_range = first.clip_range(progress)
+        clip_range_vf = first.clip_range_vf(progress) if first.clip_range_vf is not None else None
+        stats: dict[str, list[torch.Tensor]] = {
+            key: [] for key in ("entropy", "pg", "value", "kl", "clip")
+        }
+        loss = torch.zeros(self.size, device=self.device)
+        for _ in range(first.n_epochs):
+            stats["kl"] = []  # SB3 logs the last epoch's approximate KL
+            for steps, envs in self.minibatches():
+                obs = buffer.observations[steps, envs]
+                actions = buffer.actions[steps, envs].to(torch.float32).long().flatten(1)
+                old_values = buffer._values[steps, envs]
+                old_log_prob = buffer.log_probs[steps, envs]
+                advantages, returns = buffer.advantages[steps, envs], buffer._returns[steps, envs]
+                with no_argument_checks():
+                    logits, values = self.stacked(obs)
+                    values = values.flatten(1)
+                    distribution = Categorical(logits=logits)
+                    log_prob, entropy = distribution.log_prob(actions), distribution.entropy()
+                if first.normalize_advantage and advantages.shape[1] > 1:
+                    advantages = (advantages - advantages.mean(1, keepdim=True)) / (
+                        advantages.std(1, keepdim=True) + 1e-8
+                    )
+                ratio = torch.exp(log_prob - old_log_prob)
+                policy_loss_1 = advantages * ratio
+                policy_loss_2 = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
+                policy_loss = -torch.min(policy_loss_1, policy_loss_2).mean(1)
+                clip_fraction = torch.mean((torch.abs(ratio - 1) > clip_range).float(), 1)
+                values_pred = values
+                if clip_range_vf is not None:
+                    values_pred = old_values + torch.clamp(
+                        values - old_values, -clip_range_vf, clip_range_vf
+                    )
+                value_loss = F.mse_loss(returns, values_pred, reduction="none").mean(1)
+                entropy_loss = -torch.mean(entropy, 1)
+                loss = policy_loss + first.ent_coef * entropy_loss + first.vf_coef * value_loss
+                with torch.no_grad():
+                    log_ratio = log_prob - old_log_prob
+                    kl = torch.mean((torch.exp(log_ratio) - 1) - log_ratio, 1)
+                for key, value in zip(
+                    stats, (entropy_loss, policy_loss, value_loss, kl, clip_fraction)
+                ):
+                    stats[key].append(value.detach())
+                self.optimizer.zero_grad()
+                loss.sum().backward()
+                self.optimizer.step(first.max_grad_norm)
+            for member in self.members:
+                member._n_updates += 1
+        self.optimizer.link_member_states()
+        self._log_training(stats, loss.detach(), clip_range, clip_range_vf)
+        if self.costs is not None:
+            assert reports is not None
+            losses = self.costs.train(self, progress)
+            self.costs.log(reports, losses)
+
+    def adopt_member_states(self) -> None:
+        """Take the members' optimizer states into the stacked optimizers, after their weights
+        (in place, in the stacks) and optimizer states were loaded from their checkpoints."""
+        self.optimizer.adopt_member_states()
+        if self.costs is not None:
+            self.costs.optimizer.adopt_member_states()
+
+    def _log_training(
+        self,
+        stats: dict[str, list[torch.Tensor]],
+        loss: torch.Tensor,
+        clip_range: float,
+        clip_range_vf: float | None,
+    ) -> None:
+        """Each member's ``train/`` scalars as SB3's PPO records them, read in one copy."""
+        means = [_in_order_mean(values) for values in stats.values()]
+        host = torch.stack([*means, loss]).cpu().numpy()
+        values = self.buffer._values.view(self.buffer.buffer_size, self.size, self.n_envs)
+        returns = self.buffer._returns.view(self.buffer.buffer_size, self.size, self.n_envs)
+        values, returns = values.cpu().numpy(), returns.cpu().numpy()
+        names = ("entropy_loss", "policy_gradient_loss", "value_loss", "approx_kl", "clip_fraction")
+        for k, member in enumerate(self.members):
+            logger = member.logger
+            for row, name in enumerate(names):
+                logger.record(f"train/{name}", float(host[row, k]))
+            logger.record("train/loss", float(host[-1, k]))
+            logger.record(
+                "train/explained_variance",
+                explained_variance(values[:, k].flatten(), returns[:, k].flatten()),
+            )
+            logger.record("train/n_updates", member._n_updates, exclude="tensorboard")
+            logger.record("train/clip_range", clip_range)
+            if clip_range_vf is not None:
+                logger.record("train/clip_range_vf", clip_range_vf)
+
+
+@contextmanager
+def no_argument_checks() -> Iterator[None]:
+    """Turn off ``torch.distributions``' argument validation (each check reads a device value)
+    inside the block, and restore the setting after."""
+    before = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(before)
+
+
+def _in_order_mean(values: list[torch.Tensor]) -> torch.Tensor:
+    """The mean of per-minibatch values ``(P,)`` as SB3's ``np.mean`` of its per-minibatch
+    Python floats makes it: summed in order, then divided, in their precision."""
+    total = values[0]
+    for value in values[1:]:
+        total = total + value
+    return total / len(values)
