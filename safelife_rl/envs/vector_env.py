@@ -306,6 +306,13 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         return self.env_params.group_size
 
     @property
+    def episode_limit(self) -> int:
+        """The most steps an episode lasts: the env's ``time_limit`` or a shorter outer
+        ``TimeLimit``'s (a time limit cuts an env's episodes at least this many steps apart)."""
+        p = self.env_params
+        return min(p.time_limit, p.max_episode_steps or p.time_limit)
+
+    @property
     def level_names(self) -> list[str]:
         """The name of each level index of ``info["final_info"]["level"]``."""
         return self.levels.names

@@ -3,12 +3,14 @@ rollout step and a minibatch update make no host sync and no host<->device copy 
 or an update reads, it reads once, however many steps or minibatches it has), and the
 statistics still arrive whole."""
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from safelife_rl.training.device import DevicePPO, GymnasiumTensorVecEnv
+from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.methods.aup import DeviceAUPPenalty
 from safelife_rl.training.methods.ppo_lagrangian import DevicePPOLagrangian
 from safety_rl_common.torch_counts import OpCounts, counting
@@ -60,6 +62,13 @@ def train(agent) -> None:
     agent.trainer().train()
 
 
+#: what a rollout's end asks of the host, however many steps and members it has: one sync,
+#: the env's invalid-action flag (``check_actions``), and one copy, the episodes' buffer
+#: (:class:`~safelife_rl.training.device.episodes.EpisodeRecorder`); the time limits'
+#: bootstraps read nothing
+ROLLOUT_END = {"_local_scalar_dense": 1, "numpy": 1}
+
+
 def rollout_counts(agent) -> OpCounts:
     collect(agent)
     with counting() as counts:
@@ -73,13 +82,13 @@ def test_a_rollout_step_makes_no_sync_and_no_copy(algo):
     short, long = (rollout_counts(model(algo, n)) for n in (3, 6))
     assert (long.syncs, long.copies) == (short.syncs, short.copies), (short.named, long.named)
     assert long.kernels > short.kernels
-    assert short.syncs <= 3, short.named  # the rollout's: episodes, timeouts, invalid actions
+    assert short.named == ROLLOUT_END, short.named
 
 
 def test_an_aup_rollout_step_makes_no_sync_and_no_copy():
     short, long = (rollout_counts(model(DevicePPO, n, aup=True)) for n in (3, 6))
     assert (long.syncs, long.copies) == (short.syncs, short.copies), (short.named, long.named)
-    assert short.syncs <= 3, short.named
+    assert short.named == ROLLOUT_END, short.named
 
 
 def train_counts(algo: type, batch_size: int) -> OpCounts:
@@ -183,3 +192,57 @@ def test_side_effects_are_scored_once_per_rollout_for_each_envs_last_episode():
     assert scored == [(3 * N_ENVS, False)] * N_ENVS + [(6 * N_ENVS, True)] * N_ENVS
     for _, info in episodes.seen[N_ENVS:]:
         assert all(len(pair) == 2 and pair[0] >= 0 for pair in info["side_effects"].values())
+
+
+def test_the_time_limits_cuts_are_bounded_by_the_episode_limit():
+    """A time limit cuts an env's episodes at least ``episode_limit`` steps apart: a rollout of
+    ``n`` steps has at most ``ceil(n / limit)`` cuts an env, the rounds the trainer bootstraps
+    (separate envs, which state no limit: one a step)."""
+    from safelife_rl.training.device import tensor_vec_env
+
+    assert GymnasiumTensorVecEnv(vector_env(2)).episode_limit == 3
+    assert [model(DevicePPO, n).trainer().cut_rounds for n in (2, 3, 6, 7)] == [1, 1, 2, 3]
+    separate = tensor_vec_env([lambda: gym.make("CartPole-v1")] * 2)
+    agent = DevicePPO("MlpPolicy", separate, n_steps=5, device="cpu")
+    assert separate.episode_limit is None and agent.trainer().cut_rounds == 5
+
+
+def test_the_buffer_gives_each_envs_cuts_in_fixed_rounds():
+    space = gym.spaces.Box(0, 255, (1,), dtype=np.uint8)
+    buffer = TensorRolloutBuffer(7, space, gym.spaces.Discrete(9), "cpu", n_envs=3)
+    buffer.reset()
+    buffer.timeouts[[0, 3, 6, 4], [0, 0, 0, 2]] = True  # env 0 cut 3 times, env 1 never
+    buffer.final_observations[:, :, 0] = torch.arange(21, dtype=torch.uint8).view(7, 3)
+    steps, cut, final = buffer.cuts(3)
+    assert steps.tolist() == [[0, 0, 4], [3, 0, 0], [6, 0, 0]]
+    assert cut.tolist() == [[True, False, True], [True, False, False], [True, False, False]]
+    assert final[..., 0].tolist() == [[0, 1, 14], [9, 1, 2], [18, 1, 2]]
+
+
+def test_every_cut_of_a_rollout_is_bootstrapped_once():
+    """3-step episodes in 7-step rollouts: the third rollout cuts each env 3 times (its bound);
+    each cut's reward gets ``gamma * V(final observation)``, bit for bit as a pass of every
+    env's ``k``-th final observation computes it (the trainer's rounds before they were one
+    pass; a pass of one observation, as SB3 computes it, may round the last bit otherwise)."""
+
+    class Rewards(BaseCallback):
+        def _on_step(self) -> bool:
+            self.rewards.append(self.locals["step"].rewards.clone())
+            return True
+
+    seen = Rewards()
+    agent = model(DevicePPO, 7, callback=seen)
+    for _ in range(3):
+        seen.rewards = []
+        collect(agent)
+    buffer = agent.rollout_buffer
+    assert agent.trainer().cut_rounds == 3
+    assert buffer.timeouts.sum(0).tolist() == [3] * N_ENVS
+    expected = torch.stack(seen.rewards)
+    envs = torch.arange(N_ENVS)
+    for k in range(3):
+        steps = buffer.timeouts.T.nonzero()[:, 1].view(N_ENVS, 3)[:, k]  # each env's k-th cut
+        with torch.no_grad():
+            values = agent.policy.predict_values(buffer.final_observations[steps, envs])
+        expected[steps, envs] += agent.gamma * values.flatten()
+    assert torch.equal(buffer.rewards, expected)

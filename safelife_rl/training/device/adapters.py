@@ -120,6 +120,12 @@ class TensorVecEnv(VecEnv):
         """The names of the level indices in ``final_info["level"]``, if the env has them."""
         return None
 
+    @property
+    def episode_limit(self) -> int | None:
+        """The most steps an episode lasts before a time limit cuts it, if every env has one
+        (the device trainer bounds a rollout's cuts by it), else ``None``."""
+        return None
+
     def check_actions(self) -> None:
         """Raise if an invalid action was given since the last reset, for envs that remember
         them on the device (the device algorithms call it once per rollout)."""
@@ -157,6 +163,10 @@ class TensorVecEnvWrapper(Forwarding, TensorVecEnv):
     @property
     def cuda_graphs(self) -> bool:
         return self.venv.cuda_graphs
+
+    @property
+    def episode_limit(self) -> int | None:
+        return self.venv.episode_limit
 
     def check_actions(self) -> None:
         self.venv.check_actions()
@@ -321,6 +331,11 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
     @property
     def cuda_graphs(self) -> bool:
         return bool(getattr(self.venv, "cuda_graphs", False))
+
+    @property
+    def episode_limit(self) -> int | None:
+        """A vector env's that steps a batch (its ``episode_limit``), if it has one."""
+        return getattr(self.venv, "episode_limit", None)
 
     def check_actions(self) -> None:
         check = getattr(self.venv, "check_actions", None)

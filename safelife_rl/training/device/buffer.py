@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -53,9 +53,9 @@ class TensorRolloutBuffer(RolloutBuffer):
         self._values = zeros()
         self._returns = zeros()
         #: where a time limit cut an episode, and the observations it ended on there (kept
-        #: for bootstrapping once per rollout; allocated at the first step that has them)
+        #: for bootstrapping once per rollout; an entry is read only where it was cut)
         self.timeouts = zeros(dtype=torch.bool)
-        self.final_observations: torch.Tensor | None = None
+        self.final_observations = torch.zeros_like(self.observations)
         self._allocated = True
 
     @property
@@ -88,28 +88,27 @@ class TensorRolloutBuffer(RolloutBuffer):
             self.full = True
 
     def add_timeouts(self, truncated: torch.Tensor, final_obs: torch.Tensor | None) -> None:
-        """Keep the step's time-limit cuts (and final observations, when some env ended) for
-        the :meth:`add` that follows."""
+        """Keep the step's time-limit cuts (and final observations, when the env gives them:
+        a device env at every step, separate envs when some env ended) for the :meth:`add`
+        that follows."""
         self.timeouts[self.pos] = truncated
         if final_obs is not None:
-            if self.final_observations is None:
-                self.final_observations = torch.zeros_like(self.observations)
             self.final_observations[self.pos] = final_obs
 
-    def cuts(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """Where a time limit cut an episode in the rollout, in rounds of fixed shape: round
-        ``k`` gives each env's ``k``-th cut as its step ``(n_envs,)``, whether it has one
-        ``(n_envs,)`` (else the step is 0) and its final observation ``(n_envs, ...)``. One
-        read (the most cuts of an env) tells the rounds: none when nothing was cut, one
-        where an env's episodes outlast the rollout."""
-        if self.final_observations is None:
-            return
+    def cuts(self, rounds: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Where a time limit cut an episode in the rollout, in ``rounds`` rounds of fixed
+        shape, read nowhere: round ``k`` gives each env's ``k``-th cut as its step, whether it
+        has one (else the step is 0) and its final observation, stacked over the rounds:
+        ``(rounds, n_envs)``, ``(rounds, n_envs)`` and ``(rounds, n_envs, ...)``. An env's
+        cuts past ``rounds`` are left out: ``rounds`` must bound them (the trainer's
+        :meth:`~.trainer.MemberTrainer.cut_rounds`)."""
         rank = self.timeouts.cumsum(0, dtype=torch.int32)
+        order = torch.arange(1, rounds + 1, dtype=torch.int32, device=self.device)
+        # (rounds, steps, n_envs): the step where each env was cut for the k-th time
+        at = (self.timeouts & (rank == order[:, None, None])).to(torch.uint8)
+        steps = at.argmax(1)
         envs = torch.arange(self.n_envs, device=self.device)
-        for k in range(int(rank[-1].max())):
-            at = (self.timeouts & (rank == k + 1)).to(torch.uint8)
-            steps = at.argmax(0)
-            yield steps, at.amax(0).bool(), self.final_observations[steps, envs]
+        return steps, at.amax(1).bool(), self.final_observations[steps, envs]
 
     def compute_returns_and_advantage(  # type: ignore[override]
         self, last_values: torch.Tensor, dones: torch.Tensor

@@ -147,6 +147,13 @@ class MemberTrainer:
         self._captured = None
         if self.size == 1 and getattr(venv, "cuda_graphs", False):
             self._captured = CapturedPolicy(first.policy)
+        #: the most times a time limit can cut one env's episodes in a rollout (cuts come at
+        #: least ``episode_limit`` steps apart; without a limit, at every step)
+        limit = getattr(venv, "episode_limit", None)
+        steps = first.n_steps
+        self.cut_rounds = steps if limit is None else min(steps, -(-steps // limit))
+        #: the episodes that end in a rollout, in one device buffer read at its end
+        self.recorder = EpisodeRecorder(venv.level_names, steps)
         #: each member's steps at the last rollout boundary (trained on every step it counts)
         self.trained_steps = 0
         self._last_obs: torch.Tensor | None = None
@@ -264,10 +271,15 @@ class MemberTrainer:
     def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Every member's action logits and values of its observations (all envs'
         ``(P * n, ...)``), ``(P, n, ...)`` each."""
+        return self._member_heads(self._by_member(obs))
+
+    def _member_heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every member's action logits and values of its observations ``(P, m, ...)``,
+        ``(P, m, ...)`` each."""
         if self._captured is not None:
-            logits, values = self._captured(obs)
+            logits, values = self._captured(obs[0])
             return logits[None], values[None]
-        return self.stacked(self._by_member(obs))
+        return self.stacked(obs)
 
     def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each member's actions, drawn in one batch as its single run draws them, and their
@@ -294,7 +306,7 @@ class MemberTrainer:
         buffer.reset()
         for callback in callbacks:
             callback.on_rollout_start()
-        recorder = EpisodeRecorder(self.venv.level_names)
+        recorder = self.recorder
         obs, starts = self._last_obs, self._last_starts
         no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
@@ -366,17 +378,29 @@ class MemberTrainer:
     def _bootstrap_timeouts(self) -> None:
         """``gamma * V(final observation)`` added to the rewards (and the costs, under the cost
         critics) where a time limit cut an episode, as SB3 does for ``TimeLimit.truncated``
-        (GitHub issue #633): one stacked pass of every env's final observation per round of
-        :meth:`~.buffer.TensorRolloutBuffer.cuts`, added where it was cut."""
-        buffer, gamma = self.buffer, self.members[0].gamma
+        (GitHub issue #633), in fixed shapes and without a read: the :attr:`cut_rounds`
+        rounds of :meth:`~.buffer.TensorRolloutBuffer.cuts` (each env's final observation in
+        each) in one stacked pass, each round's values added where it cut."""
+        buffer, gamma, rounds = self.buffer, self.members[0].gamma, self.cut_rounds
         envs = torch.arange(buffer.n_envs, device=self.device)
+        steps, cut, final = buffer.cuts(rounds)
+        # (rounds, P * n, ...) as each member's (P, rounds * n, ...), and back
+        size, n = self.size, self.n_envs
+        by_member = final.view(rounds, size, n, *final.shape[2:]).transpose(0, 1)
+        by_member = by_member.reshape(size, rounds * n, *final.shape[2:])
+
+        def by_round(values: torch.Tensor) -> torch.Tensor:
+            return values.reshape(size, rounds, n).transpose(0, 1).reshape(rounds, size * n)
+
         with torch.no_grad():
-            for steps, cut, final in buffer.cuts():
-                values = self._heads(final)[1].flatten()
-                buffer.rewards[steps, envs] += torch.where(cut, gamma * values, 0.0)
-                if self.costs is not None:
-                    cost_values = self.costs.values(self._by_member(final))
-                    buffer.costs[steps, envs] += torch.where(cut, gamma * cost_values, 0.0)
+            values = by_round(self._member_heads(by_member)[1])
+            cost_values = None
+            if self.costs is not None:
+                cost_values = by_round(self.costs.values(by_member))
+        for k in range(rounds):
+            buffer.rewards[steps[k], envs] += torch.where(cut[k], gamma * values[k], 0.0)
+            if cost_values is not None:
+                buffer.costs[steps[k], envs] += torch.where(cut[k], gamma * cost_values[k], 0.0)
 
     def minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """One epoch's minibatches, each member's drawn in its own order (SB3's env-major
