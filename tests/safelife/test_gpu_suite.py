@@ -43,7 +43,7 @@ def test_the_gpu_lease_writes_its_whole_report_on_a_cpu(tmp_path):
             ), (levels, size)
             assert f"{levels}, N={size}: " in quick
     assert quick.count(" 0 syncs, 0 copies") == 4  # one eager vector env step at each row
-    assert re.search(r"^\| 16 \| [\d,]+ \| - \| 3 syncs, 3 copies \| 0 syncs", quick, re.MULTILINE)
+    assert re.search(r"^\| 16 \| [\d,]+ \| - \| 1 syncs, 1 copies \| 0 syncs", quick, re.MULTILINE)
     assert "PASSED: 2 passed" in quick
     train = (tmp_path / "train.md").read_text()
     assert "## Training: prune-still, 1,024 steps, 16 envs on cpu" in train

@@ -22,6 +22,7 @@ from safety_rl_common.errors import UserError
 from safety_rl_common.torch_counts import OpCounts, counting
 
 from .test_device_step import vector_env
+from .test_device_syncs import ROLLOUT_END
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
@@ -269,9 +270,9 @@ def test_a_rollout_step_and_a_minibatch_make_no_sync_and_no_copy(lagrangian):
     assert longer.kernels > base.kernels and more_minibatches.kernels > base.kernels
 
 
-def rollout_counts(size: int, n_steps: int) -> OpCounts:
+def rollout_counts(size: int, n_steps: int, env_counted: bool = False) -> OpCounts:
     """What a rollout of a population of ``size`` (batched by vmap) asks of the device outside
-    its env steps (not counted), from its second rollout on."""
+    its env steps (not counted, unless ``env_counted``), from its second rollout on."""
     env = vector_env(size * 2, groups=size)
 
     def member(view, seed):
@@ -288,7 +289,8 @@ def rollout_counts(size: int, n_steps: int) -> OpCounts:
         with _disable_current_modes():
             return step(actions)
 
-    pop.venv.step = uncounted  # type: ignore[method-assign]
+    if not env_counted:
+        pop.venv.step = uncounted  # type: ignore[method-assign]
     with counting() as counts:
         pop.collect_rollouts([])
     return counts
@@ -306,6 +308,16 @@ def test_a_rollout_makes_as_many_operations_for_72_members_as_for_2():
     )
     longer = rollout_counts(2, 6)
     assert (longer.syncs, longer.copies) == (two.syncs, two.copies)  # none a step
+    assert two.named == many.named == ROLLOUT_END, (two.named, many.named)
+
+
+def test_a_rollouts_steps_make_no_sync_and_no_copy_and_its_end_the_same_for_more_members():
+    """The env steps counted too: twice the steps, the same syncs and copies (a step makes
+    none), and a rollout's end makes what a single run's makes, one sync (the invalid-action
+    flag) and one copy (the episodes), for 2 members as for 8."""
+    for size in (2, 8):
+        short, long = rollout_counts(size, 3, True), rollout_counts(size, 6, True)
+        assert short.named == long.named == ROLLOUT_END, (size, short.named, long.named)
 
 
 @pytest.mark.parametrize("batching", ["grouped", "vmap", "unfold"])

@@ -54,8 +54,7 @@ class EpisodeRecorder:
             isinstance(ended, torch.Tensor)
             and not self._steps
             and all(
-                isinstance(c, torch.Tensor) and c.device == ended.device
-                for c in columns.values()
+                isinstance(c, torch.Tensor) and c.device == ended.device for c in columns.values()
             )
         )
         if not on_device:
@@ -82,6 +81,10 @@ class EpisodeRecorder:
         torch.stack([ended, *columns.values()], out=buffer[t])
         self._times.append(timesteps)
 
+    def clear(self) -> None:
+        """Forget the recorded episodes (a rollout stopped by a callback leaves its own)."""
+        self._steps, self._times, self._pending = [], [], None
+
     def read(self) -> list[tuple[int, dict[str, Any]]]:
         """The recorded episodes as ``(timesteps, info)``: :meth:`read_by_env` without the env
         indices."""
@@ -98,7 +101,7 @@ class EpisodeRecorder:
             episodes, pending = self._read_steps()
         else:
             return []
-        self._steps, self._times, self._pending = [], [], None
+        self.clear()
         last_measured: dict[int, dict[str, Any]] = {}
         for _, index, info in episodes:
             if self.level_names is not None and "level" in info:
@@ -131,9 +134,7 @@ class EpisodeRecorder:
                         info = info.setdefault(key, {})
                     info[path[-1]] = convert(value)
         times = self._times
-        return [
-            (times[t], e, info) for t, e, info in zip(steps.tolist(), envs.tolist(), infos)
-        ]
+        return [(times[t], e, info) for t, e, info in zip(steps.tolist(), envs.tolist(), infos)]
 
     def _read_steps(
         self,

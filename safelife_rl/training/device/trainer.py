@@ -307,6 +307,7 @@ class MemberTrainer:
         for callback in callbacks:
             callback.on_rollout_start()
         recorder = self.recorder
+        recorder.clear()
         obs, starts = self._last_obs, self._last_starts
         no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
