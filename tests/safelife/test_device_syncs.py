@@ -246,3 +246,29 @@ def test_every_cut_of_a_rollout_is_bootstrapped_once():
             values = agent.policy.predict_values(buffer.final_observations[steps, envs])
         expected[steps, envs] += agent.gamma * values.flatten()
     assert torch.equal(buffer.rewards, expected)
+
+
+def test_the_episode_buffer_reads_each_steps_ended_infos_in_one_copy():
+    """A device env's episodes through the recorder's buffer (grown past the 2 steps it was
+    made for) are what each step's ``final_info`` gives; a step adds them without a sync or a
+    copy, the read makes one copy."""
+    from safelife_rl.training.device.adapters import ended_infos
+    from safelife_rl.training.device.episodes import EpisodeRecorder
+    from safety_rl_common.torch_counts import count_ops
+
+    env = GymnasiumTensorVecEnv(vector_env(N_ENVS))
+    env.seed(0)
+    env.reset()
+    recorder, expected = EpisodeRecorder(env.level_names, steps=2), []
+    for t in range(1, 8):
+        step = env.step(torch.randint(0, 9, (N_ENVS,)))
+        added = count_ops(recorder.add, t, step)
+        assert (added.syncs, added.copies) == (0, 0), added.named
+        for k, info in ended_infos(step.final_info, step.ended).items():
+            info["level"] = env.level_names[info["level"]]
+            expected.append((t, k, info))
+    with counting() as read:
+        episodes = recorder.read_by_env()
+    assert read.named == {"numpy": 1}, read.named
+    assert episodes == expected and len(episodes) == 2 * N_ENVS
+    assert recorder.read_by_env() == []  # read once
