@@ -222,8 +222,8 @@ def test_the_buffer_gives_each_envs_cuts_in_fixed_rounds():
 def test_every_cut_of_a_rollout_is_bootstrapped_once():
     """3-step episodes in 7-step rollouts: the third rollout cuts each env 3 times (its bound);
     each cut's reward gets ``gamma * V(final observation)``, bit for bit as a pass of every
-    env's ``k``-th final observation computes it (the trainer's rounds before they were one
-    pass; a pass of one observation, as SB3 computes it, may round the last bit otherwise)."""
+    env's ``k``-th final observation computes it (a pass of other rows, e.g. one observation as
+    SB3 passes it, or all rounds' at once, may round the last bit otherwise)."""
 
     class Rewards(BaseCallback):
         def _on_step(self) -> bool:

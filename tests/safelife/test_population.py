@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback
 from torch.utils._python_dispatch import _disable_current_modes
 
 from safelife_rl import SafeLifeEnv, load_levels
@@ -333,3 +334,41 @@ def test_a_batched_update_launches_as_many_kernels_for_more_members(batching):
         return counts.kernels
 
     assert update_kernels(2) == update_kernels(4)
+
+
+def test_each_members_cuts_are_bootstrapped_by_its_own_network():
+    """3-step episodes in 7-step rollouts (3 cuts an env in the third): each member's cut
+    rewards get ``gamma * V`` of its own network, bit for bit as a pass of its envs' ``k``-th
+    final observations computes it, each round one stacked pass of all members."""
+    size, n, n_steps = 2, 2, 7
+    env = vector_env(size * n, groups=size)
+
+    def member(view, seed):
+        return DevicePPO(
+            "MlpPolicy", view, seed=seed, n_steps=n_steps, batch_size=n * n_steps,
+            policy_kwargs={"net_arch": [8]},
+        )  # fmt: skip
+
+    class Rewards(BaseCallback):
+        def _on_step(self) -> bool:
+            self.rewards.append(self.locals["step"].rewards.clone())
+            return True
+
+    seen = Rewards()
+    pop = PopulationPPO(env, member, [0, 1], [0.0, 0.0])
+    _, callbacks = pop.setup(10**6, [seen, None])
+    for _ in range(3):
+        seen.rewards = []
+        assert pop.collect_rollouts(callbacks)
+    buffer = pop.buffer
+    assert pop.cut_rounds == 3 and buffer.timeouts.sum(0).tolist() == [3] * size * n
+    expected = torch.stack(seen.rewards)
+    for k, model in enumerate(pop.members):
+        envs = torch.arange(k * n, (k + 1) * n)
+        cuts = buffer.timeouts[:, envs].T.nonzero()[:, 1].view(n, 3)
+        for r in range(3):
+            with torch.no_grad():
+                obs = buffer.final_observations[cuts[:, r], envs]
+                values = model.policy.predict_values(obs).flatten()
+            expected[cuts[:, r], envs] += model.gamma * values
+    assert torch.equal(buffer.rewards, expected)

@@ -271,15 +271,10 @@ class MemberTrainer:
     def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Every member's action logits and values of its observations (all envs'
         ``(P * n, ...)``), ``(P, n, ...)`` each."""
-        return self._member_heads(self._by_member(obs))
-
-    def _member_heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every member's action logits and values of its observations ``(P, m, ...)``,
-        ``(P, m, ...)`` each."""
         if self._captured is not None:
-            logits, values = self._captured(obs[0])
+            logits, values = self._captured(obs)
             return logits[None], values[None]
-        return self.stacked(obs)
+        return self.stacked(self._by_member(obs))
 
     def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each member's actions, drawn in one batch as its single run draws them, and their
@@ -379,29 +374,22 @@ class MemberTrainer:
     def _bootstrap_timeouts(self) -> None:
         """``gamma * V(final observation)`` added to the rewards (and the costs, under the cost
         critics) where a time limit cut an episode, as SB3 does for ``TimeLimit.truncated``
-        (GitHub issue #633), in fixed shapes and without a read: the :attr:`cut_rounds`
-        rounds of :meth:`~.buffer.TensorRolloutBuffer.cuts` (each env's final observation in
-        each) in one stacked pass, each round's values added where it cut."""
-        buffer, gamma, rounds = self.buffer, self.members[0].gamma, self.cut_rounds
+        (GitHub issue #633), in fixed shapes and without a read: one stacked pass of every
+        env's final observation per round of :meth:`~.buffer.TensorRolloutBuffer.cuts` (its
+        :attr:`cut_rounds`: one where the time limit is at least the rollout, the paper's
+        runs), added where it cut. A round is a pass of its own, not rows of one pass of all
+        rounds: a pass of other rows may round a value's last bit otherwise (CPU matrix
+        products choose their kernels by the rows), and each value stays the one it was."""
+        buffer, gamma = self.buffer, self.members[0].gamma
         envs = torch.arange(buffer.n_envs, device=self.device)
-        steps, cut, final = buffer.cuts(rounds)
-        # (rounds, P * n, ...) as each member's (P, rounds * n, ...), and back
-        size, n = self.size, self.n_envs
-        by_member = final.view(rounds, size, n, *final.shape[2:]).transpose(0, 1)
-        by_member = by_member.reshape(size, rounds * n, *final.shape[2:])
-
-        def by_round(values: torch.Tensor) -> torch.Tensor:
-            return values.reshape(size, rounds, n).transpose(0, 1).reshape(rounds, size * n)
-
+        steps, cut, final = buffer.cuts(self.cut_rounds)
         with torch.no_grad():
-            values = by_round(self._member_heads(by_member)[1])
-            cost_values = None
-            if self.costs is not None:
-                cost_values = by_round(self.costs.values(by_member))
-        for k in range(rounds):
-            buffer.rewards[steps[k], envs] += torch.where(cut[k], gamma * values[k], 0.0)
-            if cost_values is not None:
-                buffer.costs[steps[k], envs] += torch.where(cut[k], gamma * cost_values[k], 0.0)
+            for k in range(self.cut_rounds):
+                values = self._heads(final[k])[1].flatten()
+                buffer.rewards[steps[k], envs] += torch.where(cut[k], gamma * values, 0.0)
+                if self.costs is not None:
+                    cost_values = self.costs.values(self._by_member(final[k]))
+                    buffer.costs[steps[k], envs] += torch.where(cut[k], gamma * cost_values, 0.0)
 
     def minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """One epoch's minibatches, each member's drawn in its own order (SB3's env-major
