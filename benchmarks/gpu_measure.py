@@ -5,7 +5,7 @@ flags.
 
     python benchmarks/gpu_measure.py [--device cuda] [--sections profile network env speed]
         [--precisions fp32 tf32 bf16] [--batchings grouped vmap unfold] [--profile-members 72]
-        [--network-members 72] [--env-sizes 1152 4608] [--members 18 72] [--seconds 0.5]
+        [--network-members 72] [--env-sizes 1152 4608] [--members 72 18] [--seconds 0.5]
         [--budget SECTION=SECONDS ...] [--cudnn-deterministic] [--out DIR]
     python benchmarks/gpu_measure.py --device cpu --tiny   # the same in seconds on a CPU (CI)
 
@@ -29,7 +29,8 @@ running :data:`GRACE` seconds after it is stopped, so that the call always retur
    captured with the state written back into static buffers; the graph's GPU ops, and 16
    replayed steps equal to 16 eager steps bit for bit (observations, rewards, ends, state);
 4. **speed**: ``population_speed.py``'s training rate of ``--members`` members at the
-   precisions (the run's ``precision``: fp32, tf32 on CUDA, bf16).
+   precisions (the run's ``precision``: fp32, tf32 on CUDA, bf16), the trainer eager and with
+   its rollout and update each one CUDA graph (``graphs=all``, issue 43 steps 2-3).
 
 On a CPU the graph rows read "n/a (no CUDA)" and tf32 is not measured. Writes ``measure.md``
 and ``measure.csv`` (one row per figure) into ``--out`` (default ``$OUT`` or
@@ -55,9 +56,10 @@ import numpy as np
 import torch
 from engine_speed import fresh_compiles, timed
 from gpu_suite import Report, random_actions, same, table, vector_envs
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 from population_profile import profile_section
 from population_speed import KEPT_BATCHINGS, TINY, config, members, population_rates
+from population_speed import timed as timed_learn
 from precision import (
     autocast,
     default_device,
@@ -83,7 +85,7 @@ from safelife_rl.training.run import cudnn_kernels
 
 SECTIONS = ("profile", "network", "env", "speed")
 #: each section's deadline, seconds from its start (about 5 minutes in all on an H100)
-BUDGET = {"profile": 60, "network": 70, "env": 90, "speed": 75}
+BUDGET = {"profile": 60, "network": 70, "env": 90, "speed": 150}
 #: seconds past its deadline after which a running section is stopped
 GRACE = 30
 NO_GRAPH = "n/a (no CUDA)"
@@ -530,19 +532,52 @@ def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
     cfg = trainer_config(args)
     for count in args.members:
         for precision in args.precisions:
-            what = "population training"
-            common = {"batching": "auto", "precision": precision, "size": count}
-            if deadline.passed():
-                rows.add("speed", what, note=SKIPPED, **common)
-                continue
-            at = with_precision(cfg, precision)
-            wall, cpu = population_rates(at, count, args.rollouts, "auto")
-            rows.add(
-                "speed", what, mode="train", ms=count * cfg.n_envs * cfg.algo.n_steps / wall * 1e3,
-                per_second=wall, note=f"{cpu:,.0f} env steps per CPU-s; ms: one rollout and update",
-                **common,
-            )  # fmt: skip
+            for mode in ("train", CAPTURED_TRAINING):
+                what = "population training"
+                common = {"batching": "auto", "precision": precision, "size": count, "mode": mode}
+                if deadline.passed():
+                    rows.add("speed", what, note=SKIPPED, **common)
+                    continue
+                at = with_precision(cfg, precision)
+                if mode == "train":
+                    wall, cpu = population_rates(at, count, args.rollouts, "auto")
+                elif args.capture is None:
+                    rows.add("speed", what, note=NO_GRAPH, **common)
+                    continue
+                else:
+                    wall, cpu = captured_rates(at, count, args.rollouts)
+                rows.add(
+                    "speed", what, ms=count * cfg.n_envs * cfg.algo.n_steps / wall * 1e3,
+                    per_second=wall,
+                    note=f"{cpu:,.0f} env steps per CPU-s; ms: one rollout and update",
+                    **common,
+                )  # fmt: skip
     return ""
+
+
+#: the speed rows' mode of the trainer with its rollout and update each one CUDA graph
+CAPTURED_TRAINING = "train, graphs=all"
+
+
+def captured_rates(cfg: DictConfig, count: int, rollouts: int) -> tuple[float, float]:
+    """:func:`population_rates` of the trainer with ``graphs=all`` (its env's step compiled
+    with ``compile=true``, captured inside the rollout's graph), timed after its warm-up and
+    capture (two rollouts and updates)."""
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.graphs, cfg.compile = "all", True
+    population = build_population(members(cfg, count), "auto")
+    per_rollout = cfg.n_envs * cfg.algo.n_steps
+    try:
+        population.learn(2 * per_rollout)  # the warm-up, then the capture
+        wall, cpu = timed_learn(
+            lambda steps: population.learn(steps, reset_num_timesteps=False),
+            per_rollout * rollouts,
+        )
+    finally:
+        population.env.close()
+    steps = count * per_rollout * rollouts
+    return steps / wall, steps / cpu
 
 
 INTROS = {
@@ -568,8 +603,10 @@ INTROS = {
     "speed": (
         "## Population training speed (`population_speed.py`: the paper's setup, all members "
         "together, no grid)\n\nbatching `auto` (unfold on CUDA, member by member on a CPU), at "
-        "the run's `precision`. per s: env steps a second; ms: one rollout and update of every "
-        "member."
+        "the run's `precision`; `train`: the trainer eager, its env step eager; "
+        f"`{CAPTURED_TRAINING}`: its rollout and update each one CUDA graph (`graphs=all`, the "
+        "env step compiled and captured inside), timed after the warm-up and the capture. per "
+        "s: env steps a second; ms: one rollout and update of every member."
     ),
 }
 PARTS: dict[str, Callable[[argparse.Namespace, Rows, Deadline], str]] = {
@@ -591,7 +628,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile-members", type=int, default=72)
     parser.add_argument("--network-members", type=int, default=72)
     parser.add_argument("--env-sizes", type=int, nargs="+", default=[1152, 4608])
-    parser.add_argument("--members", type=int, nargs="+", default=[18, 72])
+    parser.add_argument("--members", type=int, nargs="+", default=[72, 18])
     parser.add_argument("--rollouts", type=int, default=2, help="timed rollouts (profile, speed)")
     parser.add_argument("--seconds", type=float, default=0.5, help="time per measurement")
     parser.add_argument(

@@ -282,6 +282,7 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
         self.cuda_graphs = compile == "cudagraphs"
         self.pending_side_effects = PendingSideEffects(self)
         self._group_seeds: list[int] | None = None  # of the last reset, one per group
+        self._kept_state: State | None = None  # keep_state's
         self._step = self.step_state
         if compile:
             self._step = torch.compile(
@@ -359,13 +360,34 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
             values["penalty"] = [
                 self.group_penalty(g) for g in range(self.groups) for _ in range(self.group_size)
             ]
-        self.params = {
-            **self.params,
-            **{
-                name: torch.tensor(value, dtype=torch.float64, device=self.device)
-                for name, value in values.items()
-            },
-        }
+        for name, value in values.items():
+            self._set_param(name, torch.tensor(value, dtype=torch.float64))
+
+    def _set_param(self, name: str, value: torch.Tensor) -> None:
+        """A step param: written into its tensor where it has one of that shape and type (a
+        captured rollout reads it there, :meth:`keep_state`), else a new one on the device."""
+        old = self.params.get(name)
+        if old is not None and old.shape == value.shape and old.dtype == value.dtype:
+            old.copy_(value)
+        else:
+            self.params = {**self.params, name: value.to(self.device)}
+
+    def keep_state(self) -> None:
+        """The state the step reads written into the tensors of the state this env had at
+        its first call (each tensor that is not already one of them), which become its state
+        again: a rollout captured as one CUDA graph reads the state there at every replay
+        (:mod:`safelife_rl.training.device.graphs`); in the rollout's body the copies are
+        part of the graph. Before the first reset, nothing to keep."""
+        if self.state is None:
+            return
+        kept = self._kept_state
+        if kept is None or kept.keys() != self.state.keys():
+            self._kept_state = self.state
+            return
+        for name, value in self.state.items():
+            if value is not kept[name]:
+                kept[name].copy_(value)
+        self.state = kept
 
     def step_state(self, state: State, actions: torch.Tensor, params: StepParams) -> StepOutputs:
         """:func:`~safelife_rl.envs.vector_step.step_state` of this env's :attr:`env_params`
@@ -398,12 +420,11 @@ class SafeLifeVectorEnv(JsonSafeSpec, VectorEnv):
                 self._np_random, self._np_random_seed = seeding.np_random(int(seeds[0]))
             streams = [self.np_random] * self.groups
         group_seeds = [int(stream.integers(2**31)) for stream in streams]
-        self.params["seed"] = (
-            torch.tensor(group_seeds[0], device=self.device)
+        self._set_param(
+            "seed",
+            torch.tensor(group_seeds[0])
             if self.groups == 1
-            else torch.tensor(
-                [s for s in group_seeds for _ in range(self.group_size)], device=self.device
-            )
+            else torch.tensor([s for s in group_seeds for _ in range(self.group_size)]),
         )
         self.state = start_state(self.env_params, self.params)
         cost = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)

@@ -49,6 +49,7 @@ class TrainSchema:
     device: str = "cpu"
     vec_env: VecEnvKind = VecEnvKind.auto
     compile: Any = False  # vec_env=device: False, True or "cudagraphs" (COMPILE_MODES)
+    graphs: str = "none"  # vec_env=device on CUDA: none | rollout | update | all (GRAPHS)
     cudnn_deterministic: bool = False  # CUDA: cuDNN's deterministic kernels (see run.py)
     precision: str = "fp32"  # fp32 | tf32 | bf16 (safelife_rl.training.precision)
     torch_threads: int = 1
@@ -165,6 +166,7 @@ def check_settings(cfg: Any) -> None:
     )
     check_precision(cfg.get("precision", PAPER), check_device(cfg.device))
     _check_compile(cfg)
+    _check_graphs(cfg)
     check.value(
         "algo",
         cfg.algo,
@@ -293,6 +295,24 @@ def _check_compile(cfg: Any) -> None:
             f"add vec_env=device (vec_env={getattr(cfg.vec_env, 'value', cfg.vec_env)} "
             "steps on the host)"
         )
+
+
+def _check_graphs(cfg: Any) -> None:
+    """``graphs`` is a setting of the device trainer: one of its values, with ``vec_env=device``
+    on a CUDA device."""
+    import torch
+
+    from safelife_rl.training.device.graphs import GRAPHS, check_graphs
+
+    graphs = cfg.get("graphs", "none")
+    check.value("graphs", graphs, lambda v: v in GRAPHS, f"one of {', '.join(GRAPHS)}")
+    if graphs != "none" and cfg.get("vec_env") != VecEnvKind.device:
+        raise UserError(
+            f"graphs={graphs} replays the device trainer's rollout and update as CUDA graphs; "
+            f"add vec_env=device (vec_env={getattr(cfg.vec_env, 'value', cfg.vec_env)} "
+            "steps on the host)"
+        )
+    check_graphs(graphs, torch.device(check_device(cfg.device)))
 
 
 def _check_method(cfg: Any) -> None:

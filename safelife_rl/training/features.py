@@ -81,6 +81,6 @@ class SafeLifeCNN(BaseFeaturesExtractor):
             images = nn.functional.pad(images, self.padding)
         if self.compute_dtype is None:
             return self.dense(self.cnn(images))
-        with torch.autocast(images.device.type, dtype=self.compute_dtype):
+        with torch.autocast(images.device.type, dtype=self.compute_dtype, cache_enabled=False):
             features = self.dense(self.cnn(images))
         return features.float()

@@ -38,12 +38,13 @@ FINAL_MODEL = "final_model.zip"
 
 #: Settings a resumed run may change: none changes what the run learns (every host vec_env
 #: plays the same episodes, level workers make the same levels, a device only changes where the
-#: same computation runs, and a compiled step is the eager step bit for bit). A ``vec_env``
+#: same computation runs, a compiled step is the eager step bit for bit, and a captured
+#: rollout or update replays its eager body's kernels). A ``vec_env``
 #: change that changes the class the run trains with (to or from ``device``, whose runs train
 #: with the algorithm's device twin) is refused by :func:`check_resumable`.
 RESUME_OVERRIDES = (
     "resume", "total_timesteps", "vec_env", "torch_threads", "progress_bar", "env.kwargs.workers",
-    "device", "trust_pickle", "compile",
+    "device", "trust_pickle", "compile", "graphs",
 )  # fmt: skip
 
 #: A temporary file of :func:`safety_rl_common.files.atomic_path` (``.NAME.XXXXXXXX.SUFFIX``).

@@ -36,6 +36,7 @@ from safelife_rl.training.config import (
     user_errors_of_instantiate,
 )
 from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.device.algorithms import DevicePPO
 from safelife_rl.training.envs import make_env, make_vec_env, multi_agent_task
 from safelife_rl.training.evaluation import INTERVALS, label, random_policy, with_interval
 from safelife_rl.training.files import save_model_atomic
@@ -135,6 +136,21 @@ def _build(config: Any, *args: Any, **kwargs: Any) -> Any:
     as itself, not wrapped in Hydra's error."""
     with user_errors_of_instantiate():
         return instantiate(config, *args, _convert_="all", **kwargs)
+
+
+def _set_graphs(model: BaseAlgorithm, graphs: str) -> None:
+    """The device trainer's ``graphs`` setting, its trainer built now: what it cannot capture
+    (a method's cost critics, a wrapper's penalty, an optimizer) is refused before the run
+    writes anything."""
+    if graphs == "none":
+        return
+    if not isinstance(model, DevicePPO):
+        raise UserError(
+            f"graphs={graphs} replays the device trainer's PPO; {type(model).__name__} trains "
+            "otherwise: use graphs=none"
+        )
+    model.graphs = graphs
+    model.trainer()
 
 
 def cudnn_kernels(deterministic: bool) -> None:
@@ -281,6 +297,7 @@ def _learn(
                 model = load_model(saved.path, cfg, env, cfg.device, trusted)
             apply_precision(cfg.get("precision", PAPER), model.policy)
             cudnn_kernels(cfg.get("cudnn_deterministic", False))
+            _set_graphs(model, cfg.get("graphs", "none"))
             callbacks = run_callbacks(cfg, run_dir, run_config, record)
         # Once the envs, model and callbacks are built (a refused setting leaves nothing
         # behind), the run can be resumed from here on.

@@ -169,3 +169,29 @@ def test_the_command_line_reports_it_in_one_line(tmp_path):
         "need a CUDA device; got device=cpu (use compile=True there)"
     ]
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["graphs=all"],
+            r"graphs=all replays the device trainer's rollout and update as CUDA "
+            r"graphs; add vec_env=device \(vec_env=auto steps on the host\)",
+        ),
+        ([*ON_THE_DEVICE, "graphs=sometimes"], "graphs must be one of none, rollout, update, all"),
+        pytest.param(
+            [*ON_THE_DEVICE, "graphs=rollout"],
+            r"graphs=rollout replays CUDA graphs, which need a CUDA device; got device=cpu "
+            r"\(use graphs=none\)",
+            marks=NO_CUDA,
+        ),
+    ],
+    ids=["host-vec-env", "unknown", "no-cuda"],
+)
+def test_the_training_app_refuses_graphs_it_cannot_replay(
+    tmp_path, train_config, overrides, message
+):
+    with pytest.raises(UserError, match=message):
+        train(train_config(*overrides), tmp_path / "run")
+    assert not (tmp_path / "run").exists()

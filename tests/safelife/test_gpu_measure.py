@@ -57,9 +57,15 @@ def test_the_measuring_call_runs_whole_on_a_cpu(tmp_path):
         else:
             assert row["mode"] == "CUDA graph" and row["note"] == gpu_measure.NO_GRAPH
     assert [r["size"] for r in by_section["env"]] == ["8", "8"]
-    speed = [(r["size"], r["precision"]) for r in by_section["speed"]]
-    assert speed == [("2", "fp32"), ("2", "bf16")]  # bf16: the trainer's setting too
-    assert float(by_section["speed"][0]["per_second"]) > 0
+    speed = [(r["size"], r["precision"], r["mode"]) for r in by_section["speed"]]
+    captured = gpu_measure.CAPTURED_TRAINING
+    # bf16: the trainer's setting too; the captured trainer's rows stated, not dropped
+    assert speed == [("2", p, m) for p in ("fp32", "bf16") for m in ("train", captured)]
+    for row in by_section["speed"]:
+        if row["mode"] == "train":
+            assert float(row["per_second"]) > 0
+        else:
+            assert row["note"] == gpu_measure.NO_GRAPH
 
 
 def test_the_profile_stage_runs_on_a_cpu(tmp_path):
@@ -116,7 +122,7 @@ def test_a_section_past_its_deadline_reports_what_it_skipped(tmp_path):
     )  # fmt: skip
     assert status == 0
     rows = list(csv.DictReader((tmp_path / "measure.csv").open()))
-    assert [r["note"] for r in rows] == [gpu_measure.SKIPPED] * 2  # fp32 and bf16
+    assert [r["note"] for r in rows] == [gpu_measure.SKIPPED] * 4  # fp32 and bf16, both modes
     assert gpu_measure.SKIPPED in (tmp_path / "measure.md").read_text()
 
 

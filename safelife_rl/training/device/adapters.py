@@ -29,6 +29,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices
 
 from safelife_rl.training.gymnasium_vec_env import WideningSyncVectorEnv, serve
+from safety_rl_common.errors import UserError
 
 
 class TensorStep(NamedTuple):
@@ -135,6 +136,17 @@ class TensorVecEnv(VecEnv):
         """Whether the env replays its step as a CUDA graph (the device algorithms then
         capture the policy's network too)."""
         return False
+
+    def keep_state(self) -> None:
+        """Write the state the env's step reads into the tensors it kept the first time
+        (and make them its state): the device trainer's rollout captured as one CUDA graph
+        (``graphs=rollout``) reads them at every replay. An env that cannot keep its state so
+        refuses here (the default: a wrapper's own Python state would not replay)."""
+        raise UserError(
+            f"graphs=rollout captures the env's step; {type(self).__name__} cannot be replayed "
+            "as a CUDA graph (the SafeLife device env without wrappers around it can): use "
+            "graphs=none or graphs=update"
+        )
 
     def step_async(self, actions: np.ndarray) -> None:
         raise NotImplementedError(f"{type(self).__name__} steps with tensors: call step()")
@@ -341,6 +353,15 @@ class GymnasiumTensorVecEnv(TensorVecEnv):
         check = getattr(self.venv, "check_actions", None)
         if check is not None:
             check()
+
+    def keep_state(self) -> None:
+        """The vector env's (:meth:`~safelife_rl.envs.vector_env.SafeLifeVectorEnv.
+        keep_state`), if it keeps its state in tensors."""
+        keep = getattr(self.venv, "keep_state", None)
+        if keep is None:
+            super().keep_state()
+        else:
+            keep()
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """Seed the next :meth:`reset`: separate envs as SB3 seeds them (env ``i`` gets

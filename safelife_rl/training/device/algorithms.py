@@ -38,6 +38,10 @@ class DevicePPO(PPO):
 
     #: the seed of the action draws of a run made without a seed (:func:`~.sampler.run_seed`)
     action_seed: int | None = None
+    #: the trainer's bodies replayed as CUDA graphs (a run's ``graphs``: :mod:`.graphs`) and
+    #: how (``eager``: the CPU's stand-in the tests use); settings of a run, not saved
+    graphs: str = "none"
+    graph_replay: str = "graph"
     _trainer: MemberTrainer | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -53,7 +57,7 @@ class DevicePPO(PPO):
         check_trainable(self)  # as it is built: a run refuses it before it writes
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_trainer"]
+        return [*super()._excluded_save_params(), "_trainer", "graphs", "graph_replay"]
 
     def get_parameters(self) -> dict[str, dict]:
         """SB3's, each tensor a copy: the weights and Adam moments are views of the trainer's
@@ -76,9 +80,12 @@ class DevicePPO(PPO):
             trainer is None
             or trainer.venv is not self.env
             or trainer.members[0].policy is not self.policy
+            or (trainer.graphs, trainer.graph_replay) != (self.graphs, self.graph_replay)
         ):
             # a single run's minibatch order: SB3's, from NumPy's global stream
-            self._trainer = MemberTrainer(self.env, [self], [np.random.permutation], "loop")
+            self._trainer = MemberTrainer(
+                self.env, [self], [np.random.permutation], "loop", self.graphs, self.graph_replay
+            )
         return self._trainer
 
     def learn(  # type: ignore[override]

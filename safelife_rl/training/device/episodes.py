@@ -83,7 +83,15 @@ class EpisodeRecorder:
 
     def clear(self) -> None:
         """Forget the recorded episodes (a rollout stopped by a callback leaves its own)."""
-        self._steps, self._times, self._pending = [], [], None
+        self._steps, self._times = [], []
+
+    def replayed(self, times: list[int]) -> None:
+        """The device buffer's rows rewritten by a rollout's replay (a CUDA graph, which runs
+        no Python: :mod:`.graphs`), each at its step count of ``times``; as :meth:`add` would
+        have kept them."""
+        if self._buffer is None or len(times) > len(self._buffer):
+            raise ValueError("a replayed rollout writes rows that a device env's steps made")
+        self._times = list(times)
 
     def read(self) -> list[tuple[int, dict[str, Any]]]:
         """The recorded episodes as ``(timesteps, info)``: :meth:`read_by_env` without the env

@@ -15,13 +15,14 @@ perceptrons and element-wise activations; any other module is refused by name
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.preprocessing import preprocess_obs
+from stable_baselines3.common.preprocessing import is_image_space, preprocess_obs
 from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
 from torch import nn
 
@@ -37,12 +38,24 @@ class PolicyHeads(nn.Module):
     def __init__(self, policy: ActorCriticPolicy):
         super().__init__()
         self.policy = policy
+        self._preprocess = preprocessing(policy.observation_space, policy.normalize_images)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         policy = self.policy
-        features = policy.extract_features(obs)
+        features = policy.features_extractor(self._preprocess(obs))
         latent_pi, latent_vf = policy.mlp_extractor(features)
         return policy.action_net(latent_pi), policy.value_net(latent_vf)
+
+
+def preprocessing(space: spaces.Space, normalize_images: bool) -> Callable[..., torch.Tensor]:
+    """SB3's ``preprocess_obs`` for ``space``, its test of a box (``is_image_space``, which
+    reads the bounds with NumPy) made once, here: the forward passes read nothing of the host
+    (``torch._dynamo`` traces them without a break)."""
+    if not isinstance(space, spaces.Box):
+        return partial(preprocess_obs, observation_space=space, normalize_images=normalize_images)
+    if normalize_images and is_image_space(space):
+        return lambda obs: obs.float() / 255.0
+    return lambda obs: obs.float()
 
 
 class UnknownNetwork(ValueError):
@@ -178,7 +191,7 @@ def _safelife_cnn(cnn: SafeLifeCNN, prefix: str, size: int) -> Layer:
         images = images.reshape(n, members * channels, height + top + bottom, width + left + right)
         if cnn.compute_dtype is None:
             return dense(params, body(params, images))
-        with torch.autocast(images.device.type, dtype=cnn.compute_dtype):
+        with torch.autocast(images.device.type, dtype=cnn.compute_dtype, cache_enabled=False):
             features = dense(params, body(params, images))
         return features.float()
 
@@ -199,11 +212,11 @@ def _preprocessing(space: spaces.Space, normalize_images: bool) -> Callable[...,
     batch (the uint8 to float conversion once for all members)."""
     if isinstance(space, spaces.Dict):
         raise UnknownNetwork("batching='grouped' takes no Dict observations: give batching='vmap'")
+    preprocess = preprocessing(space, normalize_images)
 
     def forward(obs: torch.Tensor) -> torch.Tensor:
         members, n = obs.shape[:2]
-        flat = preprocess_obs(obs.flatten(0, 1), space, normalize_images=normalize_images)
-        return flat.unflatten(0, (members, n))  # type: ignore[union-attr]
+        return preprocess(obs.flatten(0, 1)).unflatten(0, (members, n))
 
     return forward
 

@@ -31,6 +31,7 @@ __all__ = [
     "StackedNetworks",
     "StackedOptimizer",
     "UnfoldConv2d",
+    "set_lr",
 ]
 
 
@@ -183,6 +184,16 @@ def _called(
     return functional_call(network, (params, buffers), (obs,))
 
 
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """``lr`` into every group of ``optimizer``: written into its tensor where it is one (a
+    captured update's, ``graphs=update``, which its replays read), else set."""
+    for group in optimizer.param_groups:
+        if isinstance(group["lr"], torch.Tensor):
+            group["lr"].fill_(lr)
+        else:
+            group["lr"] = lr
+
+
 class StackedOptimizer:
     """The members' optimizers of one :class:`StackedNetworks`, stepped as one.
 
@@ -204,8 +215,12 @@ class StackedOptimizer:
     def set_lr(self, lr: float) -> None:
         """The stacked optimizer's learning rate (the members' own are set by their models)."""
         if self.optimizer is not None:
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
+            set_lr(self.optimizer, lr)
+
+    def stepping(self) -> list[torch.optim.Optimizer]:
+        """The optimizers :meth:`step` steps: the stacked one, or member by member each
+        member's."""
+        return self.optimizers if self.optimizer is None else [self.optimizer]
 
     def zero_grad(self) -> None:
         for param in self.stacked.parameters():

@@ -34,8 +34,8 @@ ended (read from the device in one copy), and SB3's ``ep_info_buffer`` gets them
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -46,12 +46,18 @@ from stable_baselines3.common.utils import explained_variance
 from torch.distributions import Categorical
 from tqdm import tqdm
 
-from safelife_rl.training.device.adapters import TensorVecEnv
+from safelife_rl.training.device.adapters import TensorStep, TensorVecEnv
 from safelife_rl.training.device.buffer import TensorRolloutBuffer
 from safelife_rl.training.device.captured_policy import CapturedPolicy
 from safelife_rl.training.device.episodes import EpisodeRecorder, add_episode_infos
+from safelife_rl.training.device.graphs import CapturedCall, check_graphs
 from safelife_rl.training.device.sampler import ActionSampler, run_seed
-from safelife_rl.training.device.stacked import PolicyHeads, StackedNetworks, StackedOptimizer
+from safelife_rl.training.device.stacked import (
+    PolicyHeads,
+    StackedNetworks,
+    StackedOptimizer,
+    set_lr,
+)
 from safety_rl_common.errors import UserError
 
 #: The PPO settings every member must share (they shape the batched update).
@@ -89,6 +95,34 @@ def check_trainable(model: Any) -> None:
 
 #: The episodes of each member that ended in a rollout, as ``(timesteps, info)``.
 Episodes = list[list[tuple[int, dict[str, Any]]]]
+_NO_DONES = np.zeros(0, dtype=bool)
+
+
+class Rollout(NamedTuple):
+    """What a rollout's body leaves beside the buffer: the actions sent ``(steps, P * n)``
+    and each step's :class:`~.adapters.TensorStep` (a captured rollout's: rewritten by each
+    replay)."""
+
+    actions: torch.Tensor
+    steps: list[TensorStep]
+
+
+class Clip(NamedTuple):
+    """PPO's clip range of an update and the bounds it makes: Python floats (as SB3 computes
+    them), or device tensors a captured update reads; ``vf_low``/``vf_high`` ``None``
+    without value clipping."""
+
+    range: Any
+    low: Any
+    high: Any
+    vf_low: Any = None
+    vf_high: Any = None
+
+    @classmethod
+    def of(cls, clip_range: float, clip_range_vf: float | None) -> Clip:
+        if clip_range_vf is None:
+            return cls(clip_range, 1 - clip_range, 1 + clip_range)
+        return cls(clip_range, 1 - clip_range, 1 + clip_range, -clip_range_vf, clip_range_vf)
 
 
 class MemberTrainer:
@@ -101,6 +135,9 @@ class MemberTrainer:
     :param permutations: each member's draw of its minibatch order (``np.random.permutation``
         for a single run, as SB3's buffer draws it).
     :param batching: how the members' networks run together (:data:`~.stacked.BATCHING`).
+    :param graphs: which bodies replay as one CUDA graph (:data:`~.graphs.GRAPHS`).
+    :param replay: how they replay (:data:`~.graphs.REPLAYS`: ``eager`` is the CPU's
+        stand-in the tests use).
     """
 
     def __init__(
@@ -109,6 +146,8 @@ class MemberTrainer:
         members: Sequence[Any],
         permutations: Sequence[Callable[[int], np.ndarray]],
         batching: str = "auto",
+        graphs: str = "none",
+        replay: str = "graph",
     ):
         self.venv = venv
         self.members = list(members)
@@ -158,6 +197,60 @@ class MemberTrainer:
         self.trained_steps = 0
         self._last_obs: torch.Tensor | None = None
         self._last_starts: torch.Tensor | None = None
+        self._rollout_start = 0
+        check_graphs(graphs, torch.device(self.device), replay)
+        self.graphs, self.graph_replay = graphs, replay
+        self._rollout_call: CapturedCall[Rollout | None] | None = None
+        self._update_call: CapturedCall[tuple[dict[str, list[torch.Tensor]], torch.Tensor]]
+        self._update_call = None  # type: ignore[assignment]
+        if graphs in ("rollout", "all"):
+            self._check_capturable("rollout")
+            self.venv.keep_state()  # refused here by an env whose step cannot be captured
+            self._rollout_call = CapturedCall(self._rollout, "rollout", replay)
+        if graphs in ("update", "all"):
+            self._check_capturable("update")
+            self._update_call = self._captured_update(replay)
+
+    def _check_capturable(self, body: str) -> None:
+        """Refuse, in one line, what a captured ``body`` cannot replay."""
+        if self.costs is not None:
+            raise UserError(
+                f"graphs={self.graphs} captures PPO's {body}; "
+                f"{type(self.members[0]).__name__}'s cost critics train eagerly: use graphs=none"
+            )
+        if self._captured is not None:
+            raise UserError(
+                f"graphs={self.graphs} captures the {body} whole: compile the env's step with "
+                "compile=true, not compile=cudagraphs (a graph of its own)"
+            )
+
+    def _captured_update(self, replay: str) -> CapturedCall:
+        """The update's body captured over tensors the trainer fills before each replay: the
+        minibatch orders, the clip ranges and (in the optimizers, which must be fused Adam
+        made capturable) the learning rate."""
+        first = self.members[0]
+        total = self.buffer.buffer_size * self.n_envs
+        self._orders = torch.zeros(
+            (first.n_epochs, self.size, total), dtype=torch.int64, device=self.device
+        )
+        self._clip = torch.zeros(5, dtype=torch.float32, device=self.device)
+        values = self._clip.unbind()
+        clip = Clip(*values) if first.clip_range_vf is not None else Clip(*values[:3])
+        # fused Adam reads a learning rate tensor on CUDA as float32 (its eager step reads the
+        # float in double: a captured update's rate is rounded, relatively by 6e-8 at most);
+        # elsewhere as a double, which is the eager step's
+        dtype = torch.float32 if torch.device(self.device).type == "cuda" else torch.float64
+        for optimizer in self.optimizer.stepping():
+            for group in optimizer.param_groups:
+                if not group.get("fused"):
+                    raise UserError(
+                        f"graphs={self.graphs} captures the optimizer's step: it must be "
+                        f"torch.optim.Adam(fused=True) (the device path's), got "
+                        f"{type(optimizer).__name__} with fused={group.get('fused')}"
+                    )
+                group["capturable"] = True
+                group["lr"] = torch.tensor(float(group["lr"]), dtype=dtype, device=self.device)
+        return CapturedCall(partial(self._update, self._orders, clip), "update", replay)
 
     def _check_members(self) -> None:
         first = self.members[0]
@@ -210,14 +303,14 @@ class MemberTrainer:
                 total_timesteps, callback, reset_num_timesteps, tb_log_name, False
             )
             started.append(started_callback)
-        self._last_obs = torch.cat(
-            [torch.as_tensor(m._last_obs).to(self.device) for m in self.members]
-        )
-        self._last_starts = torch.cat(
-            [
-                torch.as_tensor(m._last_episode_starts, dtype=torch.bool).to(self.device)
-                for m in self.members
-            ]
+        self._set_last(
+            torch.cat([torch.as_tensor(m._last_obs).to(self.device) for m in self.members]),
+            torch.cat(
+                [
+                    torch.as_tensor(m._last_episode_starts, dtype=torch.bool).to(self.device)
+                    for m in self.members
+                ]
+            ),
         )
         return total, started
 
@@ -278,8 +371,9 @@ class MemberTrainer:
 
     def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each member's actions, drawn in one batch as its single run draws them, and their
-        log-probabilities: ``(P, n)`` each."""
-        distribution = Categorical(logits=logits)
+        log-probabilities: ``(P, n)`` each (the distribution's argument checks, a host read
+        each, left out)."""
+        distribution = Categorical(logits=logits, validate_args=False)
         actions = self.sampler(distribution.logits)
         return actions, distribution.log_prob(actions)
 
@@ -294,36 +388,81 @@ class MemberTrainer:
         """A rollout's actions ``(steps, P * n)`` sent to the envs (a population keeps them)."""
 
     def collect_rollouts(self, callbacks: list[BaseCallback]) -> bool:
-        """One rollout of every member, into the stacked buffer."""
-        first = self.members[0]
-        buffer, n = self.buffer, self.n_envs
+        """One rollout of every member, into the stacked buffer: :meth:`_rollout` run eagerly
+        with the callbacks at every step, or replayed as one CUDA graph (``graphs=rollout``)
+        and the callbacks' steps run after it."""
+        first, n = self.members[0], self.n_envs
         self._set_training_mode(False)
-        buffer.reset()
+        self.buffer.reset()
         for callback in callbacks:
             callback.on_rollout_start()
-        recorder = self.recorder
-        recorder.clear()
+        self.recorder.clear()
+        start = first.num_timesteps
+        self.sampler.start(start)
+        self._rollout_start = start
+        if self._rollout_call is None:
+            rollout = self._rollout(partial(self._on_step, callbacks))
+            if rollout is None:
+                return False
+        else:
+            self.venv.keep_state()  # a reset or a side-effect read since: back in its place
+            rollout = self._rollout_call()
+            assert rollout is not None
+            # the bookkeeping the body's Python did at its capture only
+            self.buffer.pos, self.buffer.full = self.buffer.buffer_size, True
+            self.recorder.replayed([start + (t + 1) * n for t in range(first.n_steps)])
+            for actions, step in zip(rollout.actions, rollout.steps):
+                if not self._on_step(callbacks, self._by_member(actions), step):
+                    return False
+        self.venv.check_actions()
+        self._record_rollout(rollout.actions)
+        for episodes, callback in zip(self._deliver_episodes(self.recorder), callbacks):
+            callback.update_locals({"episodes": episodes})
+            callback.on_rollout_end()
+        if self.costs is not None:
+            self.buffer.compute_cost_returns_and_advantage(
+                self.costs.values(self._by_member(self._last_obs)), self._last_starts
+            )
+        return True
+
+    def _on_step(
+        self, callbacks: list[BaseCallback], actions: torch.Tensor, step: TensorStep
+    ) -> bool:
+        """Every member's step count moved on by one vector-env step and its callback's
+        ``on_step`` (``actions``: ``(P, n)``); whether to go on."""
+        for member in self.members:
+            member.num_timesteps += self.n_envs
+        for k, callback in enumerate(callbacks):
+            # the episodes come at the rollout's end, none per step
+            callback.update_locals(
+                {"actions": actions[k], "step": step, "infos": [], "dones": _NO_DONES}
+            )
+            if not callback.on_step():
+                return False
+        return True
+
+    def _rollout(
+        self, on_step: Callable[[torch.Tensor, TensorStep], bool] | None = None
+    ) -> Rollout | None:
+        """The body of a rollout: ``n_steps`` steps of every member's envs into the buffer
+        (calling ``on_step`` after each, ``None`` if it says stop), the time limits'
+        bootstraps, the returns and advantages, and where the next rollout starts. All on the
+        device: without ``on_step``, no sync and no copy (what :class:`~.graphs.CapturedCall`
+        captures)."""
+        first, buffer, recorder = self.members[0], self.buffer, self.recorder
         obs, starts = self._last_obs, self._last_starts
-        no_dones = np.zeros(0, dtype=bool)
         assert obs is not None and starts is not None
-        self.sampler.start(first.num_timesteps)
-        taken = []
-        for _ in range(first.n_steps):
-            with torch.no_grad(), no_argument_checks():
+        taken, steps = [], []
+        for t in range(first.n_steps):
+            with torch.no_grad():
                 logits, values = self._heads(obs)
                 actions, log_probs = self._sample(logits)
             taken.append(actions.flatten())
             step = self.venv.step(taken[-1].to(self.venv.device))
-            for member in self.members:
-                member.num_timesteps += n
-            recorder.add(first.num_timesteps, step)
-            for k, callback in enumerate(callbacks):
-                # the episodes come at the rollout's end, none per step
-                callback.update_locals(
-                    {"actions": actions[k], "step": step, "infos": [], "dones": no_dones}
-                )
-                if not callback.on_step():
-                    return False
+            steps.append(step)
+            recorder.add(self._rollout_start + (t + 1) * self.n_envs, step)
+            if on_step is not None and not on_step(actions, step):
+                return None
             if self.costs is not None:
                 self.costs.record(buffer, self._by_member(obs), step)
             truncated, terminated = step.truncated.to(self.device), step.terminated.to(self.device)
@@ -338,28 +477,27 @@ class MemberTrainer:
                 log_probs.flatten(),
             )
             obs, starts = step.observations.to(self.device), terminated | truncated
-        self.venv.check_actions()
         self._bootstrap_timeouts()
         with torch.no_grad():
             last_values = self._heads(obs)[1]
         buffer.compute_returns_and_advantage(last_values.flatten(), starts)
-        self._record_rollout(torch.stack(taken))
         self._set_last(obs, starts)
-        for episodes, callback in zip(self._deliver_episodes(recorder), callbacks):
-            callback.update_locals({"episodes": episodes})
-            callback.on_rollout_end()
-        if self.costs is not None:
-            buffer.compute_cost_returns_and_advantage(
-                self.costs.values(self._by_member(obs)), starts
-            )
-        return True
+        if self.graphs in ("rollout", "all"):  # the env's state into the tensors replays read
+            self.venv.keep_state()
+        return Rollout(torch.stack(taken), steps)
 
     def _set_last(self, obs: torch.Tensor, starts: torch.Tensor) -> None:
-        """Where the next rollout starts: the trainer's and each member's view."""
-        self._last_obs, self._last_starts = obs, starts
+        """Where the next rollout starts, written into the trainer's tensors (which keep their
+        addresses, as a captured rollout reads them); each member's view of them."""
+        if self._last_obs is None or self._last_obs.shape != obs.shape:
+            self._last_obs, self._last_starts = obs.clone(), starts.clone()
+        else:
+            assert self._last_starts is not None
+            self._last_obs.copy_(obs)
+            self._last_starts.copy_(starts)
         for k, member in enumerate(self.members):
-            member._last_obs = self._part(obs, k)
-            member._last_episode_starts = self._part(starts, k)
+            member._last_obs = self._part(self._last_obs, k)
+            member._last_episode_starts = self._part(self._last_starts, k)
 
     def _deliver_episodes(self, recorder: EpisodeRecorder) -> Episodes:
         """The episodes ``recorder`` holds (one read), into each member's SB3 episode
@@ -391,18 +529,25 @@ class MemberTrainer:
                     cost_values = self.costs.values(self._by_member(final[k]))
                     buffer.costs[steps[k], envs] += torch.where(cut[k], gamma * cost_values, 0.0)
 
-    def minibatches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """One epoch's minibatches, each member's drawn in its own order (SB3's env-major
-        flattening of the rollout): the (steps, envs) indices ``(P, batch_size)`` of each."""
-        buffer, n = self.buffer, self.n_envs
-        steps_per_rollout = buffer.buffer_size
-        total = steps_per_rollout * n
-        offsets = (torch.arange(self.size, device=self.device) * n)[:, None]
-        order = np.stack([permutation(total) for permutation in self.permutations])
-        order_t = torch.as_tensor(order, device=self.device)
-        batch_size = self.members[0].batch_size
-        for start in range(0, total, batch_size):
-            flat = order_t[:, start : start + batch_size]
+    def orders(self) -> np.ndarray:
+        """Each epoch's minibatch order of each member, drawn from its own stream as SB3 draws
+        a run's (epoch by epoch), over SB3's env-major flattening of the rollout:
+        ``(epochs, P, steps * n_envs)``."""
+        total = self.buffer.buffer_size * self.n_envs
+        return np.stack(
+            [
+                np.stack([permutation(total) for permutation in self.permutations])
+                for _ in range(self.members[0].n_epochs)
+            ]
+        )
+
+    def minibatches(self, order: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """One epoch's minibatches of the members' ``order`` (one epoch of :meth:`orders`, on
+        the device): the (steps, envs) indices ``(P, batch_size)`` of each."""
+        steps_per_rollout, batch_size = self.buffer.buffer_size, self.members[0].batch_size
+        offsets = (torch.arange(self.size, device=self.device) * self.n_envs)[:, None]
+        for start in range(0, order.shape[1], batch_size):
+            flat = order[:, start : start + batch_size]
             yield flat % steps_per_rollout, flat // steps_per_rollout + offsets
 
     def set_learning_rates(
@@ -413,14 +558,15 @@ class MemberTrainer:
         for member, optimizer in zip(self.members, optimizers):
             lr = member.lr_schedule(progress)
             member.logger.record("train/learning_rate", lr)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
+            set_lr(optimizer, lr)
         return self.members[0].lr_schedule(progress)
 
     def train(self) -> None:
         """One update of every member: SB3's ``PPO.train`` batched over members (after a
         method's own steps, e.g. PPO-Lagrangian's multiplier updates and penalised advantages,
-        and followed by its cost critics' regression)."""
+        and followed by its cost critics' regression): :meth:`_update` run eagerly, or
+        replayed as one CUDA graph (``graphs=update``) from the orders and clip ranges copied
+        into its tensors."""
         first, buffer = self.members[0], self.buffer
         progress = first._current_progress_remaining
         reports = self.costs.penalise(buffer) if self.costs is not None else None
@@ -429,36 +575,61 @@ class MemberTrainer:
         self.optimizer.set_lr(lr)
         clip_range = first.clip_range(progress)
         clip_range_vf = first.clip_range_vf(progress) if first.clip_range_vf is not None else None
+        clip = Clip.of(clip_range, clip_range_vf)
+        orders = torch.as_tensor(self.orders())
+        if self._update_call is None:
+            stats, loss = self._update(orders.to(self.device), clip)
+        else:
+            self._orders.copy_(orders)
+            self._clip.copy_(torch.tensor([0.0 if v is None else float(v) for v in clip]))
+            stats, loss = self._update_call()
+        for member in self.members:
+            member._n_updates += first.n_epochs
+        self.optimizer.link_member_states()
+        self._log_training(stats, loss, clip_range, clip_range_vf)
+        if self.costs is not None:
+            assert reports is not None
+            losses = self.costs.train(self, progress)
+            self.costs.log(reports, losses)
+
+    def _update(
+        self, orders: torch.Tensor, clip: Clip
+    ) -> tuple[dict[str, list[torch.Tensor]], torch.Tensor]:
+        """The body of an update: every epoch's minibatches (``orders``, :meth:`orders` on the
+        device) of every member, each one forward pass, the PPO losses, one backward pass and
+        one step of the stacked optimizer; the per-minibatch statistics and the last losses,
+        ``(P,)`` tensors. All on the device: no sync and no copy (what
+        :class:`~.graphs.CapturedCall` captures)."""
+        first, buffer = self.members[0], self.buffer
         stats: dict[str, list[torch.Tensor]] = {
             key: [] for key in ("entropy", "pg", "value", "kl", "clip")
         }
         loss = torch.zeros(self.size, device=self.device)
-        for _ in range(first.n_epochs):
+        for order in orders:
             stats["kl"] = []  # SB3 logs the last epoch's approximate KL
-            for steps, envs in self.minibatches():
+            for steps, envs in self.minibatches(order):
                 obs = buffer.observations[steps, envs]
                 actions = buffer.actions[steps, envs].to(torch.float32).long().flatten(1)
                 old_values = buffer._values[steps, envs]
                 old_log_prob = buffer.log_probs[steps, envs]
                 advantages, returns = buffer.advantages[steps, envs], buffer._returns[steps, envs]
-                with no_argument_checks():
-                    logits, values = self.stacked(obs)
-                    values = values.flatten(1)
-                    distribution = Categorical(logits=logits)
-                    log_prob, entropy = distribution.log_prob(actions), distribution.entropy()
+                logits, values = self.stacked(obs)
+                values = values.flatten(1)
+                distribution = Categorical(logits=logits, validate_args=False)  # (no host read)
+                log_prob, entropy = distribution.log_prob(actions), distribution.entropy()
                 if first.normalize_advantage and advantages.shape[1] > 1:
                     advantages = (advantages - advantages.mean(1, keepdim=True)) / (
                         advantages.std(1, keepdim=True) + 1e-8
                     )
                 ratio = torch.exp(log_prob - old_log_prob)
                 policy_loss_1 = advantages * ratio
-                policy_loss_2 = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
+                policy_loss_2 = advantages * torch.clamp(ratio, clip.low, clip.high)
                 policy_loss = -torch.min(policy_loss_1, policy_loss_2).mean(1)
-                clip_fraction = torch.mean((torch.abs(ratio - 1) > clip_range).float(), 1)
+                clip_fraction = torch.mean((torch.abs(ratio - 1) > clip.range).float(), 1)
                 values_pred = values
-                if clip_range_vf is not None:
+                if clip.vf_low is not None:
                     values_pred = old_values + torch.clamp(
-                        values - old_values, -clip_range_vf, clip_range_vf
+                        values - old_values, clip.vf_low, clip.vf_high
                     )
                 value_loss = F.mse_loss(returns, values_pred, reduction="none").mean(1)
                 entropy_loss = -torch.mean(entropy, 1)
@@ -473,14 +644,7 @@ class MemberTrainer:
                 self.optimizer.zero_grad()
                 loss.sum().backward()
                 self.optimizer.step(first.max_grad_norm)
-            for member in self.members:
-                member._n_updates += 1
-        self.optimizer.link_member_states()
-        self._log_training(stats, loss.detach(), clip_range, clip_range_vf)
-        if self.costs is not None:
-            assert reports is not None
-            losses = self.costs.train(self, progress)
-            self.costs.log(reports, losses)
+        return stats, loss.detach()
 
     def adopt_member_states(self) -> None:
         """Take the members' optimizer states into the stacked optimizers, after their weights
@@ -516,18 +680,6 @@ class MemberTrainer:
             logger.record("train/clip_range", clip_range)
             if clip_range_vf is not None:
                 logger.record("train/clip_range_vf", clip_range_vf)
-
-
-@contextmanager
-def no_argument_checks() -> Iterator[None]:
-    """Turn off ``torch.distributions``' argument validation (each check reads a device value)
-    inside the block, and restore the setting after."""
-    before = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(False)
-    try:
-        yield
-    finally:
-        torch.distributions.Distribution.set_default_validate_args(before)
 
 
 def _in_order_mean(values: list[torch.Tensor]) -> torch.Tensor:

@@ -283,7 +283,12 @@ def build_population(cfgs: Sequence[DictConfig], batching: str = "auto") -> Popu
         )
         with user_errors_of_instantiate():
             trainer = PopulationPPO(
-                vector, make_member, [int(c.seed) for c in cfgs], penalties, batching
+                vector,
+                make_member,
+                [int(c.seed) for c in cfgs],
+                penalties,
+                batching,
+                first.get("graphs", "none"),
             )
     except BaseException:
         venv.close()

@@ -41,8 +41,10 @@ class PopulationPPO(MemberTrainer):
     :param seeds: the members' seeds.
     :param penalties: the members' impact penalties (``None``: the env's wrapper's, for all).
     :param batching: how the members' networks run together
-        (:data:`~safelife_rl.training.device.stacked.BATCHING`: ``vmap`` on CUDA, member by
+        (:data:`~safelife_rl.training.device.stacked.BATCHING`: ``unfold`` on CUDA, member by
         member elsewhere by default).
+    :param graphs: the trainer's bodies replayed as CUDA graphs, and ``replay`` how
+        (:mod:`~safelife_rl.training.device.graphs`).
     """
 
     def __init__(
@@ -52,6 +54,8 @@ class PopulationPPO(MemberTrainer):
         seeds: Sequence[int],
         penalties: Sequence[float] | None = None,
         batching: str = "auto",
+        graphs: str = "none",
+        replay: str = "graph",
     ):
         if env.groups != len(seeds):
             raise UserError(f"{len(seeds)} members need an env of {len(seeds)} groups")
@@ -72,7 +76,9 @@ class PopulationPPO(MemberTrainer):
             raise UserError(
                 f"the members have {members[0].n_envs} envs, their groups {env.group_size}"
             )
-        super().__init__(venv, members, [r.numpy.permutation for r in self.random], batching)
+        super().__init__(
+            venv, members, [r.numpy.permutation for r in self.random], batching, graphs, replay
+        )
         #: every action sent to the envs (the members' rollout records read their columns)
         self.recorded = RecordedActions(self.size * self.n_envs)
 

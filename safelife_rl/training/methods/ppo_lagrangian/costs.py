@@ -97,8 +97,8 @@ class PopulationCosts:
         lr = trainer.set_learning_rates([m.cost_optimizer for m in self.members], progress)
         self.optimizer.set_lr(lr)
         losses = []
-        for _ in range(first.n_epochs):
-            for steps, envs in trainer.minibatches():
+        for order in torch.as_tensor(trainer.orders(), device=trainer.device):
+            for steps, envs in trainer.minibatches(order):
                 values = self.critics(buffer.observations[steps, envs]).flatten(1)
                 loss = F.mse_loss(values, buffer.cost_returns[steps, envs], reduction="none")
                 loss = loss.mean(1)
