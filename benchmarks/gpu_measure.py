@@ -59,7 +59,6 @@ from gpu_suite import Report, random_actions, same, table, vector_envs
 from omegaconf import DictConfig, open_dict
 from population_profile import profile_section
 from population_speed import KEPT_BATCHINGS, TINY, config, members, population_rates
-from population_speed import timed as timed_learn
 from precision import (
     autocast,
     default_device,
@@ -545,7 +544,10 @@ def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
                     rows.add("speed", what, note=NO_GRAPH, **common)
                     continue
                 else:
-                    wall, cpu = captured_rates(at, count, args.rollouts)
+                    at = at.copy()
+                    with open_dict(at):
+                        at.graphs, at.compile = "all", True  # its step captured inside
+                    wall, cpu = population_rates(at, count, args.rollouts, "auto")
                 rows.add(
                     "speed", what, ms=count * cfg.n_envs * cfg.algo.n_steps / wall * 1e3,
                     per_second=wall,
@@ -557,27 +559,6 @@ def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
 
 #: the speed rows' mode of the trainer with its rollout and update each one CUDA graph
 CAPTURED_TRAINING = "train, graphs=all"
-
-
-def captured_rates(cfg: DictConfig, count: int, rollouts: int) -> tuple[float, float]:
-    """:func:`population_rates` of the trainer with ``graphs=all`` (its env's step compiled
-    with ``compile=true``, captured inside the rollout's graph), timed after its warm-up and
-    capture (two rollouts and updates)."""
-    cfg = cfg.copy()
-    with open_dict(cfg):
-        cfg.graphs, cfg.compile = "all", True
-    population = build_population(members(cfg, count), "auto")
-    per_rollout = cfg.n_envs * cfg.algo.n_steps
-    try:
-        population.learn(2 * per_rollout)  # the warm-up, then the capture
-        wall, cpu = timed_learn(
-            lambda steps: population.learn(steps, reset_num_timesteps=False),
-            per_rollout * rollouts,
-        )
-    finally:
-        population.env.close()
-    steps = count * per_rollout * rollouts
-    return steps / wall, steps / cpu
 
 
 INTROS = {

@@ -7,6 +7,7 @@ on the same warm machine continues where the first stopped.
     python benchmarks/gpu_results.py [--seconds 540] [--steps 6000000] [--seeds 3]
         [--tables table2 table1] [--levels N] [--episodes N] [--bank-size 1000] [--jobs 4]
         [--grace 60] [--work /tmp/paper_results] [--out DIR] [--device cuda] [--precision fp32]
+        [--graphs none|rollout|update|all]
     python benchmarks/gpu_results.py --tiny --device cpu   # the same on a CPU, tiny (CI)
 
 Largest first: a table is started only once the tables before it are finished, and not with
@@ -58,6 +59,7 @@ from safelife_rl.apps.reproduce.runs import (
     progress,
 )
 from safelife_rl.apps.reproduce.sweep import FULL_STEPS, INTERRUPTED
+from safelife_rl.training.device.graphs import GRAPHS
 from safelife_rl.training.precision import PAPER, paper_deviation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,6 +110,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, default=Path("/tmp/paper_results"))
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--precision", default=PAPER, help="of every run: fp32, tf32 or bf16")
+    parser.add_argument(
+        "--graphs",
+        choices=GRAPHS,
+        default="none",
+        help="of every run: its trainer's bodies replayed as CUDA graphs (with compile=true)",
+    )
     parser.add_argument("--tiny", action="store_true", help="a smoke run on a CPU")
     parser.add_argument(
         "--out", type=Path, default=Path(os.environ.get("OUT", "outputs/gpu_results"))
@@ -147,6 +155,7 @@ def command(args: argparse.Namespace, table: str) -> list[str]:
         sys.executable, "-m", "safelife_rl", "reproduce", table, "--population", *options,
         "--steps", str(args.steps), "--out", str(args.work / table), f"device={args.device}",
         f"precision={args.precision}", f"hydra.launcher.n_jobs={jobs}", *overrides,
+        *([] if args.graphs == "none" else [f"graphs={args.graphs}", "compile=true"]),
     ]  # fmt: skip
 
 

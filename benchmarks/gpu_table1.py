@@ -4,7 +4,8 @@ benchmarked on the original v1.0 suites, sized to finish by a deadline.
 
     python benchmarks/gpu_table1.py [--seconds 480] [--steps N] [--seeds 3] [--levels 10]
         [--episodes 1] [--bank-size 200] [--jobs 4] [--batching auto grouped]
-        [--graph-members 72] [--out DIR] [--device cuda] [--precision fp32]
+        [--graph-members 72] [--captured-members 72] [--grid-graphs] [--out DIR]
+        [--device cuda] [--precision fp32]
     python benchmarks/gpu_table1.py --tiny --device cpu   # the same on a CPU in a minute (CI)
 
 1. **speed**: env steps/s of populations of 18 (one task's penalties x seeds) and 72 (the whole
@@ -13,13 +14,16 @@ benchmarked on the original v1.0 suites, sized to finish by a deadline.
    of the members' networks (``auto``: unfold on CUDA, convolutions as batched matrix
    products; ``grouped``: grouped convolutions and batched products written out), and at
    ``--graph-members`` with the env's step replayed as a CUDA graph (``compile=cudagraphs``:
-   an eager step is some 800-1,000 kernel launches at 18-72 members);
+   an eager step is some 800-1,000 kernel launches at 18-72 members), and at
+   ``--captured-members`` with the trainer's rollout and update each one CUDA graph
+   (``graphs=all``, the env's step compiled with ``compile=true`` and captured inside);
 2. **grid**: ``safelife-rl reproduce table1 --population`` with the paper's settings, each run
    ``--steps`` long (default: as many as the measured speed allows by the deadline, with the
    impact-penalty and exit-curriculum schedules squeezed into the run in their proportions of
    the paper's 6M steps, as ``--quick`` squeezes them), training levels from a
    ``--bank-size`` bank per task, the agents benchmarked on the first ``--levels`` levels of
-   each v1.0 suite ``--episodes`` times. ``--jobs`` tasks train at once (one process each).
+   each v1.0 suite ``--episodes`` times. ``--jobs`` tasks train at once (one process each);
+   ``--grid-graphs`` trains them with ``graphs=all compile=true`` (sized by that speed).
 
 Writes ``table1_lease.md`` (the speeds, the command, its wall time), the reproduction's
 ``table1.md``, ``report_table1.md`` and ``table1.csv``, and ``table1_runs.tar.gz`` (the report's
@@ -52,6 +56,10 @@ ROLLOUT = 16 * 20  # a member's env steps per rollout in the paper's setup
 #: the grid's seconds outside training: start, level banks, final evaluations, benchmarks and
 #: tables (the last lease's grid spent 200-350 s on them; 90 s was planned)
 GRID_FIXED_SECONDS = 300
+#: the settings of the trainer with its rollout and update each one CUDA graph, and their
+#: name in the speed rows' "env step" column
+CAPTURED = ("graphs=all", "compile=true")
+CAPTURED_STEP = "compiled, trainer graphs=all"
 
 
 def squeezed(steps: int, ramp: tuple[int, int]) -> str:
@@ -75,6 +83,8 @@ def grid_command(args: argparse.Namespace, steps: int, out: Path) -> list[str]:
             f"callbacks.evaluation.eval_every={steps}",
             f"callbacks.checkpoint.save_every={max(steps // 2, ROLLOUT)}",
         ]
+    if args.grid_graphs:
+        overrides += list(CAPTURED)
     return [
         sys.executable, "-m", "safelife_rl", "reproduce", "table1", "--population",
         *options, "--levels", str(args.levels), "--episodes", str(args.episodes),
@@ -99,6 +109,18 @@ def main() -> int:
         nargs="*",
         default=[72],
         help="populations also timed with the env's step as a CUDA graph (compile=cudagraphs)",
+    )
+    parser.add_argument(
+        "--captured-members",
+        type=int,
+        nargs="*",
+        default=[72],
+        help="populations also timed with the trainer's rollout and update each a CUDA graph",
+    )
+    parser.add_argument(
+        "--grid-graphs",
+        action="store_true",
+        help=f"the grid trained with {' '.join(CAPTURED)} (a run's graphs setting)",
     )
     parser.add_argument(
         "--batching",
@@ -132,22 +154,27 @@ def main() -> int:
     if args.tiny:
         overrides += TINY
         args.members = [2]
-        args.graph_members = []
+        args.graph_members = args.captured_members = []
     cfg = config(overrides)
     rates = {}
     plan = [(count, batching, "eager") for count in args.members for batching in args.batching]
     plan += [(count, "auto", "cudagraphs") for count in args.graph_members]
+    plan += [(count, "auto", CAPTURED_STEP) for count in args.captured_members]
     for count, batching, step in plan:
         try:
-            step_cfg = cfg if step == "eager" else config([*overrides, f"compile={step}"])
+            step_cfg = cfg
+            if step == "cudagraphs":
+                step_cfg = config([*overrides, f"compile={step}"])
+            elif step == CAPTURED_STEP:
+                step_cfg = config([*overrides, *CAPTURED])
             step_cfg = with_precision(step_cfg, args.precision)
             wall, cpu = population_rates(step_cfg, count, 1 if args.tiny else 3, batching)
         except Exception:  # reported; the grid is still tried
             lines += ["", "FAILED:", "```", traceback.format_exc()[-3000:], "```", ""]
             report.write_text("\n".join(lines) + "\n")
             continue
-        if batching == "auto" and step == "eager":  # the grid's
-            rates[count] = wall
+        if batching == "auto" and step == (CAPTURED_STEP if args.grid_graphs else "eager"):
+            rates[count] = wall  # the grid's
         lines.append(
             f"| {count} | {count * cfg.n_envs:,} | {batching} | {step} | {wall:,.0f} | {cpu:,.0f} "
             f"| {args.precision}; {flags_text()} |"

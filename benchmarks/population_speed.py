@@ -113,12 +113,17 @@ def timed(learn, steps: int) -> tuple[float, float]:
 def population_rates(
     cfg: DictConfig, count: int, rollouts: int, batching: str = "auto"
 ) -> tuple[float, float]:
-    """All members' env steps per wall second and per CPU second."""
+    """All members' env steps per wall second and per CPU second (after a warm-up: the first
+    allocations and kernels, and under ``graphs`` the capture too)."""
     population = build_population(members(cfg, count), batching)
     per_rollout = cfg.n_envs * cfg.algo.n_steps
+    warm_up = 1 if cfg.get("graphs", "none") == "none" else 2
     try:
-        population.learn(per_rollout)  # warm-up: first allocations and kernels
-        wall, cpu = timed(population.learn, per_rollout * rollouts)
+        population.learn(warm_up * per_rollout)
+        wall, cpu = timed(
+            lambda steps: population.learn(steps, reset_num_timesteps=False),
+            per_rollout * rollouts,
+        )
     finally:
         population.env.close()
     steps = count * per_rollout * rollouts
