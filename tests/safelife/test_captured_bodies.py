@@ -317,3 +317,31 @@ def test_on_cuda_each_graph_replays_its_eager_body_bit_for_bit(size):
     assert trainers[1]._update_call.graph is not None
     for a, b in zip(state_of(trainers[0]), state_of(trainers[1])):
         assert torch.equal(a, b)
+
+
+def test_a_capture_that_fails_is_an_error_in_one_line_naming_the_body(monkeypatch):
+    """A sync inside a body makes CUDA's capture fail: the error names the body and is not a
+    fall back to eager code."""
+
+    class Refusing:
+        def __init__(self, graph):
+            pass
+
+        def __enter__(self):
+            raise RuntimeError("operation not permitted when stream is capturing\nCUDA details")
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: object())
+    monkeypatch.setattr(torch.cuda, "graph", Refusing)
+    ran = []
+    call = CapturedCall(lambda: ran.append(1), "rollout", "graph")
+    call.calls = 1  # past its warm-up
+    with pytest.raises(UserError) as error:
+        call()
+    assert str(error.value) == (
+        "the rollout could not be captured as one CUDA graph (graphs=none runs it eagerly): "
+        "operation not permitted when stream is capturing"
+    )
+    assert call.graph is None and not ran

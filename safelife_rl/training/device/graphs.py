@@ -11,8 +11,9 @@ then on: one launch where the rollout of 72 members was some 20 x 300 kernels. T
 Python (its bookkeeping: the buffer's position, the episode recorder's step counts) runs at
 the warm-up and at the capture only; the trainer sets what it needs of it after each replay.
 
-A capture that fails (a sync inside the body, an optimizer that cannot be captured) is an
-error naming the body, not a fall back to eager code.
+A capture that fails (a sync inside the body, an optimizer that cannot be captured) is a
+:class:`~safety_rl_common.errors.UserError` in one line naming the body, not a fall back to
+eager code.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ class CapturedCall(Generic[T]):
             with torch.cuda.graph(graph):
                 self.outputs = self.body()
         except RuntimeError as error:
-            raise RuntimeError(
+            first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise UserError(
                 f"the {self.name} could not be captured as one CUDA graph (graphs=none runs it "
-                f"eagerly): {error}"
+                f"eagerly): {first_line}"
             ) from error
         self.graph = graph
