@@ -29,6 +29,11 @@ vector-env step, after ``num_timesteps`` has moved on by its ``n_envs``, so SB3'
 fire at on the NumPy path. The episodes that ended in the rollout come together at its end: in
 ``on_rollout_end``, ``locals["episodes"]`` is a list of ``(timesteps, info)`` in the order they
 ended (read from the device in one copy), and SB3's ``ep_info_buffer`` gets them then too.
+
+**CUDA graphs** (``graphs``: :mod:`.graphs`). The rollout's body (:meth:`MemberTrainer._rollout`)
+and the update's (:meth:`MemberTrainer._update`) are the same code eager and captured; a
+replayed rollout's callback steps run after it, each at its step count (a callback that stops
+the run stops it at the same count, the env then some steps further on).
 """
 
 from __future__ import annotations
