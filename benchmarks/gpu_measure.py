@@ -547,7 +547,12 @@ def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
                     at = at.copy()
                     with open_dict(at):
                         at.graphs, at.compile = "all", True  # its step captured inside
-                    wall, cpu = population_rates(at, count, args.rollouts, "auto")
+                    try:
+                        wall, cpu = population_rates(at, count, args.rollouts, "auto")
+                    except Exception as error:  # noqa: BLE001 - the row says it; the rest run
+                        line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                        rows.add("speed", what, note=f"{CAPTURE_FAILED}: {line}", **common)
+                        continue
                 rows.add(
                     "speed", what, ms=count * cfg.n_envs * cfg.algo.n_steps / wall * 1e3,
                     per_second=wall,

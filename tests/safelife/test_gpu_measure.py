@@ -199,3 +199,29 @@ def test_a_graph_that_cannot_be_captured_is_a_failed_row():
         "note": f"{gpu_measure.CAPTURE_FAILED}: RuntimeError: operation not permitted when "
         "stream is capturing"
     }
+
+
+def test_a_captured_speed_row_that_fails_says_so_and_the_others_run(tmp_path, monkeypatch):
+    """A capture that fails on the lease fails its own row (the section is reported failed)
+    and the rows after it are still measured."""
+    from safety_rl_common.errors import UserError
+
+    def rates(cfg, count, rollouts, batching):
+        if cfg.get("graphs", "none") != "none":
+            raise UserError("the rollout could not be captured as one CUDA graph: a sync")
+        return 1000.0, 500.0
+
+    monkeypatch.setattr(gpu_measure, "population_rates", rates)
+    args = gpu_measure.parse(["--device", "cpu", "--tiny", "--precisions", "fp32"])
+    args.capture, args.members = object(), [2, 3]  # as on CUDA
+    rows = gpu_measure.Rows(tmp_path / "measure.csv")
+    gpu_measure.speed_part(args, rows, gpu_measure.Deadline(60))
+    notes = [(row["size"], row["mode"], row.get("note", "")) for row in rows.of("speed")]
+    assert [(size, mode) for size, mode, _ in notes] == [
+        (2, "train"), (2, gpu_measure.CAPTURED_TRAINING),
+        (3, "train"), (3, gpu_measure.CAPTURED_TRAINING),
+    ]  # fmt: skip
+    for _, mode, note in notes:
+        failed = f"{gpu_measure.CAPTURE_FAILED}: the rollout could not be captured"
+        assert note.startswith(failed) == (mode != "train")
+    assert sum(gpu_measure.graph_failed(row) for row in rows.of("speed")) == 2
