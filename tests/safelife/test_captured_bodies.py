@@ -9,6 +9,11 @@ captured run equals the eager one bit for bit (the lease's check)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -390,3 +395,22 @@ def test_a_capture_that_fails_is_an_error_in_one_line_naming_the_body(monkeypatc
         "operation not permitted when stream is capturing"
     )
     assert call.graph is None and not ran
+
+
+def test_the_bodies_benchmark_counts_them_and_times_the_callbacks():
+    """``benchmarks/captured_bodies.py`` (the counts in docs/speed.md), at a tiny size."""
+    root = Path(__file__).resolve().parents[2]
+    tiny = ["n_envs=2", "algo.n_steps=4", "policy.kwargs.features_extractor_kwargs.features_dim=16"]
+    result = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "captured_bodies.py"),
+         "--batching", "grouped", "--callback-members", "2", *tiny],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    counted = re.search(
+        r"grouped +rollout body: ([\d,]+) kernel ops, 0 syncs, 0 copies; "
+        r"update body: ([\d,]+) kernel ops, 0 syncs, 0 copies",
+        result.stdout,
+    )
+    assert counted and all(int(n.replace(",", "")) > 0 for n in counted.groups()), result.stdout
+    assert re.search(r"2 members x 6 idle callbacks x 4 steps: [\d.]+ ms", result.stdout)
