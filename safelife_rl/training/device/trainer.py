@@ -112,6 +112,11 @@ class Rollout(NamedTuple):
     steps: list[TensorStep]
 
 
+#: What an update's body leaves: its per-minibatch statistics by name and its last losses,
+#: ``(P,)`` tensors (a captured update's: rewritten by each replay).
+Update = tuple[dict[str, list[torch.Tensor]], torch.Tensor]
+
+
 class Clip(NamedTuple):
     """PPO's clip range of an update and the bounds it makes: Python floats (as SB3 computes
     them), or device tensors a captured update reads; ``vf_low``/``vf_high`` ``None``
@@ -206,8 +211,7 @@ class MemberTrainer:
         check_graphs(graphs, torch.device(self.device), replay)
         self.graphs, self.graph_replay = graphs, replay
         self._rollout_call: CapturedCall[Rollout | None] | None = None
-        self._update_call: CapturedCall[tuple[dict[str, list[torch.Tensor]], torch.Tensor]]
-        self._update_call = None  # type: ignore[assignment]
+        self._update_call: CapturedCall[Update] | None = None
         if graphs in ("rollout", "all"):
             self._check_capturable("rollout")
             self.venv.keep_state()  # refused here by an env whose step cannot be captured
@@ -229,7 +233,7 @@ class MemberTrainer:
                 "compile=true, not compile=cudagraphs (a graph of its own)"
             )
 
-    def _captured_update(self, replay: str) -> CapturedCall:
+    def _captured_update(self, replay: str) -> CapturedCall[Update]:
         """The update's body captured over tensors the trainer fills before each replay: the
         minibatch orders, the clip ranges and (in the optimizers, which must be fused Adam
         made capturable) the learning rate."""
@@ -597,9 +601,7 @@ class MemberTrainer:
             losses = self.costs.train(self, progress)
             self.costs.log(reports, losses)
 
-    def _update(
-        self, orders: torch.Tensor, clip: Clip
-    ) -> tuple[dict[str, list[torch.Tensor]], torch.Tensor]:
+    def _update(self, orders: torch.Tensor, clip: Clip) -> Update:
         """The body of an update: every epoch's minibatches (``orders``, :meth:`orders` on the
         device) of every member, each one forward pass, the PPO losses, one backward pass and
         one step of the stacked optimizer; the per-minibatch statistics and the last losses,
