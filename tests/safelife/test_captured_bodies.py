@@ -304,6 +304,12 @@ def test_a_callback_stops_a_replayed_rollout_at_its_step():
     assert counts[0] == counts[1] == 2 * N_ENVS * N_STEPS + 2 * N_ENVS
 
 
+class GraphedStep(GymnasiumTensorVecEnv):
+    """Says its step replays as a CUDA graph of its own (``compile=cudagraphs``, CUDA only)."""
+
+    cuda_graphs = True
+
+
 @pytest.mark.parametrize(
     "make, said",
     [
@@ -334,8 +340,12 @@ def test_a_callback_stops_a_replayed_rollout_at_its_step():
             ),
             "fused=True",
         ),
+        (
+            lambda: DevicePPO("MlpPolicy", GraphedStep(vector_env(N_ENVS)), **SETTINGS),
+            "not compile=cudagraphs",
+        ),
     ],
-    ids=["cpu", "unknown", "lagrangian", "wrapped-env", "unfused-adam"],
+    ids=["cpu", "unknown", "lagrangian", "wrapped-env", "unfused-adam", "graphed-env-step"],
 )
 def test_what_cannot_be_captured_is_refused_in_one_line(make, said):
     model = make()

@@ -227,7 +227,7 @@ class MemberTrainer:
                 f"graphs={self.graphs} captures PPO's {body}; "
                 f"{type(self.members[0]).__name__}'s cost critics train eagerly: use graphs=none"
             )
-        if self._captured is not None:
+        if getattr(self.venv, "cuda_graphs", False):
             raise UserError(
                 f"graphs={self.graphs} captures the {body} whole: compile the env's step with "
                 "compile=true, not compile=cudagraphs (a graph of its own)"
