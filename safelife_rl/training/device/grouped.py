@@ -27,6 +27,7 @@ from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
 from torch import nn
 
 from safelife_rl.training.cost_critic import CostCritic
+from safelife_rl.training.device.captured_policy import policy_latents
 from safelife_rl.training.features import SafeLifeCNN
 
 
@@ -41,10 +42,8 @@ class PolicyHeads(nn.Module):
         self._preprocess = preprocessing(policy.observation_space, policy.normalize_images)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        policy = self.policy
-        features = policy.features_extractor(self._preprocess(obs))
-        latent_pi, latent_vf = policy.mlp_extractor(features)
-        return policy.action_net(latent_pi), policy.value_net(latent_vf)
+        latent_pi, values = policy_latents(self.policy, self._preprocess(obs))
+        return self.policy.action_net(latent_pi), values
 
 
 def preprocessing(space: spaces.Space, normalize_images: bool) -> Callable[..., torch.Tensor]:
