@@ -56,9 +56,16 @@ import numpy as np
 import torch
 from engine_speed import fresh_compiles, timed
 from gpu_suite import Report, random_actions, same, table, vector_envs
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
 from population_profile import profile_section
-from population_speed import KEPT_BATCHINGS, TINY, config, members, population_rates
+from population_speed import (
+    CAPTURED,
+    KEPT_BATCHINGS,
+    TINY,
+    config,
+    members,
+    population_rates,
+)
 from precision import (
     autocast,
     default_device,
@@ -310,8 +317,8 @@ def add_pair(
 # -- sections ----------------------------------------------------------------------------------
 
 
-def trainer_config(args: argparse.Namespace) -> DictConfig:
-    return config([*(TINY if args.tiny else []), f"device={args.device}"])
+def trainer_config(args: argparse.Namespace, *overrides: str) -> DictConfig:
+    return config([*(TINY if args.tiny else []), f"device={args.device}", *overrides])
 
 
 PROFILED = "rollouts and updates, profiled"
@@ -544,9 +551,7 @@ def speed_part(args: argparse.Namespace, rows: Rows, deadline: Deadline) -> str:
                     rows.add("speed", what, note=NO_GRAPH, **common)
                     continue
                 else:
-                    at = at.copy()
-                    with open_dict(at):
-                        at.graphs, at.compile = "all", True  # its step captured inside
+                    at = with_precision(trainer_config(args, *CAPTURED), precision)
                     try:
                         wall, cpu = population_rates(at, count, args.rollouts, "auto")
                     except Exception as error:  # noqa: BLE001 - the row says it; the rest run

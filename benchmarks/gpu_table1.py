@@ -44,7 +44,7 @@ from pathlib import Path
 
 import torch
 from lease_files import copy_tables, machine, pack
-from population_speed import TINY, config, population_rates
+from population_speed import CAPTURED, TINY, config, population_rates
 from precision import flags_text, refusal, with_precision
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,9 +56,7 @@ ROLLOUT = 16 * 20  # a member's env steps per rollout in the paper's setup
 #: the grid's seconds outside training: start, level banks, final evaluations, benchmarks and
 #: tables (the last lease's grid spent 200-350 s on them; 90 s was planned)
 GRID_FIXED_SECONDS = 300
-#: the settings of the trainer with its rollout and update each one CUDA graph, and their
-#: name in the speed rows' "env step" column
-CAPTURED = ("graphs=all", "compile=true")
+#: the speed rows' "env step" of the trainer with its rollout and update each one CUDA graph
 CAPTURED_STEP = "compiled, trainer graphs=all"
 
 

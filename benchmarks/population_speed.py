@@ -78,6 +78,9 @@ PENALTIES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 #: the ways of batching the members' networks kept to be measured (not ``auto``'s choice of
 #: one of them, not ``loop``'s member by member)
 KEPT_BATCHINGS = [batching for batching in BATCHING if batching not in ("auto", "loop")]
+#: the trainer with its rollout and update each one CUDA graph, its env's step compiled and
+#: captured inside (the overrides of the lease stages' captured rows and runs)
+CAPTURED = ("graphs=all", "compile=true")
 #: the paper's setup at a size that runs in seconds on a CPU (``--tiny``: CI)
 TINY = ["n_envs=2", "algo.n_steps=4", "policy.kwargs.features_extractor_kwargs.features_dim=16"]
 
