@@ -40,10 +40,7 @@ def body_counts(overrides: list[str], size: int, batching: str) -> tuple[OpCount
     try:
         population.learn(cfg.n_envs * cfg.algo.n_steps)
         first = population.members[0]
-        population.buffer.reset()
-        population.recorder.clear()
-        population.sampler.start(first.num_timesteps)
-        population._rollout_start = first.num_timesteps
+        population._prepare_rollout()
         with counting() as rollout:
             population._rollout()
         population._set_training_mode(True)

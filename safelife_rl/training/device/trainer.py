@@ -401,14 +401,9 @@ class MemberTrainer:
         with the callbacks at every step, or replayed as one CUDA graph (``graphs=rollout``)
         and the callbacks' steps run after it."""
         first, n = self.members[0], self.n_envs
-        self._set_training_mode(False)
-        self.buffer.reset()
+        start = self._prepare_rollout()
         for callback in callbacks:
             callback.on_rollout_start()
-        self.recorder.clear()
-        start = first.num_timesteps
-        self.sampler.start(start)
-        self._rollout_start = start
         if self._rollout_call is None:
             rollout = self._rollout(partial(self._on_step, callbacks))
             if rollout is None:
@@ -433,6 +428,16 @@ class MemberTrainer:
                 self.costs.values(self._by_member(self._last_obs)), self._last_starts
             )
         return True
+
+    def _prepare_rollout(self) -> int:
+        """Evaluation mode, an empty buffer and episode record, and the draws at the members'
+        step count, which it returns: what :meth:`_rollout` starts from."""
+        self._set_training_mode(False)
+        self.buffer.reset()
+        self.recorder.clear()
+        self._rollout_start = self.members[0].num_timesteps
+        self.sampler.start(self._rollout_start)
+        return self._rollout_start
 
     def _on_step(
         self, callbacks: list[BaseCallback], actions: torch.Tensor, step: TensorStep
